@@ -1,0 +1,127 @@
+//! The copy engine: plans, copies and flushes on blocking threads; shares progress
+//! through atomics and discrete events through a channel.
+//!
+//! Contract used by the rest of the program (sampler, TUI, plain output):
+//! - [`Progress`]: lock-free counters read by the sampler every tick.
+//! - [`EngineEvent`]: discrete events sent over an `std::sync::mpsc` channel.
+//! - [`Control`]: pause / cancel flags the UI sets.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Counters the engine updates while it copies. All byte counts are file data bytes.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes of file data written to destination files (app-level speed comes from this).
+    pub bytes_copied: AtomicU64,
+    /// Files (of any kind) completed: copied, linked or recreated.
+    pub files_done: AtomicU64,
+    /// Files that failed or were skipped.
+    pub files_failed: AtomicU64,
+    /// Bytes found so far by the scan (grows until `scan_done`).
+    pub bytes_total: AtomicU64,
+    /// Entries found so far by the scan.
+    pub files_total: AtomicU64,
+    /// Set when the scan has finished: totals are final.
+    pub scan_done: AtomicBool,
+    /// Cumulative nanoseconds spent inside read syscalls (or the read half of copy_file_range).
+    pub read_ns: AtomicU64,
+    /// Cumulative nanoseconds spent inside write syscalls (copy_file_range counts here).
+    pub write_ns: AtomicU64,
+    /// The file being copied now (the large-file stream; for parallel small files the latest one).
+    pub current: Mutex<Option<CurrentFile>>,
+}
+
+/// The file being copied now and how far it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentFile {
+    /// Path relative to the source root it came from (display form).
+    pub path: PathBuf,
+    pub size: u64,
+    pub done: u64,
+}
+
+/// A plain copy of the counters at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProgressSnapshot {
+    pub bytes_copied: u64,
+    pub files_done: u64,
+    pub files_failed: u64,
+    pub bytes_total: u64,
+    pub files_total: u64,
+    pub scan_done: bool,
+    pub read_ns: u64,
+    pub write_ns: u64,
+}
+
+impl Progress {
+    /// Reads every counter once (Relaxed: each value is monotonic on its own).
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        ProgressSnapshot {
+            bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
+            files_done: self.files_done.load(Ordering::Relaxed),
+            files_failed: self.files_failed.load(Ordering::Relaxed),
+            bytes_total: self.bytes_total.load(Ordering::Relaxed),
+            files_total: self.files_total.load(Ordering::Relaxed),
+            scan_done: self.scan_done.load(Ordering::Relaxed),
+            read_ns: self.read_ns.load(Ordering::Relaxed),
+            write_ns: self.write_ns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The current file, cloned out of the lock.
+    pub fn current(&self) -> Option<CurrentFile> {
+        self.current.lock().map(|c| c.clone()).unwrap_or(None)
+    }
+}
+
+/// Flags the UI sets and the engine obeys between chunks.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// While set, workers block before their next I/O (no new reads or writes are issued).
+    pub paused: AtomicBool,
+    /// Once set, workers stop, remove their temporary files and the engine returns `Cancelled`.
+    pub cancelled: AtomicBool,
+}
+
+/// Discrete things the engine reports, in order, over an mpsc channel.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EngineEvent {
+    FileStarted { path: PathBuf, size: u64 },
+    FileDone { path: PathBuf, bytes: u64 },
+    /// A per-file error: the copy goes on.
+    FileFailed { path: PathBuf, error: String },
+    /// Skipped on purpose (socket, device without root, conflict policy, ...).
+    FileSkipped { path: PathBuf, reason: String },
+    /// A file changed size while it was copied (reported, the copy still completes).
+    FileChanged { path: PathBuf, detail: String },
+    ScanDone { files: u64, bytes: u64 },
+    /// All data written; the flush (syncfs or per-file fsync) starts.
+    FlushStarted,
+    FlushDone,
+    VerifyStarted,
+    VerifyDone { files: u64, mismatches: u64 },
+    Paused,
+    Resumed,
+    /// Fatal: the copy stops (disk full, destination gone).
+    Fatal { error: String },
+}
+
+/// The user's answer to "destination exists" under `--overwrite=ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictAnswer {
+    Overwrite,
+    Skip,
+    OverwriteAll,
+    SkipAll,
+    Cancel,
+}
+
+/// Asked by the engine (from a worker thread, blocking) when a destination file exists
+/// and the policy is `ask`. The TUI implements it with a dialog; without a terminal the
+/// engine never asks (cp's behaviour: overwrite).
+pub trait ConflictAsk: Send + Sync {
+    fn ask(&self, destination: &std::path::Path) -> ConflictAnswer;
+}

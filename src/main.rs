@@ -1,0 +1,4 @@
+//! Thin binary: hands off to the library.
+fn main() {
+    println!("copyscope");
+}

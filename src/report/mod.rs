@@ -1,0 +1,1 @@
+//! Output that is not the live TUI: plain progress lines, JSON lines, recordings and exports.

@@ -1,0 +1,155 @@
+//! Signals: root-relative readers of /proc, /sys and the ZFS kstats, pure parsers,
+//! and the sampler thread that ticks on fixed deadlines (DESIGN §5).
+//!
+//! The [`Sample`] type is the contract between the sampler, the model, recordings
+//! and replay: it holds raw cumulative counters (never rates), so a recording replays
+//! through the model into exactly the same events.
+
+use serde::{Deserialize, Serialize};
+
+use crate::copy::ProgressSnapshot;
+
+/// One tick of every signal. Optional parts are `None` when the source is missing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Nanoseconds since the copy started, on the monotonic clock.
+    pub t_ns: u64,
+    /// Engine counters (cumulative).
+    pub engine: ProgressSnapshot,
+    /// Page cache figures, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_cache: Option<PageCache>,
+    /// Destination block devices summed (leaf disks), cumulative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dest_disk: Option<DiskCounters>,
+    /// Source block devices summed, cumulative (None when the same as destination or unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_disk: Option<DiskCounters>,
+    /// /proc/pressure/io totals, µs cumulative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_io: Option<Psi>,
+    /// CPU busy in percent (0–100) averaged over all cores since the previous tick, and the busiest core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Cpu>,
+    /// ZFS state of the destination pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs: Option<ZfsSample>,
+}
+
+/// /proc/meminfo and /proc/vmstat figures, all converted to bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageCache {
+    /// meminfo Dirty.
+    pub dirty: u64,
+    /// meminfo Writeback.
+    pub writeback: u64,
+    /// vmstat nr_dirty_background_threshold × page size.
+    pub bg_thresh: u64,
+    /// vmstat nr_dirty_threshold × page size.
+    pub thresh: u64,
+    /// vmstat nr_written × page size (cumulative).
+    pub written: u64,
+}
+
+impl PageCache {
+    /// (thresh + bg) / 2: below this the kernel never pauses a writer.
+    pub fn freerun(&self) -> u64 {
+        (self.thresh + self.bg_thresh) / 2
+    }
+}
+
+/// /proc/diskstats fields summed over the relevant whole disks (cumulative).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskCounters {
+    pub sectors_read: u64,
+    pub sectors_written: u64,
+    /// Field 10: ms the device had I/O in flight.
+    pub io_ticks_ms: u64,
+    /// Field 11: weighted ms.
+    pub weighted_ms: u64,
+    /// Number of whole disks summed (for utilisation: io_ticks / disks).
+    pub disks: u32,
+}
+
+/// /proc/pressure/io totals (µs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Psi {
+    pub some_us: u64,
+    pub full_us: u64,
+}
+
+/// CPU use over the last tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub busy_pct: f32,
+    pub max_core_pct: f32,
+}
+
+/// ZFS pool signals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ZfsSample {
+    pub pool: String,
+    /// The rows of `txgs` from the last read, oldest first (only the newest few are kept per sample).
+    pub txgs: Vec<TxgRow>,
+    /// Cumulative dmu_tx counters.
+    pub dmu_tx: DmuTx,
+    /// arcstats anon_size (dirty + in-flight) in bytes, the live stand-in for dirty data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arc_anon: Option<u64>,
+    /// Offset to add to a txg `birth` (ns, CLOCK_MONOTONIC_RAW) to get `t_ns` (may be negative).
+    pub birth_offset_ns: i64,
+}
+
+/// One row of /proc/spl/kstat/zfs/POOL/txgs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxgRow {
+    pub txg: u64,
+    pub birth: u64,
+    /// O, Q, W, S or C.
+    pub state: char,
+    pub ndirty: u64,
+    pub nread: u64,
+    pub nwritten: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub otime: u64,
+    pub qtime: u64,
+    pub wtime: u64,
+    pub stime: u64,
+}
+
+/// Cumulative counters from /proc/spl/kstat/zfs/dmu_tx (missing fields are 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DmuTx {
+    pub assigned: u64,
+    pub delay: u64,
+    pub dirty_throttle: u64,
+    pub dirty_delay: u64,
+    pub dirty_over_max: u64,
+}
+
+/// Facts read once at start (tunables, filesystem), for the header, the kernel panel and recordings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Destination filesystem type from mountinfo (ext4, zfs, ...).
+    pub fs_type: Option<String>,
+    /// Mount source (device or pool/dataset).
+    pub mount_source: Option<String>,
+    pub mount_point: Option<String>,
+    /// ZFS pool and dataset when the destination is on ZFS.
+    pub zfs_pool: Option<String>,
+    pub zfs_dataset: Option<String>,
+    /// Destination leaf disks used for diskstats (names).
+    pub dest_disks: Vec<String>,
+    /// Tunables as (name, value) text pairs: vm.dirty_* and the ZFS module parameters that matter.
+    pub tunables: Vec<(String, String)>,
+    /// zfs_dirty_data_max in bytes, when on ZFS.
+    pub zfs_dirty_data_max: Option<u64>,
+    /// zfs_dirty_data_sync_percent and zfs_delay_min_dirty_percent.
+    pub zfs_sync_percent: Option<u32>,
+    pub zfs_delay_percent: Option<u32>,
+    /// Page size used for vmstat conversions.
+    pub page_size: u64,
+    /// One line per missing source: what is n/a and what to do about it.
+    pub notes: Vec<String>,
+}
