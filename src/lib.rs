@@ -6,7 +6,14 @@
 //! `ui` (pure rendering); `tui` (terminal lifecycle and the main loop);
 //! `report` (plain/JSON output, recordings, exports).
 
+pub mod cli;
+pub mod config;
 pub mod copy;
+pub mod demo;
+pub mod exit;
 pub mod model;
 pub mod report;
+pub mod run;
 pub mod sample;
+
+pub use run::run;

@@ -1,4 +1,20 @@
-//! Thin binary: hands off to the library.
-fn main() {
-    println!("copyscope");
+//! Thin binary: parse, validate, hand off to the library, exit with its status.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use copyscope::cli::Cli;
+use copyscope::config::Config;
+use copyscope::exit::ExitStatus;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::try_from(cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("copyscope: {e}");
+            return ExitStatus::Fatal.into();
+        }
+    };
+    copyscope::run(config).into()
 }

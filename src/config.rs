@@ -1,0 +1,348 @@
+//! Validated configuration: [`Config`] from the raw [`Cli`] flags (TryFrom), with cp's
+//! SOURCE/DEST/-t/-T rules resolved into (source → destination) pairs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::{Cli, Command as CliCommand, OverwriteArg, ReflinkArg};
+use crate::copy::{
+    CopyError, CopyOptions, CopyRequest, Dereference, OverwritePolicy, ReflinkMode, SyncMode,
+    resolve_targets,
+};
+
+/// Environment variable naming the directory that stands for `/` (same as `--sys-root`).
+pub const SYS_ROOT_ENV: &str = "COPYSCOPE_SYS_ROOT";
+/// Test-only: caps the engine's data rate (bytes/s) so tests can signal a copy mid-file.
+pub const TEST_THROTTLE_ENV: &str = "COPYSCOPE_TEST_THROTTLE_BPS";
+
+/// Why the command line cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Copy(CopyRequest),
+    Demo {
+        size_mb: u64,
+    },
+    Replay {
+        file: PathBuf,
+        speed: f64,
+    },
+    Export {
+        file: PathBuf,
+        png: Option<PathBuf>,
+        svg: Option<PathBuf>,
+        text: Option<PathBuf>,
+        markdown: Option<PathBuf>,
+        /// Picture size in pixels (width, height).
+        size: Option<(u32, u32)>,
+    },
+    Completions(clap_complete::Shell),
+    Man,
+}
+
+/// How results are shown and sampled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Display {
+    pub plain: bool,
+    pub json: bool,
+    pub interval: Duration,
+    pub ascii: bool,
+    pub compact: bool,
+    /// MiB/s instead of MB/s.
+    pub binary: bool,
+    pub record: Option<PathBuf>,
+    pub screenshot: Option<PathBuf>,
+    /// The directory standing for `/` when reading /proc and /sys.
+    pub sys_root: PathBuf,
+    pub drop_ratio: f64,
+    pub recover_ratio: f64,
+    pub min_drop: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub command: Command,
+    pub display: Display,
+    /// `--overwrite`/-i/-f/-n/-u was given (otherwise the frontend picks: ask in the TUI,
+    /// always without a terminal).
+    pub overwrite_explicit: bool,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), ConfigError> {
+    let bad = || {
+        ConfigError::Invalid(format!(
+            "--size '{s}': expected WIDTHxHEIGHT, e.g. 1200x600"
+        ))
+    };
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if w == 0 || h == 0 || w > 10_000 || h > 10_000 {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+impl TryFrom<Cli> for Config {
+    type Error = ConfigError;
+
+    fn try_from(cli: Cli) -> Result<Self, Self::Error> {
+        let d = &cli.display;
+        if !(10..=60_000).contains(&d.interval) {
+            return Err(ConfigError::Invalid(format!(
+                "--interval {}: must be between 10 and 60000 ms",
+                d.interval
+            )));
+        }
+        if !(d.drop_ratio > 0.0 && d.drop_ratio < 1.0) {
+            return Err(ConfigError::Invalid(
+                "--drop-ratio must be between 0 and 1".into(),
+            ));
+        }
+        if !(d.recover_ratio > d.drop_ratio && d.recover_ratio <= 1.0) {
+            return Err(ConfigError::Invalid(
+                "--recover-ratio must be above --drop-ratio and at most 1".into(),
+            ));
+        }
+        let sys_root = d
+            .sys_root
+            .clone()
+            .or_else(|| {
+                std::env::var_os(SYS_ROOT_ENV)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let display = Display {
+            plain: d.plain,
+            json: d.json,
+            interval: Duration::from_millis(d.interval),
+            ascii: d.ascii,
+            compact: d.compact,
+            binary: d.binary,
+            record: d.record.clone(),
+            screenshot: d.screenshot.clone(),
+            sys_root,
+            drop_ratio: d.drop_ratio,
+            recover_ratio: d.recover_ratio,
+            min_drop: Duration::from_millis(d.min_drop_ms),
+        };
+        let c = &cli.copy;
+        let overwrite_explicit =
+            c.interactive || c.force || c.no_clobber || c.update || c.overwrite.is_some();
+        let command = match cli.command {
+            Some(CliCommand::Demo { size }) => {
+                if size == 0 || size > 1_000_000 {
+                    return Err(ConfigError::Invalid("demo --size: 1 to 1000000 MB".into()));
+                }
+                Command::Demo { size_mb: size }
+            }
+            Some(CliCommand::Replay { file, speed }) => {
+                if !(speed > 0.0 && speed.is_finite()) {
+                    return Err(ConfigError::Invalid(
+                        "replay --speed must be above 0".into(),
+                    ));
+                }
+                Command::Replay { file, speed }
+            }
+            Some(CliCommand::Export {
+                file,
+                png,
+                svg,
+                text,
+                markdown,
+                size,
+            }) => Command::Export {
+                file,
+                png,
+                svg,
+                text,
+                markdown,
+                size: size.as_deref().map(parse_size).transpose()?,
+            },
+            Some(CliCommand::Completions { shell }) => Command::Completions(shell),
+            Some(CliCommand::Man) => Command::Man,
+            None => Command::Copy(copy_request(&cli)?),
+        };
+        Ok(Config {
+            command,
+            display,
+            overwrite_explicit,
+        })
+    }
+}
+
+/// Engine options and (source → destination) pairs from the copy flags.
+fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
+    let c = &cli.copy;
+    let overwrite = if c.interactive {
+        OverwritePolicy::Ask
+    } else if c.force {
+        OverwritePolicy::Always
+    } else if c.no_clobber {
+        OverwritePolicy::Never
+    } else if c.update {
+        OverwritePolicy::Update
+    } else {
+        match c.overwrite {
+            Some(OverwriteArg::Always) => OverwritePolicy::Always,
+            Some(OverwriteArg::Never) => OverwritePolicy::Never,
+            Some(OverwriteArg::Update) => OverwritePolicy::Update,
+            // Ask: the TUI asks; without a terminal the engine has no asker and overwrites, as cp.
+            Some(OverwriteArg::Ask) | None => OverwritePolicy::Ask,
+        }
+    };
+    let jobs = c.jobs.unwrap_or(crate::copy::options::DEFAULT_JOBS);
+    if !(1..=256).contains(&jobs) {
+        return Err(ConfigError::Invalid(
+            "--jobs must be between 1 and 256".into(),
+        ));
+    }
+    let throttle_bps = std::env::var(TEST_THROTTLE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0);
+    let options = CopyOptions {
+        overwrite,
+        preserve_mode_time: !c.no_preserve,
+        preserve_owner: c.preserve || c.archive,
+        hard_links: c.archive,
+        dereference: if c.archive {
+            Dereference::Never
+        } else if c.dereference {
+            Dereference::Always
+        } else {
+            Dereference::CommandLine
+        },
+        sync: if c.no_sync {
+            SyncMode::None
+        } else if c.fsync {
+            SyncMode::PerFile
+        } else {
+            SyncMode::Syncfs
+        },
+        verify: c.verify,
+        reflink: match c.reflink {
+            ReflinkArg::Never => ReflinkMode::Never,
+            ReflinkArg::Auto => ReflinkMode::Auto,
+            ReflinkArg::Always => ReflinkMode::Always,
+        },
+        jobs,
+        buffer_size: crate::copy::options::DEFAULT_BUFFER,
+        throttle_bps,
+    };
+    let pairs = resolve_targets(
+        &c.paths,
+        c.target_directory.as_deref(),
+        c.no_target_directory,
+    )?;
+    Ok(CopyRequest { pairs, options })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<Config, String> {
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        Config::try_from(cli).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn copy_is_the_default_command_and_demo_a_subcommand() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let b = t.path().join("b");
+        let c = parse(&["copyscope", a.to_str().unwrap(), b.to_str().unwrap()]).unwrap();
+        match c.command {
+            Command::Copy(r) => {
+                assert_eq!(r.pairs.len(), 1);
+                assert_eq!(r.pairs[0].dest, b);
+                assert_eq!(r.options.overwrite, OverwritePolicy::Ask);
+                assert_eq!(r.options.sync, SyncMode::Syncfs);
+            }
+            other => panic!("{other:?}"),
+        }
+        let c = parse(&["copyscope", "demo", "--size", "5", "--plain"]).unwrap();
+        assert_eq!(c.command, Command::Demo { size_mb: 5 });
+        assert!(c.display.plain);
+    }
+
+    #[test]
+    fn flags_map_to_options() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let b = t.path().join("b");
+        let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let c = parse(&["copyscope", "-a", "-n", "--no-sync", "--jobs", "3", a, b]).unwrap();
+        let Command::Copy(r) = c.command else {
+            panic!()
+        };
+        assert!(r.options.preserve_owner && r.options.hard_links);
+        assert_eq!(r.options.dereference, Dereference::Never);
+        assert_eq!(r.options.overwrite, OverwritePolicy::Never);
+        assert_eq!(r.options.sync, SyncMode::None);
+        assert_eq!(r.options.jobs, 3);
+        assert!(c.overwrite_explicit);
+        let c = parse(&[
+            "copyscope",
+            "-L",
+            "--fsync",
+            "--overwrite=update",
+            "--reflink=auto",
+            a,
+            b,
+        ])
+        .unwrap();
+        let Command::Copy(r) = c.command else {
+            panic!()
+        };
+        assert_eq!(r.options.dereference, Dereference::Always);
+        assert_eq!(r.options.sync, SyncMode::PerFile);
+        assert_eq!(r.options.overwrite, OverwritePolicy::Update);
+        assert_eq!(r.options.reflink, ReflinkMode::Auto);
+        assert!(parse(&["copyscope", "--interval", "1", a, b]).is_err());
+        assert!(parse(&["copyscope", "--jobs", "0", a, b]).is_err());
+        assert!(parse(&["copyscope", "--fsync", "--no-sync", a, b]).is_err());
+    }
+
+    #[test]
+    fn export_size_and_missing_operands() {
+        assert_eq!(parse_size("1200x600").unwrap(), (1200, 600));
+        assert!(parse_size("12x").is_err());
+        assert!(
+            parse(&["copyscope", "only-one"])
+                .unwrap_err()
+                .contains("missing destination")
+        );
+        let c = parse(&[
+            "copyscope",
+            "export",
+            "rec.jsonl",
+            "--png",
+            "a.png",
+            "--size",
+            "800x400",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.command,
+            Command::Export {
+                size: Some((800, 400)),
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,563 @@
+//! One entry at a time: a regular file's data path (reflink, sparse-aware
+//! copy_file_range or pread/pwrite), its temporary name and rename, metadata, fsync and
+//! read-back verification; symlinks, FIFOs and devices; hard links (`-a`).
+
+use std::ffi::{OsStr, OsString};
+use std::num::NonZeroU64;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, SeekFrom};
+use rustix::io::Errno;
+
+use super::EngineEvent;
+use super::engine::{
+    Decision, DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs,
+    timestamps,
+};
+use super::options::{LARGE_FILE, ReflinkMode, SyncMode};
+
+/// Largest single copy_file_range call: small enough for smooth progress and a prompt cancel.
+const CFR_CHUNK: u64 = 8 << 20;
+/// Chunk size under the test throttle, so a signal lands mid-file.
+const THROTTLED_CHUNK: usize = 64 << 10;
+
+/// `.NAME.copyscope-tmp-XXXXXX`, with NAME cut so the whole stays within NAME_MAX (255).
+pub fn temp_name(name: &OsStr, rnd: u32) -> OsString {
+    let b = name.as_bytes();
+    let keep = &b[..b.len().min(200)];
+    let mut v = Vec::with_capacity(keep.len() + 24);
+    v.push(b'.');
+    v.extend_from_slice(keep);
+    v.extend_from_slice(format!("{TEMP_MARKER}{:06x}", rnd & 0xff_ffff).as_bytes());
+    OsString::from_vec(v)
+}
+
+/// A temporary name in a destination directory, removed on drop unless renamed into place.
+struct Temp<'a> {
+    dir: &'a DirNode,
+    name: OsString,
+    armed: bool,
+}
+
+impl Drop for Temp<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = rfs::unlinkat(&self.dir.dst, &self.name, AtFlags::empty());
+        }
+    }
+}
+
+impl Temp<'_> {
+    fn commit(mut self, final_name: &OsStr) -> Result<(), Errno> {
+        rfs::renameat(&self.dir.dst, &self.name, &self.dir.dst, final_name)?;
+        self.armed = false;
+        Ok(())
+    }
+}
+
+/// Makes a temporary object with `make(name)`, retrying on a name clash.
+fn with_temp<'a>(
+    dir: &'a DirNode,
+    name: &OsStr,
+    mut make: impl FnMut(&OsStr) -> Result<(), Errno>,
+) -> Result<Temp<'a>, Errno> {
+    let mut last = Errno::EXIST;
+    for _ in 0..16 {
+        let t = temp_name(name, rand::random::<u32>());
+        match make(&t) {
+            Ok(()) => {
+                return Ok(Temp {
+                    dir,
+                    name: t,
+                    armed: true,
+                });
+            }
+            Err(Errno::EXIST) => last = Errno::EXIST,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+enum DataErr {
+    Stop,
+    Read(Errno),
+    Write(Errno),
+    Clone(Errno),
+}
+
+impl From<Stopped> for DataErr {
+    fn from(_: Stopped) -> Self {
+        DataErr::Stop
+    }
+}
+
+fn add_ns(counter: &std::sync::atomic::AtomicU64, since: Instant) {
+    counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+/// Copies one regular file: conflict policy, temp file, data, metadata, optional fsync and
+/// verify, rename. Errors are reported through `sh` (per file, or fatal for the destination).
+pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
+    let path = e.src_display();
+    if sh.gate().is_err() {
+        return;
+    }
+    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
+        Decision::Proceed => {}
+        Decision::Skip(r) => return sh.skip(&path, r),
+        Decision::Fail(m) => return sh.fail(&path, m),
+        Decision::Stop => return,
+    }
+    let mut oflags = OFlags::RDONLY | OFlags::CLOEXEC;
+    if !e.follow {
+        oflags |= OFlags::NOFOLLOW;
+    }
+    let src = match rfs::openat(&e.parent.src, &e.src_name, oflags, Mode::empty()) {
+        Ok(f) => f,
+        Err(Errno::NOENT) => return sh.fail(&path, "vanished before it could be copied".into()),
+        Err(err) => return sh.fail(&path, errmsg(err)),
+    };
+    let st = match rfs::fstat(&src) {
+        Ok(s) => Meta::from_stat(&s),
+        Err(err) => return sh.fail(&path, errmsg(err)),
+    };
+    let rel = e.rel();
+    let _ = sh.events.send(EngineEvent::FileStarted {
+        path: path.clone(),
+        size: st.size,
+    });
+    sh.set_current(&rel, st.size);
+    let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
+
+    let dst_flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let mut fd: Option<OwnedFd> = None;
+    let tmp = with_temp(&e.parent, &e.dst_name, |t| {
+        fd = Some(rfs::openat(
+            &e.parent.dst,
+            t,
+            dst_flags,
+            Mode::from_raw_mode(0o600),
+        )?);
+        Ok(())
+    });
+    let (tmp, dst) = match (tmp, fd) {
+        (Ok(t), Some(f)) => (t, f),
+        (Err(err), _) => return sh.dest_error(&path, "cannot create the destination file", err),
+        (Ok(_), None) => return,
+    };
+
+    let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
+    let res = copy_contents(sh, &src, &dst, &st, &rel, e.parent.cfr_ok, buf);
+    drop(lane);
+    let written = match res {
+        Ok(n) => n,
+        Err(DataErr::Stop) => return,
+        Err(DataErr::Read(err)) => return sh.fail(&path, format!("read error: {}", errmsg(err))),
+        Err(DataErr::Write(err)) => return sh.dest_error(&path, "write error", err),
+        Err(DataErr::Clone(err)) => {
+            return sh.fail(
+                &path,
+                format!("cannot share blocks (--reflink=always): {}", errmsg(err)),
+            );
+        }
+    };
+
+    if let Err(m) = apply_file_meta(sh, &dst, &st) {
+        return sh.fail(&path, m);
+    }
+    if sh.opts.sync == SyncMode::PerFile || sh.opts.verify {
+        let t = Instant::now();
+        let r = rfs::fsync(&dst);
+        add_ns(&sh.progress.write_ns, t);
+        if let Err(err) = r {
+            return sh.dest_error(&path, "fsync failed", err);
+        }
+    }
+    if sh.opts.verify {
+        match verify(sh, &src, &dst, buf) {
+            Ok(true) => {
+                sh.verified.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {
+                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+                return sh.fail(&path, "verify: the copy read back from the device differs from the source; it was not kept".into());
+            }
+            Err(DataErr::Stop) => return,
+            Err(DataErr::Read(err) | DataErr::Clone(err)) => {
+                return sh.fail(&path, format!("verify: cannot read back: {}", errmsg(err)));
+            }
+            Err(DataErr::Write(err)) => return sh.dest_error(&path, "verify", err),
+        }
+    }
+    if let Err(err) = tmp.commit(&e.dst_name) {
+        return sh.dest_error(&path, "cannot rename the finished file into place", err);
+    }
+    if written != st.size {
+        let how = if written > st.size { "grew" } else { "shrank" };
+        sh.changed(
+            &path,
+            format!(
+                "{how} from {} to {written} bytes while it was copied; the copy has {written}",
+                st.size
+            ),
+        );
+    } else if rfs::fstat(&src).is_ok_and(|s| Meta::from_stat(&s).nlink == 0) && st.nlink > 0 {
+        sh.changed(
+            &path,
+            "was deleted while it was copied; the copy holds the data as it was read".into(),
+        );
+    }
+    sh.done(&path, written);
+}
+
+/// Mode, times and (with `-p`) ownership onto the temporary file before the rename.
+fn apply_file_meta(sh: &Shared, dst: &OwnedFd, st: &Meta) -> Result<(), String> {
+    if sh.opts.preserve_owner
+        && let Err(e) = rfs::fchown(
+            dst,
+            Some(rfs::Uid::from_raw(st.uid)),
+            Some(rfs::Gid::from_raw(st.gid)),
+        )
+        && e != Errno::PERM
+    {
+        return Err(format!("cannot preserve ownership: {}", errmsg(e)));
+    }
+    let mode = if sh.opts.preserve_mode_time {
+        st.mode & 0o7777
+    } else {
+        st.mode & 0o777 & !sh.umask
+    };
+    rfs::fchmod(dst, Mode::from_raw_mode(mode))
+        .map_err(|e| format!("cannot set the mode: {}", errmsg(e)))?;
+    if sh.opts.preserve_mode_time {
+        rfs::futimens(dst, &timestamps(st))
+            .map_err(|e| format!("cannot set the times: {}", errmsg(e)))?;
+    }
+    Ok(())
+}
+
+/// The data: a clone when asked, else holes skipped (SEEK_DATA/SEEK_HOLE) and data copied.
+/// Returns the logical size of the copy.
+fn copy_contents(
+    sh: &Shared,
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    st: &Meta,
+    rel: &Path,
+    cfr_ok: bool,
+    buf: &mut [u8],
+) -> Result<u64, DataErr> {
+    if sh.opts.reflink != ReflinkMode::Never {
+        match rfs::ioctl_ficlone(dst, src) {
+            Ok(()) => {
+                sh.cloned.fetch_add(st.size, Ordering::Relaxed);
+                sh.add_bytes(rel, st.size, st.size, st.size);
+                return Ok(st.size);
+            }
+            Err(e) if sh.opts.reflink == ReflinkMode::Always => return Err(DataErr::Clone(e)),
+            Err(_) => {}
+        }
+    }
+    let mut cx = RangeCopy {
+        sh,
+        src,
+        dst,
+        rel,
+        size: st.size,
+        use_cfr: cfr_ok && sh.opts.throttle_bps.is_none(),
+        buf,
+    };
+    if !st.is_sparse() {
+        return cx.copy(0, None);
+    }
+    let mut pos = 0u64;
+    loop {
+        let data = match rfs::seek(src, SeekFrom::Data(pos)) {
+            Ok(d) => d,
+            Err(Errno::NXIO) => break,
+            Err(Errno::INVAL | Errno::OPNOTSUPP) if pos == 0 => return cx.copy(0, None),
+            Err(e) => return Err(DataErr::Read(e)),
+        };
+        let hole = rfs::seek(src, SeekFrom::Hole(data)).map_err(DataErr::Read)?;
+        cx.copy(data, Some(hole))?;
+        pos = hole;
+    }
+    let now = rfs::fstat(src)
+        .map(|s| Meta::from_stat(&s).size)
+        .map_err(DataErr::Read)?;
+    let end = now.max(pos);
+    rfs::ftruncate(dst, end).map_err(DataErr::Write)?;
+    Ok(end)
+}
+
+struct RangeCopy<'a> {
+    sh: &'a Shared,
+    src: &'a OwnedFd,
+    dst: &'a OwnedFd,
+    rel: &'a Path,
+    size: u64,
+    use_cfr: bool,
+    buf: &'a mut [u8],
+}
+
+impl RangeCopy<'_> {
+    /// Copies [start, end) (to EOF when `end` is None, so a growing file is copied whole)
+    /// at the same offsets. copy_file_range time counts as write time: it is a
+    /// destination-side syscall and the read happens inside it.
+    fn copy(&mut self, start: u64, end: Option<u64>) -> Result<u64, DataErr> {
+        let sh = self.sh;
+        let mut off = start;
+        let max_chunk = if sh.opts.throttle_bps.is_some() {
+            THROTTLED_CHUNK.min(self.buf.len())
+        } else {
+            self.buf.len()
+        };
+        loop {
+            sh.gate()?;
+            let want = match end {
+                Some(e) if off >= e => break,
+                Some(e) => e - off,
+                None => u64::MAX,
+            };
+            let n = if self.use_cfr {
+                let mut in_off = off;
+                let mut out_off = off;
+                let len = want.min(CFR_CHUNK) as usize;
+                let t = Instant::now();
+                let r = rfs::copy_file_range(
+                    self.src,
+                    Some(&mut in_off),
+                    self.dst,
+                    Some(&mut out_off),
+                    len,
+                );
+                add_ns(&sh.progress.write_ns, t);
+                match r {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(Errno::INTR | Errno::AGAIN) => continue,
+                    Err(
+                        Errno::XDEV | Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS | Errno::BADF,
+                    ) => {
+                        // Not supported between these two files: fall back at the same offset.
+                        self.use_cfr = false;
+                        continue;
+                    }
+                    Err(e) if is_fatal_dest(e) || e == Errno::FBIG => {
+                        return Err(DataErr::Write(e));
+                    }
+                    Err(e) => return Err(DataErr::Read(e)),
+                }
+            } else {
+                let len = (want.min(max_chunk as u64)) as usize;
+                let t = Instant::now();
+                let r = rustix::io::pread(self.src, &mut self.buf[..len], off);
+                add_ns(&sh.progress.read_ns, t);
+                let n = match r {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(Errno::INTR | Errno::AGAIN) => continue,
+                    Err(e) => return Err(DataErr::Read(e)),
+                };
+                let t = Instant::now();
+                let mut w = 0;
+                while w < n {
+                    match rustix::io::pwrite(self.dst, &self.buf[w..n], off + w as u64) {
+                        Ok(0) => return Err(DataErr::Write(Errno::IO)),
+                        Ok(k) => w += k,
+                        Err(Errno::INTR | Errno::AGAIN) => {}
+                        Err(e) => {
+                            add_ns(&sh.progress.write_ns, t);
+                            return Err(DataErr::Write(e));
+                        }
+                    }
+                }
+                add_ns(&sh.progress.write_ns, t);
+                n
+            };
+            off += n as u64;
+            sh.add_bytes(self.rel, n as u64, off, self.size);
+            sh.throttle(n as u64);
+        }
+        Ok(off)
+    }
+}
+
+/// Hashes the source and the fsynced copy after dropping the copy's cached pages, so the
+/// copy is read from the device rather than the page cache.
+fn verify(sh: &Shared, src: &OwnedFd, dst: &OwnedFd, buf: &mut [u8]) -> Result<bool, DataErr> {
+    if is_zfs(dst) {
+        sh.verify_on_zfs.store(true, Ordering::Relaxed);
+    }
+    let _ = rfs::fadvise(dst, 0, None::<NonZeroU64>, rfs::Advice::DontNeed);
+    let a = hash_fd(sh, src, buf).map_err(DataErr::Read)?;
+    let b = hash_fd(sh, dst, buf).map_err(DataErr::Read)?;
+    sh.gate()?;
+    Ok(a == b)
+}
+
+fn hash_fd(sh: &Shared, fd: &OwnedFd, buf: &mut [u8]) -> Result<blake3::Hash, Errno> {
+    let mut h = blake3::Hasher::new();
+    let mut off = 0u64;
+    loop {
+        if sh.is_stopped() {
+            return Err(Errno::CANCELED);
+        }
+        match rustix::io::pread(fd, &mut *buf, off) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                off += n as u64;
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(h.finalize())
+}
+
+/// Symlinks, FIFOs (mkfifo: never opened), device nodes (root only); sockets are skipped.
+pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
+    let path = e.src_display();
+    let ft = e.meta.file_type();
+    match ft {
+        FileType::Socket => {
+            return sh.skip(
+                &path,
+                "socket skipped: a socket cannot be copied (its server makes a new one)".into(),
+            );
+        }
+        FileType::CharacterDevice | FileType::BlockDevice if !sh.is_root => {
+            return sh.skip(
+                &path,
+                "device node skipped: recreating devices needs root".into(),
+            );
+        }
+        _ => {}
+    }
+    if sh.gate().is_err() {
+        return;
+    }
+    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
+        Decision::Proceed => {}
+        Decision::Skip(r) => return sh.skip(&path, r),
+        Decision::Fail(m) => return sh.fail(&path, m),
+        Decision::Stop => return,
+    }
+    let dir = &e.parent;
+    let target = if ft == FileType::Symlink {
+        match rfs::readlinkat(&dir.src, &e.src_name, Vec::new()) {
+            Ok(t) => Some(t),
+            Err(err) => return sh.fail(&path, format!("cannot read the symlink: {}", errmsg(err))),
+        }
+    } else {
+        None
+    };
+    let perm = Mode::from_raw_mode(e.meta.mode & 0o7777);
+    let tmp = with_temp(dir, &e.dst_name, |t| match ft {
+        FileType::Symlink => rfs::symlinkat(target.as_deref().unwrap_or(c""), &dir.dst, t),
+        FileType::Fifo => rfs::mknodat(&dir.dst, t, FileType::Fifo, perm, 0),
+        _ => rfs::mknodat(&dir.dst, t, ft, perm, e.meta.rdev as _),
+    });
+    let tmp = match tmp {
+        Ok(t) => t,
+        Err(err) => return sh.dest_error(&path, "cannot create", err),
+    };
+    if sh.opts.preserve_owner
+        && let Err(err) = rfs::chownat(
+            &dir.dst,
+            &tmp.name,
+            Some(rfs::Uid::from_raw(e.meta.uid)),
+            Some(rfs::Gid::from_raw(e.meta.gid)),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        && err != Errno::PERM
+    {
+        return sh.fail(&path, format!("cannot preserve ownership: {}", errmsg(err)));
+    }
+    if ft != FileType::Symlink {
+        let mode = if sh.opts.preserve_mode_time {
+            e.meta.mode & 0o7777
+        } else {
+            e.meta.mode & 0o777 & !sh.umask
+        };
+        if let Err(err) = rfs::chmodat(
+            &dir.dst,
+            &tmp.name,
+            Mode::from_raw_mode(mode),
+            AtFlags::empty(),
+        ) {
+            return sh.fail(&path, format!("cannot set the mode: {}", errmsg(err)));
+        }
+    }
+    if sh.opts.preserve_mode_time
+        && let Err(err) = rfs::utimensat(
+            &dir.dst,
+            &tmp.name,
+            &timestamps(&e.meta),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+    {
+        return sh.fail(&path, format!("cannot set the times: {}", errmsg(err)));
+    }
+    if let Err(err) = tmp.commit(&e.dst_name) {
+        return sh.dest_error(&path, "cannot rename into place", err);
+    }
+    sh.done(&path, 0);
+}
+
+/// A second name of a hard-linked file (`-a`): linked to the first copy; copied on its own
+/// if the first copy does not exist (it failed or was skipped).
+pub(crate) fn make_link(sh: &Shared, e: &Entry, first_dir: &Arc<DirNode>, first_name: &OsStr) {
+    let path = e.src_display();
+    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
+        Decision::Proceed => {}
+        Decision::Skip(r) => return sh.skip(&path, r),
+        Decision::Fail(m) => return sh.fail(&path, m),
+        Decision::Stop => return,
+    }
+    let dir = &e.parent;
+    let tmp = with_temp(dir, &e.dst_name, |t| {
+        rfs::linkat(&first_dir.dst, first_name, &dir.dst, t, AtFlags::empty())
+    });
+    match tmp {
+        Ok(t) => match t.commit(&e.dst_name) {
+            Ok(()) => sh.done(&path, 0),
+            Err(err) => sh.dest_error(&path, "cannot rename into place", err),
+        },
+        Err(Errno::NOENT) => {
+            let mut buf = vec![0u8; sh.opts.buffer_size.max(4096)];
+            copy_regular(sh, e, &mut buf);
+        }
+        Err(err) => sh.dest_error(&path, "cannot make the hard link", err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_fit_name_max_and_are_recognisable() {
+        let long = OsString::from_vec(vec![b'x'; 255]);
+        let t = temp_name(&long, 0xabcdef);
+        assert!(t.len() <= 255, "{}", t.len());
+        let s = t.to_string_lossy();
+        assert!(s.starts_with(".xxx"));
+        assert!(s.ends_with(".copyscope-tmp-abcdef"), "{s}");
+        let t = temp_name(OsStr::new("a.txt"), 1);
+        assert_eq!(t, OsString::from(".a.txt.copyscope-tmp-000001"));
+        let nonutf = OsString::from_vec(vec![0xff, 0xfe, b'a']);
+        assert!(
+            temp_name(&nonutf, 2)
+                .as_bytes()
+                .starts_with(&[b'.', 0xff, 0xfe, b'a'])
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! Engine options: the validated knobs the copy engine obeys (built by `config`).
+
+use std::path::PathBuf;
+
+/// What to do when a destination file already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverwritePolicy {
+    /// Ask the [`super::ConflictAsk`] given to the engine; without one, overwrite (cp without a terminal).
+    Ask,
+    Always,
+    Never,
+    /// Overwrite only when the source is newer than the destination.
+    Update,
+}
+
+/// Which symlinks are followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dereference {
+    /// `-a`: never; a symlink named on the command line is copied as a symlink too.
+    Never,
+    /// Default (cp `-H`): symlinks named on the command line are followed, those inside a tree are not.
+    CommandLine,
+    /// `-L`: every symlink is followed.
+    Always,
+}
+
+/// How the end of the copy is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// One syncfs per destination filesystem after the last byte (default).
+    Syncfs,
+    /// fsync every file before it is renamed into place (`--fsync`).
+    PerFile,
+    /// No flush (`--no-sync`): "done" means "in the page cache".
+    None,
+}
+
+/// `--reflink`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReflinkMode {
+    Never,
+    Auto,
+    Always,
+}
+
+/// Default parallel workers for small files (chosen with scripts/bench.sh, see docs/benchmarks.md).
+pub const DEFAULT_JOBS: usize = 4;
+/// Default read/write buffer (chosen with scripts/bench.sh, see docs/benchmarks.md).
+pub const DEFAULT_BUFFER: usize = 1 << 20;
+/// Files at least this large stream one at a time, whatever `--jobs` says (disks prefer one stream).
+pub const LARGE_FILE: u64 = 32 << 20;
+
+/// Everything the engine needs to know besides the paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyOptions {
+    pub overwrite: OverwritePolicy,
+    /// Mode and modification time (default on; `--no-preserve` turns it off).
+    pub preserve_mode_time: bool,
+    /// Ownership (`-p`, `-a`), when permitted.
+    pub preserve_owner: bool,
+    /// Hard links within the tree stay hard links (`-a`).
+    pub hard_links: bool,
+    pub dereference: Dereference,
+    pub sync: SyncMode,
+    pub verify: bool,
+    pub reflink: ReflinkMode,
+    /// Workers for small files (>= 1).
+    pub jobs: usize,
+    /// Read/write buffer size in bytes.
+    pub buffer_size: usize,
+    /// Test hook: cap the data rate (bytes/s). Set only from the `COPYSCOPE_TEST_THROTTLE_BPS`
+    /// environment variable so signal and vanish tests have a slow copy to act on.
+    pub throttle_bps: Option<u64>,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        Self {
+            overwrite: OverwritePolicy::Ask,
+            preserve_mode_time: true,
+            preserve_owner: false,
+            hard_links: false,
+            dereference: Dereference::CommandLine,
+            sync: SyncMode::Syncfs,
+            verify: false,
+            reflink: ReflinkMode::Never,
+            jobs: DEFAULT_JOBS,
+            buffer_size: DEFAULT_BUFFER,
+            throttle_bps: None,
+        }
+    }
+}
+
+/// One (source → destination) pair after cp's SOURCE/DEST/-t/-T rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    pub source: PathBuf,
+    pub dest: PathBuf,
+}
+
+/// What to copy and how: the input of [`super::CopyJob::plan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyRequest {
+    pub pairs: Vec<Pair>,
+    pub options: CopyOptions,
+}

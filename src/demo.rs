@@ -1,0 +1,181 @@
+//! `copyscope demo`: makes sample data in a temp dir (one large file plus a tree of small
+//! files, partly incompressible), copies it with the normal engine and frontend, cleans up
+//! (also after Ctrl-C: the temp dir is removed when the run returns).
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair, install_signal_handlers};
+use crate::exit::ExitStatus;
+use crate::report::plain::{self, PlainSettings};
+
+/// xorshift64*: fast enough to make hundreds of MB of incompressible data in well under a second per 100 MB.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let v = self.next().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
+
+const MB: u64 = 1_000_000;
+
+/// Writes `size` bytes: alternating 1 MiB blocks of random and of repeated text, so a
+/// compressing filesystem (ZFS lz4) sees a realistic mix.
+fn write_mixed(path: &Path, size: u64, rng: &mut Rng, control: &Control) -> std::io::Result<bool> {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
+    let text: Vec<u8> = b"copyscope demo data: compressible text block. "
+        .iter()
+        .copied()
+        .cycle()
+        .take(1 << 20)
+        .collect();
+    let mut rnd = vec![0u8; 1 << 20];
+    let mut left = size;
+    let mut i = 0u64;
+    while left > 0 {
+        if control.cancelled.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let n = left.min(1 << 20) as usize;
+        if i % 3 == 2 {
+            f.write_all(&text[..n])?;
+        } else {
+            rng.fill(&mut rnd[..n]);
+            f.write_all(&rnd[..n])?;
+        }
+        left -= n as u64;
+        i += 1;
+    }
+    f.flush()?;
+    Ok(true)
+}
+
+/// Makes the sample tree; false when cancelled.
+fn make_data(src: &Path, size_mb: u64, control: &Control) -> std::io::Result<(u64, u64)> {
+    let total = size_mb * MB;
+    let big = total * 6 / 10;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ size_mb);
+    fs::create_dir_all(src.join("tree"))?;
+    if !write_mixed(&src.join("large.bin"), big, &mut rng, control)? {
+        return Ok((0, 0));
+    }
+    let mut files = 1u64;
+    let mut made = big;
+    let mut left = total - big;
+    while left > 0 {
+        let dir = src.join("tree").join(format!("dir{:02}", files % 16));
+        fs::create_dir_all(&dir)?;
+        // 4 KiB to 2 MiB, skewed small like a photo/document tree.
+        let r = rng.next();
+        let size = (4096 + (r % (2 << 20)) * (r >> 60) / 15).min(left);
+        if !write_mixed(
+            &dir.join(format!("file{files:05}.dat")),
+            size,
+            &mut rng,
+            control,
+        )? {
+            return Ok((0, 0));
+        }
+        left -= size;
+        made += size;
+        files += 1;
+    }
+    Ok((files, made))
+}
+
+/// Runs the demo and returns the copy's exit status.
+pub fn run(size_mb: u64, settings: PlainSettings) -> ExitStatus {
+    let control = Arc::new(Control::default());
+    let _signals = match install_signal_handlers(control.clone()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("copyscope: cannot install signal handlers: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let tmp = match tempfile::Builder::new().prefix("copyscope-demo-").tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("copyscope demo: cannot make a temp dir: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let src = tmp.path().join("sample");
+    let dst = tmp.path().join("copy");
+    if !settings.json {
+        println!(
+            "copyscope demo: making {size_mb} MB of sample data in {}",
+            tmp.path().display()
+        );
+    }
+    let (files, made) = match make_data(&src, size_mb, &control) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("copyscope demo: cannot make sample data: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    if control.cancelled.load(Ordering::SeqCst) {
+        eprintln!("copyscope demo: cancelled; sample data removed");
+        return ExitStatus::Cancelled;
+    }
+    if !settings.json {
+        println!(
+            "copyscope demo: {} in {files} files (one large file, a tree of small ones); copying to {}",
+            plain::bytes(made, settings.binary),
+            dst.display()
+        );
+    }
+    let request = CopyRequest {
+        pairs: vec![Pair {
+            source: src.clone(),
+            dest: dst.clone(),
+        }],
+        options: CopyOptions::default(),
+    };
+    let job = match CopyJob::plan(&request) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("copyscope demo: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let outcome = plain::run_copy(job, settings, control);
+    if !settings.json {
+        println!("copyscope demo: removing {}", tmp.path().display());
+    }
+    if let Err(e) = tmp.close() {
+        eprintln!("copyscope demo: cleanup failed: {e}");
+    }
+    outcome.status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_data_has_the_requested_size_and_many_files() {
+        let t = tempfile::tempdir().unwrap();
+        let c = Control::default();
+        let (files, made) = make_data(&t.path().join("s"), 8, &c).unwrap();
+        assert_eq!(made, 8 * MB);
+        assert!(files > 3, "{files}");
+        let big = fs::metadata(t.path().join("s/large.bin")).unwrap().len();
+        assert_eq!(big, 8 * MB * 6 / 10);
+    }
+}

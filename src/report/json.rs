@@ -1,0 +1,166 @@
+//! `--json`: one JSON object per interval, one per engine event and a final summary
+//! (documented in docs/json-output.md). Paths that are not UTF-8 are written lossily.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::copy::{CopyOutcome, CurrentFile, EngineEvent, FileIssue, ProgressSnapshot};
+
+fn lossy(p: &std::path::Path) -> PathBuf {
+    PathBuf::from(p.to_string_lossy().into_owned())
+}
+
+/// The event with every path made UTF-8 (serde refuses non-UTF-8 paths).
+fn lossy_event(ev: &EngineEvent) -> EngineEvent {
+    use EngineEvent::*;
+    match ev {
+        FileStarted { path, size } => FileStarted {
+            path: lossy(path),
+            size: *size,
+        },
+        FileDone { path, bytes } => FileDone {
+            path: lossy(path),
+            bytes: *bytes,
+        },
+        FileFailed { path, error } => FileFailed {
+            path: lossy(path),
+            error: error.clone(),
+        },
+        FileSkipped { path, reason } => FileSkipped {
+            path: lossy(path),
+            reason: reason.clone(),
+        },
+        FileChanged { path, detail } => FileChanged {
+            path: lossy(path),
+            detail: detail.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// `{"type":"event","t":1.25,"kind":"file_done","path":"…","bytes":…}`.
+pub fn event_json(t_secs: f64, ev: &EngineEvent) -> Value {
+    let mut v = serde_json::to_value(lossy_event(ev))
+        .unwrap_or_else(|e| json!({ "kind": "unserialisable", "error": e.to_string() }));
+    if let Value::Object(m) = &mut v {
+        m.insert("type".into(), json!("event"));
+        m.insert("t".into(), json!(round3(t_secs)));
+    }
+    v
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// One interval's progress.
+pub fn progress_json(
+    t_secs: f64,
+    phase: &str,
+    snap: &ProgressSnapshot,
+    now_bps: f64,
+    avg_bps: f64,
+    eta_secs: Option<f64>,
+    current: Option<&CurrentFile>,
+) -> Value {
+    json!({
+        "type": "progress",
+        "t": round3(t_secs),
+        "phase": phase,
+        "bytes_copied": snap.bytes_copied,
+        "bytes_total": snap.bytes_total,
+        "files_done": snap.files_done,
+        "files_failed": snap.files_failed,
+        "files_total": snap.files_total,
+        "scan_done": snap.scan_done,
+        "speed_bps": now_bps.round(),
+        "avg_bps": avg_bps.round(),
+        "eta_s": eta_secs.map(|e| e.round()),
+        "read_ns": snap.read_ns,
+        "write_ns": snap.write_ns,
+        "current": current.map(|c| json!({
+            "path": c.path.to_string_lossy(),
+            "size": c.size,
+            "done": c.done,
+        })),
+    })
+}
+
+fn issues(v: &[FileIssue]) -> Value {
+    Value::Array(
+        v.iter()
+            .map(|i| json!({ "path": i.path.to_string_lossy(), "message": i.message }))
+            .collect(),
+    )
+}
+
+/// The final summary object.
+pub fn summary_json(o: &CopyOutcome) -> Value {
+    json!({
+        "type": "summary",
+        "status": o.status,
+        "exit_code": o.status.code(),
+        "files_copied": o.files_copied,
+        "bytes_copied": o.bytes_copied,
+        "bytes_cloned": o.bytes_cloned,
+        "copy_s": round3(o.copy_secs),
+        "flush_s": o.flush_secs.map(round3),
+        "to_cache_bps": o.to_cache_bps.round(),
+        "durable_bps": o.durable_bps.map(f64::round),
+        "sync": o.sync,
+        "fatal": o.fatal,
+        "failures": issues(&o.failures),
+        "skipped": issues(&o.skipped),
+        "changed": issues(&o.changed),
+        "verify": o.verify,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn events_carry_type_time_and_kind() {
+        let v = event_json(
+            1.23456,
+            &EngineEvent::FileDone {
+                path: "a/b".into(),
+                bytes: 7,
+            },
+        );
+        assert_eq!(v["type"], "event");
+        assert_eq!(v["kind"], "file_done");
+        assert_eq!(v["path"], "a/b");
+        assert_eq!(v["bytes"], 7);
+        assert_eq!(v["t"], 1.235);
+    }
+
+    #[test]
+    fn non_utf8_paths_do_not_break_the_output() {
+        let p = PathBuf::from(std::ffi::OsString::from_vec(vec![b'a', 0xff]));
+        let v = event_json(
+            0.0,
+            &EngineEvent::FileFailed {
+                path: p,
+                error: "x".into(),
+            },
+        );
+        assert_eq!(v["path"], "a\u{fffd}");
+    }
+
+    #[test]
+    fn progress_has_eta_null_while_estimating() {
+        let s = ProgressSnapshot {
+            bytes_copied: 5,
+            bytes_total: 10,
+            ..Default::default()
+        };
+        let v = progress_json(2.0, "copying", &s, 1.0, 2.0, None, None);
+        assert!(v["eta_s"].is_null());
+        assert_eq!(v["bytes_total"], 10);
+        assert_eq!(v["phase"], "copying");
+    }
+}

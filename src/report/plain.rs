@@ -1,0 +1,445 @@
+//! Output without a terminal UI: one progress line every 2 s and a summary (`--plain`, or
+//! stdout not a terminal), or JSON lines (`--json`). Also the loop that runs the engine
+//! for these frontends. Write errors on stdout are ignored: after an SSH drop the copy
+//! must still finish its cleanup.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
+
+use super::json;
+use crate::copy::{
+    Control, CopyJob, CopyOutcome, EngineEvent, Progress, ProgressSnapshot, SyncMode, spawn_engine,
+};
+use crate::exit::ExitStatus;
+
+/// Plain progress lines come this often.
+pub const PLAIN_LINE_EVERY: Duration = Duration::from_secs(2);
+
+/// How the plain/JSON frontend prints.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlainSettings {
+    pub json: bool,
+    /// JSON progress objects come once per interval.
+    pub interval: Duration,
+    /// MiB/s instead of MB/s.
+    pub binary: bool,
+}
+
+/// What the copy is doing, for the progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Copying,
+    Paused,
+    Flushing,
+    Done,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Copying => "copying",
+            Phase::Paused => "paused",
+            Phase::Flushing => "flushing",
+            Phase::Done => "done",
+        }
+    }
+}
+
+fn size_opts(binary: bool) -> FormatSizeOptions {
+    if binary { BINARY } else { DECIMAL }
+}
+
+/// "1.20 GB" or "1.12 GiB".
+pub fn bytes(n: u64, binary: bool) -> String {
+    format_size(n, size_opts(binary))
+}
+
+/// "118 MB/s".
+pub fn rate(bps: f64, binary: bool) -> String {
+    format!("{}/s", format_size(bps.max(0.0) as u64, size_opts(binary)))
+}
+
+/// "1:02:03" or "2:03".
+pub fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// Seconds left at a blend of the recent and the average speed; None while the scan is
+/// still running (the total is not known yet) or nothing has moved.
+pub fn eta_secs(snap: &ProgressSnapshot, now_bps: f64, avg_bps: f64) -> Option<f64> {
+    if !snap.scan_done {
+        return None;
+    }
+    let left = snap.bytes_total.saturating_sub(snap.bytes_copied) as f64;
+    if left <= 0.0 {
+        return Some(0.0);
+    }
+    let r = if now_bps > 0.0 {
+        (now_bps + avg_bps) / 2.0
+    } else {
+        avg_bps
+    };
+    (r > 0.0).then(|| left / r)
+}
+
+/// The 2-second line.
+pub fn progress_line(
+    elapsed: Duration,
+    phase: Phase,
+    snap: &ProgressSnapshot,
+    now_bps: f64,
+    avg_bps: f64,
+    binary: bool,
+) -> String {
+    let t = clock(elapsed.as_secs_f64());
+    if phase == Phase::Flushing {
+        return format!(
+            "[{t}] flushing: {} written to the page cache, waiting for the disk (syncfs)",
+            bytes(snap.bytes_copied, binary)
+        );
+    }
+    let (total, files_total, pct, eta) = if snap.scan_done {
+        let pct = if snap.bytes_total > 0 {
+            (snap.bytes_copied as f64 * 100.0 / snap.bytes_total as f64).min(100.0)
+        } else {
+            100.0
+        };
+        let eta = eta_secs(snap, now_bps, avg_bps)
+            .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", clock(e)));
+        (
+            bytes(snap.bytes_total, binary),
+            snap.files_total.to_string(),
+            format!("{pct:.0} %"),
+            eta,
+        )
+    } else {
+        (
+            format!("{}+", bytes(snap.bytes_total, binary)),
+            format!("{}+", snap.files_total),
+            "estimating".to_string(),
+            "ETA estimating".to_string(),
+        )
+    };
+    let failed = if snap.files_failed > 0 {
+        format!("  failed/skipped {}", snap.files_failed)
+    } else {
+        String::new()
+    };
+    format!(
+        "[{t}] {} {} / {total} {pct}  files {}/{files_total}{failed}  now {}  avg {}  {eta}",
+        phase.as_str(),
+        bytes(snap.bytes_copied, binary),
+        snap.files_done,
+        rate(now_bps, binary),
+        rate(avg_bps, binary),
+    )
+}
+
+fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) {
+    if items.is_empty() {
+        return;
+    }
+    out.push_str(&format!("  {title} ({}):\n", items.len()));
+    for i in items.iter().take(50) {
+        out.push_str(&format!("    {}: {}\n", i.path.display(), i.message));
+    }
+    if items.len() > 50 {
+        out.push_str(&format!("    ... and {} more\n", items.len() - 50));
+    }
+}
+
+/// The end-of-run summary: bytes, files, times, both speeds, problems, verification.
+pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
+    let mut s = String::new();
+    let head = match o.status {
+        ExitStatus::Success => "done",
+        ExitStatus::Partial => "done with errors",
+        ExitStatus::Fatal => "stopped",
+        ExitStatus::Cancelled => "cancelled",
+    };
+    s.push_str(&format!(
+        "copyscope: {head}: {} in {} files, copy {}",
+        bytes(o.bytes_copied, binary),
+        o.files_copied,
+        clock(o.copy_secs)
+    ));
+    if let Some(f) = o.flush_secs {
+        s.push_str(&format!(", flush {}", clock(f)));
+    }
+    s.push('\n');
+    if let Some(f) = &o.fatal {
+        s.push_str(&format!("  error: {f}\n"));
+    }
+    if o.status == ExitStatus::Cancelled {
+        s.push_str("  unfinished files were removed; every file under its real name is complete\n");
+    }
+    let durable = match (o.durable_bps, o.sync) {
+        (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", rate(d, binary)),
+        (Some(d), _) => format!("durable {} (after syncfs)", rate(d, binary)),
+        (None, SyncMode::None) => {
+            "durable: not measured (--no-sync: data may still be in RAM)".to_string()
+        }
+        (None, _) => "durable: not reached".to_string(),
+    };
+    s.push_str(&format!(
+        "  speed to cache {}, {durable}\n",
+        rate(o.to_cache_bps, binary)
+    ));
+    if o.bytes_cloned > 0 {
+        s.push_str(&format!(
+            "  {} shared with the source by reflink (no data copied)\n",
+            bytes(o.bytes_cloned, binary)
+        ));
+    }
+    if let Some(v) = &o.verify {
+        if v.mismatches == 0 {
+            s.push_str(&format!(
+                "  verified {} files: all match ({})\n",
+                v.files, v.method
+            ));
+        } else {
+            s.push_str(&format!(
+                "  verified {} files: {} DIFFER ({})\n",
+                v.files, v.mismatches, v.method
+            ));
+        }
+    }
+    issue_block(&mut s, "failed", &o.failures);
+    issue_block(&mut s, "skipped", &o.skipped);
+    issue_block(&mut s, "changed while copied", &o.changed);
+    s
+}
+
+/// Speed over a sliding window of (time, bytes) points.
+struct Window {
+    span: Duration,
+    points: VecDeque<(Instant, u64)>,
+}
+
+impl Window {
+    fn push(&mut self, t: Instant, b: u64) -> f64 {
+        self.points.push_back((t, b));
+        while self.points.len() > 2
+            && self
+                .points
+                .front()
+                .is_some_and(|(t0, _)| t.duration_since(*t0) > self.span)
+        {
+            self.points.pop_front();
+        }
+        match (self.points.front(), self.points.back()) {
+            (Some((t0, b0)), Some((t1, b1))) if t1 > t0 => {
+                (b1.saturating_sub(*b0)) as f64 / t1.duration_since(*t0).as_secs_f64()
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+fn emit(line: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{line}");
+    let _ = o.flush();
+}
+
+fn emit_err(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Runs a planned copy with plain or JSON output and returns its outcome. The caller
+/// installs signal handlers on `control` (see [`crate::copy::install_signal_handlers`]).
+pub fn run_copy(job: CopyJob, settings: PlainSettings, control: Arc<Control>) -> CopyOutcome {
+    let progress = Arc::new(Progress::default());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let handle = spawn_engine(job, progress.clone(), control, tx, None);
+    let start = Instant::now();
+    let mut window = Window {
+        span: Duration::from_secs(2),
+        points: VecDeque::new(),
+    };
+    let period = if settings.json {
+        settings.interval
+    } else {
+        PLAIN_LINE_EVERY
+    };
+    let mut next = start + period;
+    let mut phase = Phase::Copying;
+    let handle_event = |ev: EngineEvent, phase: &mut Phase| {
+        let t = start.elapsed().as_secs_f64();
+        match &ev {
+            EngineEvent::Paused => *phase = Phase::Paused,
+            EngineEvent::Resumed => *phase = Phase::Copying,
+            EngineEvent::FlushStarted => *phase = Phase::Flushing,
+            EngineEvent::FlushDone => *phase = Phase::Done,
+            _ => {}
+        }
+        if settings.json {
+            emit(&json::event_json(t, &ev).to_string());
+            return;
+        }
+        match &ev {
+            EngineEvent::FileFailed { path, error } => {
+                emit_err(&format!("copyscope: {}: {error}", path.display()))
+            }
+            EngineEvent::FileSkipped { path, reason } => {
+                emit_err(&format!("copyscope: {}: {reason}", path.display()))
+            }
+            EngineEvent::FileChanged { path, detail } => {
+                emit_err(&format!("copyscope: {}: {detail}", path.display()))
+            }
+            EngineEvent::Fatal { error } => emit_err(&format!("copyscope: {error}")),
+            _ => {}
+        }
+    };
+    loop {
+        let finished = handle.is_finished();
+        while let Ok(ev) = rx.try_recv() {
+            handle_event(ev, &mut phase);
+        }
+        if finished {
+            break;
+        }
+        let now = Instant::now();
+        let snap = progress.snapshot();
+        let now_bps = window.push(now, snap.bytes_copied);
+        if now >= next {
+            let elapsed = now.duration_since(start);
+            let avg = snap.bytes_copied as f64 / elapsed.as_secs_f64().max(1e-3);
+            if settings.json {
+                let cur = progress.current();
+                let eta = eta_secs(&snap, now_bps, avg);
+                emit(
+                    &json::progress_json(
+                        elapsed.as_secs_f64(),
+                        phase.as_str(),
+                        &snap,
+                        now_bps,
+                        avg,
+                        eta,
+                        cur.as_ref(),
+                    )
+                    .to_string(),
+                );
+            } else {
+                emit(&progress_line(
+                    elapsed,
+                    phase,
+                    &snap,
+                    now_bps,
+                    avg,
+                    settings.binary,
+                ));
+            }
+            while next <= now {
+                next += period;
+            }
+        }
+        let tick = if settings.json {
+            settings.interval
+        } else {
+            Duration::from_millis(100)
+        };
+        std::thread::sleep(
+            tick.min(next.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(5)),
+        );
+    }
+    let outcome = handle
+        .join()
+        .unwrap_or_else(|_| CopyOutcome::crashed("the copy engine crashed"));
+    while let Ok(ev) = rx.try_recv() {
+        handle_event(ev, &mut phase);
+    }
+    if settings.json {
+        emit(&json::summary_json(&outcome).to_string());
+    } else {
+        let text = summary_text(&outcome, settings.binary);
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::copy::FileIssue;
+
+    fn snap(copied: u64, total: u64, scan_done: bool) -> ProgressSnapshot {
+        ProgressSnapshot {
+            bytes_copied: copied,
+            bytes_total: total,
+            files_done: 3,
+            files_total: 10,
+            scan_done,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn line_says_estimating_until_the_scan_is_done() {
+        let l = progress_line(
+            Duration::from_secs(4),
+            Phase::Copying,
+            &snap(1_000_000, 5_000_000, false),
+            2e6,
+            1e6,
+            false,
+        );
+        assert!(l.contains("estimating"), "{l}");
+        assert!(l.contains("files 3/10+"), "{l}");
+        let l = progress_line(
+            Duration::from_secs(4),
+            Phase::Copying,
+            &snap(1_000_000, 4_000_000, true),
+            1e6,
+            1e6,
+            false,
+        );
+        assert!(l.contains("25 %"), "{l}");
+        assert!(l.contains("ETA 0:03"), "{l}");
+        assert!(l.contains("now 1 MB/s"), "{l}");
+    }
+
+    #[test]
+    fn eta_needs_a_total_and_a_speed() {
+        assert_eq!(eta_secs(&snap(0, 100, false), 10.0, 10.0), None);
+        assert_eq!(eta_secs(&snap(0, 100, true), 0.0, 0.0), None);
+        assert_eq!(eta_secs(&snap(50, 100, true), 10.0, 10.0), Some(5.0));
+    }
+
+    #[test]
+    fn summary_lists_both_speeds_and_failures() {
+        let mut o = CopyOutcome::crashed("x");
+        o.fatal = None;
+        o.status = ExitStatus::Partial;
+        o.bytes_copied = 2_000_000;
+        o.files_copied = 2;
+        o.copy_secs = 2.0;
+        o.flush_secs = Some(2.0);
+        o.to_cache_bps = 1e6;
+        o.durable_bps = Some(5e5);
+        o.failures = vec![FileIssue {
+            path: "a/b".into(),
+            message: "Permission denied".into(),
+        }];
+        let s = summary_text(&o, false);
+        assert!(s.contains("done with errors: 2 MB in 2 files"), "{s}");
+        assert!(
+            s.contains("speed to cache 1 MB/s, durable 500 kB/s (after syncfs)"),
+            "{s}"
+        );
+        assert!(s.contains("a/b: Permission denied"), "{s}");
+        assert_eq!(clock(3725.0), "1:02:05");
+    }
+}
