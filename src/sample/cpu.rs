@@ -1,13 +1,20 @@
 //! CPU busy per tick through sysinfo, refreshing only CPU usage (it reads the live
 //! /proc/stat, so it is used only when the [`SysRoot`](super::SysRoot) is the real `/`).
+//!
+//! sysinfo recomputes usage at most every `MINIMUM_CPU_UPDATE_INTERVAL` (200 ms on Linux;
+//! /proc/stat counts 10 ms jiffies, so shorter windows would be noise): at 100 ms ticks each
+//! value covers the last ≥200 ms window and repeats on alternate ticks.
 
-use sysinfo::{CpuRefreshKind, RefreshKind, System};
+use std::time::Instant;
+
+use sysinfo::{CpuRefreshKind, MINIMUM_CPU_UPDATE_INTERVAL, RefreshKind, System};
 
 use super::Cpu;
 
 /// Keeps the previous /proc/stat reading so each refresh yields usage since the last one.
 pub struct CpuMeter {
     sys: System,
+    created: Instant,
 }
 
 impl std::fmt::Debug for CpuMeter {
@@ -24,21 +31,29 @@ impl CpuMeter {
         if sys.cpus().is_empty() {
             return None;
         }
-        Some(CpuMeter { sys })
+        Some(CpuMeter {
+            sys,
+            created: Instant::now(),
+        })
     }
 
-    /// Usage since the previous call: the all-core average and the busiest core.
-    pub fn read(&mut self) -> Cpu {
+    /// Usage over the latest window: the all-core average and the busiest core. `None` until
+    /// one full window has passed since [`CpuMeter::new`], since the first figure would be
+    /// an average since boot.
+    pub fn read(&mut self) -> Option<Cpu> {
         self.sys.refresh_cpu_usage();
+        if self.created.elapsed() < MINIMUM_CPU_UPDATE_INTERVAL {
+            return None;
+        }
         let max_core_pct = self
             .sys
             .cpus()
             .iter()
             .map(|c| c.usage())
             .fold(0.0f32, f32::max);
-        Cpu {
+        Some(Cpu {
             busy_pct: self.sys.global_cpu_usage(),
             max_core_pct,
-        }
+        })
     }
 }

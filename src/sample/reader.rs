@@ -195,7 +195,7 @@ impl SignalReader {
             s.source_disk = sum_diskstats(text, &self.src_devs);
         }
         s.psi_io = self.psi.read().and_then(|t| parse_psi(t).ok());
-        s.cpu = self.cpu.as_mut().map(CpuMeter::read);
+        s.cpu = self.cpu.as_mut().and_then(CpuMeter::read);
         if let Some(z) = self.zfs.as_mut() {
             let txgs = z.read_txgs().and_then(|t| parse_txgs(t).ok()).map(|mut t| {
                 let skip = t.rows.len().saturating_sub(TXG_ROWS_KEPT);
