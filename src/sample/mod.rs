@@ -9,6 +9,25 @@ use serde::{Deserialize, Serialize};
 
 use crate::copy::ProgressSnapshot;
 
+pub mod blockdev;
+pub mod cpu;
+pub mod diskstats;
+pub mod env;
+pub mod error;
+pub mod mountinfo;
+pub mod procfs;
+pub mod reader;
+pub mod root;
+pub mod sampler;
+pub mod zfs;
+
+pub use blockdev::BlockDev;
+pub use env::{probe_environment, probe_environment_with};
+pub use error::{ParseError, SampleError};
+pub use reader::{SignalReader, read_sample};
+pub use root::SysRoot;
+pub use sampler::{SamplerHandle, SamplerStats, spawn_sampler};
+
 /// One tick of every signal. Optional parts are `None` when the source is missing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -98,6 +117,10 @@ pub struct ZfsSample {
     pub arc_anon: Option<u64>,
     /// Offset to add to a txg `birth` (ns, CLOCK_MONOTONIC_RAW) to get `t_ns` (may be negative).
     pub birth_offset_ns: i64,
+    /// Cumulative logical bytes written into the destination dataset (objset kstat
+    /// `nwritten`, OpenZFS 0.8+): the watch-mode intake signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objset_nwritten: Option<u64>,
 }
 
 /// One row of /proc/spl/kstat/zfs/POOL/txgs.
@@ -152,4 +175,14 @@ pub struct Environment {
     pub page_size: u64,
     /// One line per missing source: what is n/a and what to do about it.
     pub notes: Vec<String>,
+    /// The destination's physical whole disks, by device number (diskstats is looked up by
+    /// number); `dest_disks` holds their names.
+    #[serde(default)]
+    pub dest_devices: Vec<BlockDev>,
+    /// The sources' physical whole disks; empty when they are the destination's or unknown.
+    #[serde(default)]
+    pub source_devices: Vec<BlockDev>,
+    /// The destination dataset's objset kstat file name (`objset-0x36`), when found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_objset: Option<String>,
 }

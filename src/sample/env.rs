@@ -1,0 +1,364 @@
+//! `probe_environment`: facts read once at start (destination filesystem, ZFS pool and
+//! dataset, the disks behind source and destination, tunables, page size) and one note per
+//! missing signal saying what is n/a and what to do about it (DESIGN §5).
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Environment;
+use super::blockdev::{BlockDev, block_name_of_path, disks_for_dev, disks_for_name};
+use super::mountinfo::{MountEntry, find_mount, normalize, parse_mountinfo, zfs_pool_of};
+use super::procfs::{VM_TUNABLES, parse_u64_value};
+use super::root::SysRoot;
+use super::zfs::{ZFS_TUNABLES, parse_objset, parse_txgs, parse_zpool_list_vhp};
+
+/// How long `zpool list` may take before it is abandoned (a suspended pool can hang it).
+const ZPOOL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Probes the destination and sources under `root`. ZFS leaf disks come from running
+/// `zpool list -vHP POOL` once, only when `root` is the live `/` and `zpool` is installed.
+pub fn probe_environment(root: &SysRoot, sources: &[PathBuf], dest: &Path) -> Environment {
+    let live = root.is_live();
+    probe_environment_with(root, sources, dest, &|pool: &str| {
+        if live {
+            run_zpool_list(pool)
+        } else {
+            Err("zpool is not run against a --sys-root tree".to_string())
+        }
+    })
+}
+
+/// [`probe_environment`] with the `zpool list -vHP POOL` output supplied by `zpool_list`
+/// (`Err(reason)` when unavailable), so tests can feed a captured output.
+pub fn probe_environment_with(
+    root: &SysRoot,
+    sources: &[PathBuf],
+    dest: &Path,
+    zpool_list: &dyn Fn(&str) -> Result<String, String>,
+) -> Environment {
+    let mut env = Environment {
+        page_size: rustix::param::page_size() as u64,
+        ..Default::default()
+    };
+    let mounts = match root.read_to_string("proc/self/mountinfo") {
+        Ok(t) => parse_mountinfo(&t),
+        Err(e) => {
+            env.notes.push(format!(
+                "filesystem n/a: cannot read {} ({e})",
+                root.join("proc/self/mountinfo").display()
+            ));
+            Vec::new()
+        }
+    };
+    let mut zpool_cache: Vec<(String, Result<Vec<BlockDev>, String>)> = Vec::new();
+    let mut pool_disks = |pool: &str| -> Result<Vec<BlockDev>, String> {
+        if let Some((_, r)) = zpool_cache.iter().find(|(p, _)| p == pool) {
+            return r.clone();
+        }
+        let r = zpool_list(pool).map(|text| {
+            let mut set = BTreeSet::new();
+            for leaf in parse_zpool_list_vhp(&text, pool) {
+                if let Some(name) = block_name_of_path(root, Path::new(&leaf)) {
+                    set.extend(disks_for_name(root, &name));
+                }
+            }
+            set.into_iter().collect::<Vec<_>>()
+        });
+        zpool_cache.push((pool.to_string(), r.clone()));
+        r
+    };
+
+    // Destination.
+    let dest_abs = absolute(root, dest);
+    let dest_mount = find_mount(&mounts, &dest_abs).cloned();
+    if let Some(m) = &dest_mount {
+        env.fs_type = Some(m.fs_type.clone());
+        env.mount_source = Some(m.source.clone());
+        env.mount_point = Some(m.mount_point.clone());
+    } else if !mounts.is_empty() {
+        env.notes.push(format!(
+            "filesystem n/a: no mount in mountinfo holds {}",
+            dest_abs.display()
+        ));
+    }
+    let on_zfs = dest_mount.as_ref().is_some_and(|m| m.fs_type == "zfs");
+    if let (true, Some(m)) = (on_zfs, &dest_mount) {
+        let pool = zfs_pool_of(&m.source).to_string();
+        env.zfs_dataset = Some(m.source.clone());
+        env.zfs_objset = find_objset(root, &pool, &m.source);
+        if env.zfs_objset.is_none() {
+            env.notes.push(format!(
+                "dataset intake n/a: no objset kstat names {} (OpenZFS < 0.8, or a snapshot)",
+                m.source
+            ));
+        }
+        match pool_disks(&pool) {
+            Ok(d) if !d.is_empty() => env.dest_devices = d,
+            Ok(_) => env.notes.push(format!(
+                "device n/a: no block device found for the leaf vdevs of pool {pool}"
+            )),
+            Err(why) => env.notes.push(format!(
+                "device n/a: leaf disks of pool {pool} unknown ({why}); device rate and utilisation are not shown"
+            )),
+        }
+        probe_zfs(root, &pool, &mut env);
+        env.zfs_pool = Some(pool);
+    } else {
+        let dev = device_of(root, &dest_abs, dest_mount.as_ref());
+        match dev {
+            Some((0, _)) => env.notes.push(format!(
+                "device n/a: {} has no block device of its own (major 0); device rate and utilisation are not shown",
+                env.fs_type.as_deref().unwrap_or("the destination filesystem")
+            )),
+            Some((ma, mi)) => {
+                env.dest_devices = disks_for_dev(root, ma, mi);
+                if env.dest_devices.is_empty() {
+                    env.notes.push(format!(
+                        "device n/a: {} has no entry, so the destination disk is unknown",
+                        root.join(format!("sys/dev/block/{ma}:{mi}")).display()
+                    ));
+                }
+            }
+            None => env
+                .notes
+                .push("device n/a: the destination's device number is unknown".to_string()),
+        }
+    }
+    env.dest_disks = env.dest_devices.iter().map(|d| d.name.clone()).collect();
+
+    // Sources: their disks, unless they are exactly the destination's.
+    let mut src = BTreeSet::new();
+    for s in sources {
+        let abs = absolute(root, s);
+        let m = find_mount(&mounts, &abs).cloned();
+        match &m {
+            Some(m) if m.fs_type == "zfs" => {
+                if let Ok(d) = pool_disks(zfs_pool_of(&m.source)) {
+                    src.extend(d);
+                }
+            }
+            _ => {
+                if let Some((ma, mi)) = device_of(root, &abs, m.as_ref())
+                    && ma != 0
+                {
+                    src.extend(disks_for_dev(root, ma, mi));
+                }
+            }
+        }
+    }
+    let src: Vec<BlockDev> = src.into_iter().collect();
+    if src != env.dest_devices {
+        env.source_devices = src;
+    }
+
+    // Tunables and the remaining signal sources.
+    for name in VM_TUNABLES {
+        if let Some(v) = root.read_value(format!("proc/sys/vm/{name}")) {
+            env.tunables.push((format!("vm.{name}"), v));
+        }
+    }
+    check_sources(root, &mut env);
+    env
+}
+
+/// `path` made absolute and normalised; on the live root symlinks in its existing part are
+/// resolved too, so the mount lookup sees the real location.
+fn absolute(root: &SysRoot, path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|c| c.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    let abs = normalize(&abs);
+    if !root.is_live() {
+        return abs;
+    }
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(p), Some(n)) => {
+                rest.push(n.to_os_string());
+                existing = p;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+/// The device number of the filesystem holding `path`: stat of its nearest existing ancestor
+/// on the live root, else mountinfo's field 3.
+fn device_of(root: &SysRoot, path: &Path, mount: Option<&MountEntry>) -> Option<(u32, u32)> {
+    if root.is_live() {
+        let mut p = Some(path);
+        while let Some(cur) = p {
+            if let Ok(md) = std::fs::metadata(cur) {
+                let dev = md.dev();
+                return Some((rustix::fs::major(dev), rustix::fs::minor(dev)));
+            }
+            p = cur.parent();
+        }
+    }
+    mount.map(|m| (m.major, m.minor))
+}
+
+/// The `objset-0x…` kstat whose `dataset_name` is `dataset`.
+fn find_objset(root: &SysRoot, pool: &str, dataset: &str) -> Option<String> {
+    let dir = root.join(format!("proc/spl/kstat/zfs/{pool}"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("objset-"))
+        .collect();
+    names.sort();
+    names.into_iter().find(|n| {
+        root.read_to_string(format!("proc/spl/kstat/zfs/{pool}/{n}"))
+            .ok()
+            .and_then(|t| parse_objset(&t).ok())
+            .is_some_and(|o| o.dataset_name == dataset)
+    })
+}
+
+/// ZFS tunables, the dirty-data limits, and notes for missing txgs/dmu_tx/arcstats.
+fn probe_zfs(root: &SysRoot, pool: &str, env: &mut Environment) {
+    let param = |name: &str| root.read_value(format!("sys/module/zfs/parameters/{name}"));
+    for name in ZFS_TUNABLES {
+        if let Some(v) = param(name) {
+            env.tunables.push((name.to_string(), v));
+        }
+    }
+    env.zfs_dirty_data_max = param("zfs_dirty_data_max").and_then(|v| parse_u64_value(&v));
+    env.zfs_sync_percent = param("zfs_dirty_data_sync_percent")
+        .and_then(|v| parse_u64_value(&v))
+        .and_then(|v| u32::try_from(v).ok())
+        .or_else(|| {
+            // ≤0.7 had a byte threshold (zfs_dirty_data_sync) instead of a percentage.
+            let bytes = param("zfs_dirty_data_sync").and_then(|v| parse_u64_value(&v))?;
+            let max = env.zfs_dirty_data_max.filter(|m| *m > 0)?;
+            u32::try_from(bytes.saturating_mul(100) / max).ok()
+        });
+    env.zfs_delay_percent = param("zfs_delay_min_dirty_percent")
+        .and_then(|v| parse_u64_value(&v))
+        .and_then(|v| u32::try_from(v).ok());
+    if env.zfs_dirty_data_max.is_none() {
+        env.notes.push(format!(
+            "zfs dirty limit n/a: {} unreadable, so dirty data cannot be shown as a share of the limit",
+            root.join("sys/module/zfs/parameters/zfs_dirty_data_max").display()
+        ));
+    }
+    let history = param("zfs_txg_history").and_then(|v| parse_u64_value(&v));
+    let txgs_path = root.join(format!("proc/spl/kstat/zfs/{pool}/txgs"));
+    match std::fs::read_to_string(&txgs_path) {
+        Err(_) => env.notes.push(format!(
+            "txg syncs n/a: {} missing (OpenZFS older than 0.6.3, or the pool is not imported)",
+            txgs_path.display()
+        )),
+        Ok(_) if history == Some(0) => env.notes.push(
+            "txg syncs n/a: zfs_txg_history is 0; enable it with `echo 100 > /sys/module/zfs/parameters/zfs_txg_history`"
+                .to_string(),
+        ),
+        Ok(t) if parse_txgs(&t).is_err() => env.notes.push(format!(
+            "txg syncs n/a: {} has no `txg` header line",
+            txgs_path.display()
+        )),
+        Ok(_) => {}
+    }
+    for (file, what) in [
+        ("dmu_tx", "zfs write throttle n/a"),
+        ("arcstats", "zfs dirty estimate (arcstats anon_size) n/a"),
+    ] {
+        let p = root.join(format!("proc/spl/kstat/zfs/{file}"));
+        if !p.exists() {
+            env.notes.push(format!("{what}: {} missing", p.display()));
+        }
+    }
+}
+
+/// Notes for page cache, diskstats, PSI and CPU sources that cannot be read.
+fn check_sources(root: &SysRoot, env: &mut Environment) {
+    for (rel, what) in [
+        ("proc/meminfo", "page cache dirty/writeback n/a"),
+        ("proc/vmstat", "page cache thresholds n/a"),
+        ("proc/diskstats", "device counters n/a"),
+    ] {
+        if std::fs::File::open(root.join(rel)).is_err() {
+            env.notes
+                .push(format!("{what}: cannot read {}", root.join(rel).display()));
+        }
+    }
+    let psi = root.join("proc/pressure/io");
+    if !psi.exists() {
+        env.notes
+            .push("io pressure n/a: kernel without PSI (boot with psi=1)".to_string());
+    } else if std::fs::read_to_string(&psi).is_err() {
+        env.notes.push(format!(
+            "io pressure n/a: {} unreadable (PSI disabled: boot with psi=1)",
+            psi.display()
+        ));
+    }
+    if !root.is_live() {
+        env.notes.push(
+            "cpu n/a: --sys-root is a fixture tree and the CPU meter reads only the live /proc"
+                .to_string(),
+        );
+    }
+}
+
+/// Finds `zpool` on PATH or in the sbin directories (often missing from a user's PATH).
+fn find_zpool() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/sbin", "/usr/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join("zpool"))
+        .find(|p| p.is_file())
+}
+
+/// Runs `zpool list -vHP POOL` once, with a timeout.
+pub fn run_zpool_list(pool: &str) -> Result<String, String> {
+    let bin = find_zpool().ok_or_else(|| "`zpool` not found; install zfsutils".to_string())?;
+    let mut child = Command::new(&bin)
+        .args(["list", "-vHP", pool])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let deadline = Instant::now() + ZPOOL_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut out = String::new();
+                if let Some(mut so) = child.stdout.take() {
+                    so.read_to_string(&mut out)
+                        .map_err(|e| format!("reading zpool output: {e}"))?;
+                }
+                return if status.success() {
+                    Ok(out)
+                } else {
+                    Err(format!("`zpool list -vHP {pool}` failed ({status})"))
+                };
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("`zpool list` took over {ZPOOL_TIMEOUT:?}"));
+            }
+            Err(e) => return Err(format!("waiting for zpool: {e}")),
+        }
+    }
+}

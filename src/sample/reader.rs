@@ -1,0 +1,236 @@
+//! `SignalReader`: reads every signal for one tick, cheaply: small /proc files stay open
+//! and are re-read from offset 0 into reused buffers; `txgs` is reopened each tick and read
+//! in one read() (signals.md §1.5); no subprocess runs per tick.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rustix::time::{ClockId, clock_gettime};
+
+use super::cpu::CpuMeter;
+use super::diskstats::sum_diskstats;
+use super::procfs::{page_cache, parse_meminfo, parse_psi, parse_vmstat};
+use super::root::SysRoot;
+use super::zfs::{named_kstat_u64, parse_dmu_tx, parse_txgs};
+use super::{Environment, Sample, ZfsSample};
+use crate::copy::{Progress, ProgressSnapshot};
+
+/// txg rows kept per sample: enough to see the open, quiescing, syncing and the last
+/// few committed txgs without making recordings heavy.
+pub const TXG_ROWS_KEPT: usize = 8;
+
+/// A proc file is a few KiB; this only stops a runaway read of a file that is not one.
+const MAX_FILE_BYTES: usize = 16 << 20;
+
+/// One txgs read() must see the whole file (100 rows ≈ 14 KB), else a concurrently dropped
+/// row makes the read fail with EIO.
+const TXGS_BUF_MIN: usize = 64 << 10;
+
+/// A file kept open and re-read from offset 0 each tick into a reused buffer.
+#[derive(Debug)]
+struct KeptFile {
+    path: PathBuf,
+    file: Option<File>,
+    buf: Vec<u8>,
+}
+
+impl KeptFile {
+    fn new(path: PathBuf) -> Self {
+        KeptFile {
+            path,
+            file: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The whole file now; `None` (and a reopen next time) on any error.
+    fn read(&mut self) -> Option<&str> {
+        if self.file.is_none() {
+            self.file = File::open(&self.path).ok();
+        }
+        let f = self.file.as_ref()?;
+        let mut len = 0;
+        loop {
+            if len == self.buf.len() {
+                if len >= MAX_FILE_BYTES {
+                    break;
+                }
+                self.buf.resize((len * 2).max(8192), 0);
+            }
+            match f.read_at(&mut self.buf[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.file = None;
+                    return None;
+                }
+            }
+        }
+        std::str::from_utf8(&self.buf[..len]).ok()
+    }
+}
+
+/// The pool's kstat files.
+#[derive(Debug)]
+struct ZfsFiles {
+    pool: String,
+    txgs_path: PathBuf,
+    txgs_buf: Vec<u8>,
+    dmu_tx: KeptFile,
+    arcstats: KeptFile,
+    objset: Option<KeptFile>,
+}
+
+impl ZfsFiles {
+    /// Reopens txgs and reads it with a single read() call.
+    fn read_txgs(&mut self) -> Option<&str> {
+        let mut f = File::open(&self.txgs_path).ok()?;
+        if self.txgs_buf.len() < TXGS_BUF_MIN {
+            self.txgs_buf.resize(TXGS_BUF_MIN, 0);
+        }
+        let n = loop {
+            match f.read(&mut self.txgs_buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        };
+        if n == self.txgs_buf.len() && n < MAX_FILE_BYTES {
+            // The file outgrew the buffer: the cut-off last line is dropped by the parser
+            // now, and the next tick reads with a buffer twice as large.
+            self.txgs_buf.resize(n * 2, 0);
+        }
+        std::str::from_utf8(&self.txgs_buf[..n]).ok()
+    }
+}
+
+/// Reads all signals of one tick. Built once from the [`Environment`].
+#[derive(Debug)]
+pub struct SignalReader {
+    page_size: u64,
+    meminfo: KeptFile,
+    vmstat: KeptFile,
+    diskstats: KeptFile,
+    psi: KeptFile,
+    dest_devs: Vec<(u32, u32)>,
+    src_devs: Vec<(u32, u32)>,
+    cpu: Option<CpuMeter>,
+    zfs: Option<ZfsFiles>,
+}
+
+fn now_raw_ns() -> u64 {
+    let t = clock_gettime(ClockId::MonotonicRaw);
+    u64::try_from(t.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+impl SignalReader {
+    /// Prepares the readers for `env` (devices, pool) under `root`. The CPU meter runs only
+    /// on the live root, since sysinfo cannot be pointed at a fixture tree.
+    pub fn new(root: &SysRoot, env: &Environment) -> Self {
+        let zfs = env.zfs_pool.as_ref().map(|pool| ZfsFiles {
+            pool: pool.clone(),
+            txgs_path: root.join(format!("proc/spl/kstat/zfs/{pool}/txgs")),
+            txgs_buf: Vec::new(),
+            dmu_tx: KeptFile::new(root.join("proc/spl/kstat/zfs/dmu_tx")),
+            arcstats: KeptFile::new(root.join("proc/spl/kstat/zfs/arcstats")),
+            objset: env
+                .zfs_objset
+                .as_ref()
+                .map(|o| KeptFile::new(root.join(format!("proc/spl/kstat/zfs/{pool}/{o}")))),
+        });
+        SignalReader {
+            page_size: if env.page_size > 0 {
+                env.page_size
+            } else {
+                rustix::param::page_size() as u64
+            },
+            meminfo: KeptFile::new(root.join("proc/meminfo")),
+            vmstat: KeptFile::new(root.join("proc/vmstat")),
+            diskstats: KeptFile::new(root.join("proc/diskstats")),
+            psi: KeptFile::new(root.join("proc/pressure/io")),
+            dest_devs: env
+                .dest_devices
+                .iter()
+                .map(|d| (d.major, d.minor))
+                .collect(),
+            src_devs: env
+                .source_devices
+                .iter()
+                .map(|d| (d.major, d.minor))
+                .collect(),
+            cpu: if root.is_live() {
+                CpuMeter::new()
+            } else {
+                None
+            },
+            zfs,
+        }
+    }
+
+    /// Reads every source once. `t_ns` stamps the sample; `birth_offset_ns` is computed from
+    /// the live CLOCK_MONOTONIC_RAW against `now_ns`, the same instant on the sampler's clock.
+    pub fn read(&mut self, engine: ProgressSnapshot, t_ns: u64) -> Sample {
+        let raw = now_raw_ns();
+        let mut s = Sample {
+            t_ns,
+            engine,
+            ..Default::default()
+        };
+        let mem = self.meminfo.read().and_then(|t| parse_meminfo(t).ok());
+        let vm = self.vmstat.read().and_then(|t| parse_vmstat(t).ok());
+        if let (Some(m), Some(v)) = (mem, vm) {
+            s.page_cache = Some(page_cache(&m, &v, self.page_size));
+        }
+        if (!self.dest_devs.is_empty() || !self.src_devs.is_empty())
+            && let Some(text) = self.diskstats.read()
+        {
+            s.dest_disk = sum_diskstats(text, &self.dest_devs);
+            s.source_disk = sum_diskstats(text, &self.src_devs);
+        }
+        s.psi_io = self.psi.read().and_then(|t| parse_psi(t).ok());
+        s.cpu = self.cpu.as_mut().and_then(CpuMeter::read);
+        if let Some(z) = self.zfs.as_mut() {
+            let txgs = z.read_txgs().and_then(|t| parse_txgs(t).ok()).map(|mut t| {
+                let skip = t.rows.len().saturating_sub(TXG_ROWS_KEPT);
+                t.rows.drain(..skip);
+                t.rows
+            });
+            let dmu = z.dmu_tx.read().and_then(|t| parse_dmu_tx(t).ok());
+            let anon = z
+                .arcstats
+                .read()
+                .and_then(|t| named_kstat_u64(t, "anon_size"));
+            let objset_nwritten = z
+                .objset
+                .as_mut()
+                .and_then(|o| o.read().and_then(|t| named_kstat_u64(t, "nwritten")));
+            if txgs.is_some() || dmu.is_some() || anon.is_some() || objset_nwritten.is_some() {
+                s.zfs = Some(ZfsSample {
+                    pool: z.pool.clone(),
+                    txgs: txgs.unwrap_or_default(),
+                    dmu_tx: dmu.unwrap_or_default(),
+                    arc_anon: anon,
+                    birth_offset_ns: i64::try_from(t_ns)
+                        .unwrap_or(i64::MAX)
+                        .saturating_sub(i64::try_from(raw).unwrap_or(i64::MAX)),
+                    objset_nwritten,
+                });
+            }
+        }
+        s
+    }
+}
+
+/// One tick, synchronously: stamps the sample with the time since `start` and reads
+/// everything (used by tests, `watch` and the sampler thread).
+pub fn read_sample(reader: &mut SignalReader, progress: &Progress, start: Instant) -> Sample {
+    let t_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    reader.read(progress.snapshot(), t_ns)
+}

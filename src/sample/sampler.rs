@@ -1,0 +1,237 @@
+//! The sampler thread: one tick per `interval` on fixed deadlines (next += interval, so
+//! ticks never drift; a late tick skips the missed deadlines instead of bursting), one
+//! [`Sample`] per tick sent to the main loop, and lateness/CPU statistics for DESIGN §10.
+
+use std::sync::mpsc::{self as std_mpsc, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rustix::time::{ClockId, clock_gettime};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::reader::{SignalReader, read_sample};
+use super::root::SysRoot;
+use super::{Environment, Sample};
+use crate::copy::Progress;
+
+/// Per-tick figures kept for percentiles (the most recent ones; max and counts are all-time).
+const STATS_WINDOW: usize = 16_384;
+
+/// Lateness and cost of the sampler so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SamplerStats {
+    pub ticks: u64,
+    /// Deadlines skipped because a tick ran later than the next deadline.
+    pub skipped: u64,
+    /// Wake-up time minus deadline, ns.
+    pub late_p50_ns: u64,
+    pub late_p99_ns: u64,
+    pub late_max_ns: u64,
+    /// Thread CPU time (CLOCK_THREAD_CPUTIME_ID) spent building one sample, ns.
+    pub cpu_p50_ns: u64,
+    pub cpu_p99_ns: u64,
+    pub cpu_max_ns: u64,
+    pub cpu_mean_ns: u64,
+}
+
+#[derive(Debug, Default)]
+struct StatsAcc {
+    ticks: u64,
+    skipped: u64,
+    late: Vec<u64>,
+    cpu: Vec<u64>,
+    late_max: u64,
+    cpu_max: u64,
+    cpu_sum: u128,
+}
+
+impl StatsAcc {
+    fn record(&mut self, late: u64, cpu: u64) {
+        let i = (self.ticks % STATS_WINDOW as u64) as usize;
+        if self.late.len() < STATS_WINDOW {
+            self.late.push(late);
+            self.cpu.push(cpu);
+        } else {
+            self.late[i] = late;
+            self.cpu[i] = cpu;
+        }
+        self.ticks += 1;
+        self.late_max = self.late_max.max(late);
+        self.cpu_max = self.cpu_max.max(cpu);
+        self.cpu_sum += u128::from(cpu);
+    }
+
+    fn snapshot(&self) -> SamplerStats {
+        let late = sorted(&self.late);
+        let cpu = sorted(&self.cpu);
+        SamplerStats {
+            ticks: self.ticks,
+            skipped: self.skipped,
+            late_p50_ns: percentile(&late, 50),
+            late_p99_ns: percentile(&late, 99),
+            late_max_ns: self.late_max,
+            cpu_p50_ns: percentile(&cpu, 50),
+            cpu_p99_ns: percentile(&cpu, 99),
+            cpu_max_ns: self.cpu_max,
+            cpu_mean_ns: if self.ticks == 0 {
+                0
+            } else {
+                u64::try_from(self.cpu_sum / u128::from(self.ticks)).unwrap_or(u64::MAX)
+            },
+        }
+    }
+}
+
+fn sorted(v: &[u64]) -> Vec<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+pub fn percentile(sorted: &[u64], pct: u32) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (u64::from(pct) * sorted.len() as u64).div_ceil(100).max(1);
+    sorted[(rank as usize - 1).min(sorted.len() - 1)]
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = clock_gettime(ClockId::ThreadCPUTime);
+    u64::try_from(t.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The running sampler. Dropping it stops the thread.
+#[derive(Debug)]
+pub struct SamplerHandle {
+    stop_tx: Option<std_mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<Mutex<StatsAcc>>,
+}
+
+impl SamplerHandle {
+    /// Stops the thread and waits for it (returns within one tick's read).
+    pub fn stop(&mut self) {
+        if let Some(tx) = self.stop_tx.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Lateness and per-tick CPU so far.
+    pub fn stats(&self) -> SamplerStats {
+        self.stats.lock().map(|s| s.snapshot()).unwrap_or_default()
+    }
+
+    /// True while the thread runs (it ends on stop or when the receiver is dropped).
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+impl Drop for SamplerHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
+/// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
+/// when `tx`'s receiver is gone.
+pub fn spawn_sampler(
+    root: SysRoot,
+    env: &Environment,
+    progress: Arc<Progress>,
+    interval: Duration,
+    start: Instant,
+    tx: UnboundedSender<Sample>,
+) -> SamplerHandle {
+    let interval = interval.max(Duration::from_millis(1));
+    let (stop_tx, stop_rx) = std_mpsc::channel::<()>();
+    let stats = Arc::new(Mutex::new(StatsAcc::default()));
+    let stats_t = Arc::clone(&stats);
+    let mut reader = SignalReader::new(&root, env);
+    let thread = std::thread::Builder::new()
+        .name("copyscope-sampler".to_string())
+        .spawn(move || {
+            let mut next = Instant::now();
+            loop {
+                let now = Instant::now();
+                let stop = if next > now {
+                    match stop_rx.recv_timeout(next - now) {
+                        Err(RecvTimeoutError::Timeout) => false,
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+                    }
+                } else {
+                    !matches!(stop_rx.try_recv(), Err(TryRecvError::Empty))
+                };
+                if stop {
+                    break;
+                }
+                let late = nanos(Instant::now().saturating_duration_since(next));
+                let cpu0 = thread_cpu_ns();
+                let sample = read_sample(&mut reader, &progress, start);
+                let cpu = thread_cpu_ns().saturating_sub(cpu0);
+                if let Ok(mut s) = stats_t.lock() {
+                    s.record(late, cpu);
+                }
+                if tx.send(sample).is_err() {
+                    break;
+                }
+                next += interval;
+                let now = Instant::now();
+                if now >= next {
+                    let missed = nanos(now - next) / nanos(interval) + 1;
+                    next += interval * u32::try_from(missed).unwrap_or(u32::MAX);
+                    if let Ok(mut s) = stats_t.lock() {
+                        s.skipped += missed;
+                    }
+                }
+            }
+        });
+    SamplerHandle {
+        stop_tx: Some(stop_tx),
+        thread: thread.ok(),
+        stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50), 50);
+        assert_eq!(percentile(&v, 99), 99);
+        assert_eq!(percentile(&v, 100), 100);
+        assert_eq!(percentile(&[7], 99), 7);
+        assert_eq!(percentile(&[], 50), 0);
+    }
+
+    #[test]
+    fn stats_window_is_bounded_but_max_is_all_time() {
+        let mut acc = StatsAcc::default();
+        acc.record(1_000_000, 5);
+        for _ in 0..STATS_WINDOW {
+            acc.record(10, 5);
+        }
+        let s = acc.snapshot();
+        assert_eq!(acc.late.len(), STATS_WINDOW);
+        assert_eq!(s.late_max_ns, 1_000_000);
+        assert_eq!(s.late_p99_ns, 10);
+        assert_eq!(s.ticks, STATS_WINDOW as u64 + 1);
+    }
+}
