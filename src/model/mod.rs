@@ -6,7 +6,25 @@
 //! series for drawing. Replay feeds a recording through the same calls and must get the
 //! same events.
 
+pub mod attrib;
+mod describe;
+mod detect;
+pub mod format;
+pub mod series;
+mod txg;
+
+use std::collections::VecDeque;
+
 use serde::{Deserialize, Serialize};
+
+pub use describe::LEGEND;
+pub use series::{Point, Series};
+
+use crate::copy::EngineEvent;
+use crate::sample::{Environment, PageCache, Sample};
+use attrib::{Context, Evidence, TickInfo, TxgHit};
+use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
+use txg::{TxgChange, TxgTracker};
 
 /// Something worth marking on the chart, with the time it happened (ns since start).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,4 +132,919 @@ pub enum Cause {
         busy_pct: f64,
     },
     Unknown,
+}
+
+const SEC: u64 = 1_000_000_000;
+/// Recent ticks kept for evidence lookback and the kernel panel (6.4 s at 100 ms).
+const RECENT_TICKS: usize = 64;
+/// Window the kernel panel averages rates over.
+const KERNEL_WINDOW_NS: u64 = SEC;
+/// Hysteresis of the page-cache threshold events: re-armed below this share of the threshold.
+const REARM: f64 = 0.9;
+/// ZFS delay events: at most one per this interval.
+const DELAY_EVENT_EVERY_NS: u64 = SEC;
+
+/// Thresholds and bounds of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelConfig {
+    /// A drop starts below this share of the reference speed.
+    pub drop_ratio: f64,
+    /// A drop ends when the speed is back to this share of the reference.
+    pub recover_ratio: f64,
+    /// Shortest drop reported.
+    pub min_drop_ns: u64,
+    /// Chart points kept (the series compacts beyond this).
+    pub max_points: usize,
+    /// Events kept (drops are evicted last).
+    pub max_events: usize,
+    /// The reference is the median of non-drop ticks within this window.
+    pub reference_window_ns: u64,
+    /// No drop is detected before this much non-drop copying exists as reference.
+    pub min_reference_ns: u64,
+    /// Ticks in the smoothing mean used for decisions.
+    pub smooth_ticks: usize,
+    /// A drop that keeps moving at a lower level this long becomes the new normal.
+    pub rebase_after_ns: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            drop_ratio: 0.5,
+            recover_ratio: 0.8,
+            min_drop_ns: 300_000_000,
+            max_points: series::DEFAULT_MAX_POINTS,
+            max_events: 2000,
+            reference_window_ns: 10 * SEC,
+            min_reference_ns: SEC,
+            smooth_ticks: 3,
+            rebase_after_ns: 30 * SEC,
+        }
+    }
+}
+
+impl ModelConfig {
+    fn detect(&self) -> DetectConfig {
+        DetectConfig {
+            drop_ratio: self.drop_ratio,
+            recover_ratio: self.recover_ratio.max(self.drop_ratio),
+            min_drop_ns: self.min_drop_ns,
+            reference_window_ns: self.reference_window_ns,
+            min_reference_ns: self.min_reference_ns,
+            smooth_ticks: self.smooth_ticks.max(1),
+            rebase_after_ns: self.rebase_after_ns,
+        }
+    }
+}
+
+/// Summary figures (speeds in bytes/s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    pub elapsed_ns: u64,
+    pub bytes: u64,
+    /// Smoothed speed of the last ticks.
+    pub now_bps: f64,
+    /// Bytes over copying time (pauses excluded; up to the end of the copy phase).
+    pub avg_bps: f64,
+    /// Highest smoothed speed while copying.
+    pub peak_bps: f64,
+    /// Lowest smoothed speed while copying (after the first second).
+    pub min_bps: f64,
+    /// Drops detected (all of them, also those evicted from the event list).
+    pub drops: usize,
+    /// Seconds lost against the reference, by the first cause of each drop, largest first.
+    pub lost_secs_by_cause: Vec<(&'static str, f64)>,
+    /// Bytes over the time until the data was on disk (after the flush).
+    pub durable_bps: Option<f64>,
+    pub flush_secs: Option<f64>,
+}
+
+/// What the kernel panel shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelView {
+    pub page_cache: Option<PageCache>,
+    /// Destination write rate over the last second.
+    pub device_bps: Option<f64>,
+    /// Destination busy per disk over the last second, percent.
+    pub device_util_pct: Option<f64>,
+    /// io pressure "some" over the last second, percent.
+    pub psi_some_pct: Option<f64>,
+    pub cpu_pct: Option<f64>,
+    pub zfs: Option<ZfsView>,
+}
+
+/// ZFS part of the kernel panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZfsView {
+    pub pool: String,
+    pub open_txg: Option<u64>,
+    pub syncing_txg: Option<u64>,
+    /// No kstat gives live dirty data: this is an estimate, see `dirty_source`.
+    pub dirty_estimate: Option<u64>,
+    /// "arc anon_size" | "written since txg open".
+    pub dirty_source: &'static str,
+    pub dirty_max: Option<u64>,
+    pub sync_pct: Option<u32>,
+    pub delay_pct: Option<u32>,
+    /// dmu_tx_dirty_delay per second over the last second.
+    pub delays_per_s: f64,
+    /// Last committed txg: (txg, ndirty, stime ns).
+    pub last_sync: Option<(u64, u64, u64)>,
+}
+
+/// One input of an interleaved replay.
+#[derive(Debug, Clone, Copy)]
+pub enum ReplayItem<'a> {
+    Sample(&'a Sample),
+    Engine { t_ns: u64, event: &'a EngineEvent },
+}
+
+/// Causes in §5a order, for per-cause totals.
+const CAUSE_LABELS: [&str; 8] = [
+    "txg sync",
+    "zfs throttle",
+    "dirty throttle",
+    "writeback",
+    "disk busy",
+    "source stall",
+    "cpu",
+    "unknown",
+];
+
+fn cause_index(c: &Cause) -> usize {
+    match c {
+        Cause::TxgSync { .. } => 0,
+        Cause::ZfsThrottle { .. } => 1,
+        Cause::DirtyThrottle { .. } => 2,
+        Cause::WritebackBurst { .. } => 3,
+        Cause::DeviceSaturated { .. } => 4,
+        Cause::SourceStall { .. } => 5,
+        Cause::CpuSaturated { .. } => 6,
+        Cause::Unknown => 7,
+    }
+}
+
+/// Eviction class: informational markers go first, errors next, drops last.
+fn keep_class(k: &EventKind) -> u8 {
+    match k {
+        EventKind::Drop(_) => 2,
+        EventKind::FileError { .. } => 1,
+        _ => 0,
+    }
+}
+
+/// The model of one run: series, events, attribution state. Bounded in memory.
+#[derive(Debug, Clone)]
+pub struct Model {
+    cfg: ModelConfig,
+    env: Environment,
+    series: Series,
+    events: Vec<Event>,
+    latest: Option<Sample>,
+    recent: VecDeque<TickInfo>,
+    now_ring: VecDeque<SpeedTick>,
+    detector: Detector,
+    evidence: Option<Evidence>,
+    txgs: TxgTracker,
+    first_byte_t: Option<u64>,
+    paused_since: Option<u64>,
+    paused_ns: u64,
+    resume_at: Option<u64>,
+    copy_end: Option<u64>,
+    flush_start: Option<u64>,
+    flush_done: Option<(u64, f64)>,
+    finished_at: Option<u64>,
+    engine_timing: bool,
+    wb_armed: bool,
+    zone_armed: bool,
+    delay_pending: u64,
+    delay_last_rise: u64,
+    delay_last_emit: Option<u64>,
+    peak_bps: f64,
+    min_bps: Option<f64>,
+    drops: usize,
+    lost_by_cause: [f64; 8],
+}
+
+impl Model {
+    pub fn new(cfg: ModelConfig, env: Environment) -> Self {
+        Model {
+            series: Series::new(cfg.max_points),
+            detector: Detector::new(cfg.detect()),
+            cfg,
+            env,
+            events: Vec::new(),
+            latest: None,
+            recent: VecDeque::with_capacity(RECENT_TICKS),
+            now_ring: VecDeque::new(),
+            evidence: None,
+            txgs: TxgTracker::default(),
+            first_byte_t: None,
+            paused_since: None,
+            paused_ns: 0,
+            resume_at: None,
+            copy_end: None,
+            flush_start: None,
+            flush_done: None,
+            finished_at: None,
+            engine_timing: false,
+            wb_armed: true,
+            zone_armed: true,
+            delay_pending: 0,
+            delay_last_rise: 0,
+            delay_last_emit: None,
+            peak_bps: 0.0,
+            min_bps: None,
+            drops: 0,
+            lost_by_cause: [0.0; 8],
+        }
+    }
+
+    /// Feeds one sample; returns the events it produced (they are also stored).
+    /// A sample not later than the previous one is ignored.
+    pub fn apply(&mut self, s: &Sample) -> Vec<Event> {
+        let mut out = Vec::new();
+        let Some(prev) = self.latest.take() else {
+            self.baseline(s);
+            self.latest = Some(s.clone());
+            return out;
+        };
+        if s.t_ns <= prev.t_ns {
+            self.latest = Some(prev);
+            return out;
+        }
+        let tick = tick_info(&prev, s);
+        self.latest = Some(s.clone());
+        if tick.read_ns > 0 || tick.write_ns > 0 {
+            self.engine_timing = true;
+        }
+        let speed = SpeedTick {
+            t0: tick.t0,
+            t1: tick.t1,
+            bytes: tick.bytes,
+        };
+        self.series.push(Point::tick(
+            tick.t0,
+            tick.dt(),
+            speed.bps(),
+            tick.dev_bps,
+            progress(s),
+        ));
+        if self.recent.len() >= RECENT_TICKS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(tick);
+        if self.now_ring.len() >= self.cfg.smooth_ticks.max(1) {
+            self.now_ring.pop_front();
+        }
+        self.now_ring.push_back(speed);
+
+        if let Some(z) = &s.zfs {
+            for ch in self.txgs.update(s.t_ns, z) {
+                out.push(match ch {
+                    TxgChange::SyncStarted { t, txg } => Event {
+                        t_ns: t,
+                        kind: EventKind::TxgSyncStarted { txg },
+                    },
+                    TxgChange::Committed { t, row } => {
+                        self.patch_drops(row.txg, row.ndirty, row.stime);
+                        Event {
+                            t_ns: t,
+                            kind: EventKind::TxgCommitted {
+                                txg: row.txg,
+                                ndirty: row.ndirty,
+                                nwritten: row.nwritten,
+                                stime_ns: row.stime,
+                            },
+                        }
+                    }
+                });
+            }
+        }
+        self.page_cache_events(s, &mut out);
+        self.delay_events(&tick, &mut out);
+        self.detect(&tick, &mut out);
+
+        let e = &s.engine;
+        if e.scan_done && e.bytes_total > 0 && e.bytes_copied >= e.bytes_total {
+            self.end_copy(s.t_ns, &mut out);
+        }
+        for ev in &out {
+            self.store(ev.clone());
+        }
+        out
+    }
+
+    fn baseline(&mut self, s: &Sample) {
+        if let Some(p) = s.page_cache {
+            // Already above at the start: the copy did not cause it, wait for a re-crossing.
+            self.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
+            self.zone_armed = p.freerun() == 0 || p.dirty + p.writeback <= p.freerun();
+        }
+        if let Some(z) = &s.zfs {
+            self.txgs.update(s.t_ns, z);
+        }
+        if s.engine.bytes_copied > 0 {
+            self.first_byte_t = Some(s.t_ns);
+        }
+    }
+
+    fn detect(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
+        if self.first_byte_t.is_none() && tick.bytes > 0 {
+            self.first_byte_t = Some(tick.t0);
+        }
+        let enabled = self.first_byte_t.is_some()
+            && self.paused_since.is_none()
+            && self.copy_end.is_none()
+            && self.finished_at.is_none()
+            && self.resume_at.is_none_or(|r| tick.t0 >= r);
+        if !enabled {
+            return;
+        }
+        let step = self.detector.step(SpeedTick {
+            t0: tick.t0,
+            t1: tick.t1,
+            bytes: tick.bytes,
+        });
+        let smoothed = self.detector.smoothed();
+        if self
+            .first_byte_t
+            .is_some_and(|f| tick.t1 >= f + self.cfg.min_reference_ns)
+        {
+            self.peak_bps = self.peak_bps.max(smoothed);
+            self.min_bps = Some(self.min_bps.map_or(smoothed, |m| m.min(smoothed)));
+        }
+        match step {
+            Step::Candidate { start, .. } | Step::Confirmed { start } => {
+                if let Some(e) = &mut self.evidence {
+                    e.fold(tick);
+                } else {
+                    let mut e = Evidence::new(start, self.recent.iter().filter(|t| t.t1 <= start));
+                    for t in self.recent.iter().filter(|t| t.t0 >= start) {
+                        e.fold(t);
+                    }
+                    self.evidence = Some(e);
+                }
+            }
+            Step::Quiet => {
+                if let Some(e) = &mut self.evidence {
+                    e.fold(tick);
+                }
+            }
+            Step::Abandoned => self.evidence = None,
+            Step::Ended(span) => {
+                if let Some(e) = &mut self.evidence {
+                    e.fold(tick);
+                }
+                out.push(self.close_drop(span, tick.t1));
+            }
+        }
+    }
+
+    fn on_zfs(&self) -> bool {
+        self.env.fs_type.as_deref() == Some("zfs")
+            || self.env.zfs_pool.is_some()
+            || self.latest.as_ref().is_some_and(|s| s.zfs.is_some())
+    }
+
+    fn context(&self, start: u64, end: u64, now: u64) -> Context {
+        let on_zfs = self.on_zfs();
+        let txg = on_zfs
+            .then(|| {
+                self.txgs
+                    .best_overlap(start, end, now, attrib::TXG_OVERLAP_FRACTION)
+            })
+            .flatten()
+            .map(|k| {
+                let done = k.row.state == 'C';
+                TxgHit {
+                    txg: k.row.txg,
+                    ndirty: if done { k.row.ndirty } else { 0 },
+                    stime_ns: if done { k.row.stime } else { 0 },
+                }
+            });
+        Context {
+            on_zfs,
+            engine_timing: self.engine_timing,
+            txg,
+            dirty_max: self.env.zfs_dirty_data_max,
+        }
+    }
+
+    fn close_drop(&mut self, span: DropSpan, now: u64) -> Event {
+        let e = self
+            .evidence
+            .take()
+            .unwrap_or_else(|| Evidence::new(span.start, std::iter::empty()));
+        let causes = attrib::decide(&e, &self.context(span.start, span.end, now));
+        self.drops += 1;
+        if span.reference > 0.0 {
+            self.lost_by_cause[cause_index(&causes[0])] += span.bytes_lost / span.reference;
+        }
+        Event {
+            t_ns: span.start,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: span.end,
+                reference_bps: span.reference,
+                min_bps: span.min_bps,
+                bytes_lost: span.bytes_lost,
+                causes,
+            }),
+        }
+    }
+
+    /// A drop closed before its txg committed learns the txg's size and duration later.
+    fn patch_drops(&mut self, txg: u64, ndirty: u64, stime: u64) {
+        let max = self.env.zfs_dirty_data_max;
+        for ev in self.events.iter_mut().rev().take(64) {
+            let EventKind::Drop(d) = &mut ev.kind else {
+                continue;
+            };
+            for c in &mut d.causes {
+                if let Cause::TxgSync {
+                    txg: t,
+                    ndirty: n,
+                    stime_ns,
+                    dirty_pct_of_max,
+                } = c
+                    && *t == txg
+                    && *stime_ns == 0
+                {
+                    *n = ndirty;
+                    *stime_ns = stime;
+                    if dirty_pct_of_max.is_none() {
+                        *dirty_pct_of_max = max
+                            .filter(|m| *m > 0)
+                            .map(|m| ndirty as f64 * 100.0 / m as f64);
+                    }
+                }
+            }
+        }
+    }
+
+    fn page_cache_events(&mut self, s: &Sample, out: &mut Vec<Event>) {
+        let Some(p) = s.page_cache else {
+            return;
+        };
+        if p.bg_thresh > 0 {
+            if self.wb_armed && p.dirty > p.bg_thresh {
+                self.wb_armed = false;
+                out.push(Event {
+                    t_ns: s.t_ns,
+                    kind: EventKind::WritebackStarted {
+                        dirty: p.dirty,
+                        bg_thresh: p.bg_thresh,
+                    },
+                });
+            } else if !self.wb_armed && (p.dirty as f64) < REARM * p.bg_thresh as f64 {
+                self.wb_armed = true;
+            }
+        }
+        let freerun = p.freerun();
+        let dw = p.dirty + p.writeback;
+        if freerun > 0 {
+            if self.zone_armed && dw > freerun {
+                self.zone_armed = false;
+                out.push(Event {
+                    t_ns: s.t_ns,
+                    kind: EventKind::DirtyThrottleZone { dirty: dw, freerun },
+                });
+            } else if !self.zone_armed && (dw as f64) < REARM * freerun as f64 {
+                self.zone_armed = true;
+            }
+        }
+    }
+
+    fn delay_events(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
+        let due = |last: Option<u64>, t: u64| last.is_none_or(|l| t >= l + DELAY_EVENT_EVERY_NS);
+        if tick.zfs_delays > 0 {
+            self.delay_pending += tick.zfs_delays;
+            self.delay_last_rise = tick.t1;
+            if due(self.delay_last_emit, tick.t1) {
+                out.push(self.take_delays(tick.t1));
+            }
+        } else if self.delay_pending > 0 && due(self.delay_last_emit, tick.t1) {
+            out.push(self.take_delays(self.delay_last_rise));
+        }
+    }
+
+    fn take_delays(&mut self, t: u64) -> Event {
+        let delays = std::mem::take(&mut self.delay_pending);
+        self.delay_last_emit = Some(t);
+        Event {
+            t_ns: t,
+            kind: EventKind::ZfsDelay { delays },
+        }
+    }
+
+    /// Ends detection for good: the copy phase is over (flush, verify, fatal, all bytes written).
+    fn end_copy(&mut self, t: u64, out: &mut Vec<Event>) {
+        if self.copy_end.is_some() {
+            return;
+        }
+        self.copy_end = Some(t);
+        self.interrupt(t, out);
+    }
+
+    fn interrupt(&mut self, t: u64, out: &mut Vec<Event>) {
+        match self.detector.interrupt(t) {
+            Some(span) => out.push(self.close_drop(span, t)),
+            None => self.evidence = None,
+        }
+    }
+
+    /// Keeps events ordered by time (drops are emitted at their end with their start time)
+    /// and within `max_events`, evicting markers first, then errors, then drops.
+    fn store(&mut self, ev: Event) {
+        let pos = self.events.partition_point(|e| e.t_ns <= ev.t_ns);
+        self.events.insert(pos, ev);
+        let cap = self.cfg.max_events.max(1);
+        while self.events.len() > cap {
+            let victim = (0..=2u8)
+                .find_map(|class| {
+                    self.events
+                        .iter()
+                        .position(|e| keep_class(&e.kind) == class)
+                })
+                .unwrap_or(0);
+            self.events.remove(victim);
+        }
+    }
+
+    /// Maps an engine event to a model event (stored too). A pause or the end of the copy
+    /// phase may also close an open drop: that drop is stored as well, and
+    /// [`Model::engine_events`] returns it along with the mapped event.
+    pub fn engine_event(&mut self, t_ns: u64, ev: &EngineEvent) -> Option<Event> {
+        let all = self.engine_events(t_ns, ev);
+        all.into_iter()
+            .rfind(|e| !matches!(e.kind, EventKind::Drop(_)))
+    }
+
+    /// Like [`Model::engine_event`], returning every event it produced.
+    pub fn engine_events(&mut self, t_ns: u64, ev: &EngineEvent) -> Vec<Event> {
+        let mut out = Vec::new();
+        let kind = match ev {
+            EngineEvent::FileFailed { path, error } => Some(EventKind::FileError {
+                path: path.display().to_string(),
+                error: error.clone(),
+            }),
+            EngineEvent::FileSkipped { path, reason } => Some(EventKind::Note {
+                text: format!("skipped {}: {reason}", path.display()),
+            }),
+            EngineEvent::FileChanged { path, detail } => Some(EventKind::Note {
+                text: format!("{} changed while copied: {detail}", path.display()),
+            }),
+            EngineEvent::ScanDone { files, bytes } => Some(EventKind::ScanDone {
+                files: *files,
+                bytes: *bytes,
+            }),
+            EngineEvent::FlushStarted => {
+                self.end_copy(t_ns, &mut out);
+                self.flush_start.get_or_insert(t_ns);
+                Some(EventKind::FlushStarted {
+                    dirty: self.backlog().unwrap_or(0),
+                })
+            }
+            EngineEvent::FlushDone => {
+                let start = self.flush_start.or(self.copy_end).unwrap_or(t_ns);
+                let secs = t_ns.saturating_sub(start) as f64 / 1e9;
+                self.flush_done = Some((t_ns, secs));
+                Some(EventKind::FlushDone { secs })
+            }
+            EngineEvent::VerifyStarted => {
+                self.end_copy(t_ns, &mut out);
+                Some(EventKind::Note {
+                    text: "verifying: reading the copies back".to_string(),
+                })
+            }
+            EngineEvent::VerifyDone { files, mismatches } => Some(EventKind::Note {
+                text: if *mismatches == 0 {
+                    format!("verified {} files: all match", format::fmt_count(*files))
+                } else {
+                    format!(
+                        "verified {} files: {} differ",
+                        format::fmt_count(*files),
+                        format::fmt_count(*mismatches)
+                    )
+                },
+            }),
+            EngineEvent::Paused => {
+                if self.paused_since.is_none() {
+                    self.paused_since = Some(t_ns);
+                    self.interrupt(t_ns, &mut out);
+                }
+                Some(EventKind::Paused)
+            }
+            EngineEvent::Resumed => {
+                if let Some(since) = self.paused_since.take() {
+                    self.paused_ns += t_ns.saturating_sub(since);
+                }
+                // The tick that spans the resume is partly paused: detection restarts after it.
+                self.resume_at = Some(t_ns);
+                Some(EventKind::Resumed)
+            }
+            EngineEvent::Fatal { error } => {
+                self.end_copy(t_ns, &mut out);
+                Some(EventKind::FileError {
+                    path: String::new(),
+                    error: error.clone(),
+                })
+            }
+            EngineEvent::FileStarted { .. } | EngineEvent::FileDone { .. } => None,
+        };
+        if let Some(kind) = kind {
+            out.push(Event { t_ns, kind });
+        }
+        for e in &out {
+            self.store(e.clone());
+        }
+        out
+    }
+
+    /// Data still to reach the disk: page-cache dirty + writeback, or on ZFS arc anon_size.
+    fn backlog(&self) -> Option<u64> {
+        let s = self.latest.as_ref()?;
+        if self.on_zfs() {
+            s.zfs.as_ref().and_then(|z| z.arc_anon)
+        } else {
+            s.page_cache.map(|p| p.dirty + p.writeback)
+        }
+    }
+
+    /// Ends the run at `t_ns`: closes an open drop and reports pending ZFS delays.
+    pub fn finish(&mut self, t_ns: u64) -> Vec<Event> {
+        let mut out = Vec::new();
+        if self.finished_at.is_some() {
+            return out;
+        }
+        self.interrupt(t_ns, &mut out);
+        if self.delay_pending > 0 {
+            out.push(self.take_delays(self.delay_last_rise));
+        }
+        if let Some(since) = self.paused_since.take() {
+            self.paused_ns += t_ns.saturating_sub(since);
+        }
+        self.finished_at = Some(t_ns);
+        for e in &out {
+            self.store(e.clone());
+        }
+        out
+    }
+
+    pub fn series(&self) -> &Series {
+        &self.series
+    }
+
+    /// Stored events, oldest first, at most `max_events`.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Start of a drop in progress (confirmed, not yet recovered).
+    pub fn open_drop_start(&self) -> Option<u64> {
+        self.detector.open_drop_start()
+    }
+
+    /// The drop in progress as it would be reported if it ended now (for live display).
+    pub fn open_drop(&self) -> Option<Event> {
+        let start = self.detector.open_drop_start()?;
+        let now = self.latest.as_ref()?.t_ns;
+        let e = self.evidence.as_ref()?;
+        let reference = self.detector.open_reference().unwrap_or(0.0);
+        let secs = now.saturating_sub(start) as f64 / 1e9;
+        let copied: u64 = self
+            .recent
+            .iter()
+            .filter(|t| t.t0 >= start)
+            .map(|t| t.bytes)
+            .sum();
+        Some(Event {
+            t_ns: start,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: now,
+                reference_bps: reference,
+                min_bps: self.detector.open_min().unwrap_or(0.0),
+                bytes_lost: (reference * secs - copied as f64).max(0.0),
+                causes: attrib::decide(e, &self.context(start, now, now)),
+            }),
+        })
+    }
+
+    pub fn latest(&self) -> Option<&Sample> {
+        self.latest.as_ref()
+    }
+
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> Stats {
+        let last_t = self.latest.as_ref().map_or(0, |s| s.t_ns);
+        let elapsed_ns = last_t.max(self.finished_at.unwrap_or(0));
+        let bytes = self.latest.as_ref().map_or(0, |s| s.engine.bytes_copied);
+        let paused_now = self
+            .paused_since
+            .map_or(0, |p| elapsed_ns.saturating_sub(p));
+        let copy_ns = self
+            .copy_end
+            .unwrap_or(elapsed_ns)
+            .saturating_sub(self.paused_ns + paused_now);
+        let rate = |ns: u64| {
+            if ns > 0 {
+                bytes as f64 * 1e9 / ns as f64
+            } else {
+                0.0
+            }
+        };
+        let (b, d) = self
+            .now_ring
+            .iter()
+            .fold((0u64, 0u64), |(b, d), t| (b + t.bytes, d + t.dt()));
+        let mut lost: Vec<(&'static str, f64)> = CAUSE_LABELS
+            .iter()
+            .zip(self.lost_by_cause)
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(l, s)| (*l, s))
+            .collect();
+        lost.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Stats {
+            elapsed_ns,
+            bytes,
+            now_bps: if d > 0 && self.paused_since.is_none() {
+                b as f64 * 1e9 / d as f64
+            } else {
+                0.0
+            },
+            avg_bps: rate(copy_ns),
+            peak_bps: self.peak_bps,
+            min_bps: self.min_bps.unwrap_or(0.0),
+            drops: self.drops,
+            lost_secs_by_cause: lost,
+            durable_bps: self
+                .flush_done
+                .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),
+            flush_secs: self.flush_done.map(|(_, s)| s),
+        }
+    }
+
+    pub fn kernel(&self) -> KernelView {
+        let latest = self.latest.as_ref();
+        let now = latest.map_or(0, |s| s.t_ns);
+        let window: Vec<&TickInfo> = self
+            .recent
+            .iter()
+            .filter(|t| t.t1 + KERNEL_WINDOW_NS > now)
+            .collect();
+        let mean = |f: &dyn Fn(&TickInfo) -> Option<f64>| {
+            let (mut sum, mut ns) = (0.0, 0u64);
+            for t in &window {
+                if let Some(v) = f(t) {
+                    sum += v * t.dt() as f64;
+                    ns += t.dt();
+                }
+            }
+            (ns > 0).then(|| sum / ns as f64)
+        };
+        let window_ns: u64 = window.iter().map(|t| t.dt()).sum();
+        let zfs = latest.and_then(|s| s.zfs.as_ref()).map(|z| {
+            let find = |st: char| z.txgs.iter().rev().find(|r| r.state == st);
+            let open = find('O');
+            let (dirty_estimate, dirty_source) = match (z.arc_anon, open) {
+                (Some(a), _) => (Some(a), "arc anon_size"),
+                (None, Some(r)) => {
+                    let born = r.birth as i128 + z.birth_offset_ns as i128;
+                    let since: u64 = self
+                        .recent
+                        .iter()
+                        .filter(|t| t.t1 as i128 > born)
+                        .map(|t| t.bytes)
+                        .sum();
+                    (Some(since), "written since txg open")
+                }
+                (None, None) => (None, "written since txg open"),
+            };
+            let delays: u64 = window.iter().map(|t| t.zfs_delays).sum();
+            ZfsView {
+                pool: z.pool.clone(),
+                open_txg: open.map(|r| r.txg),
+                syncing_txg: find('S').map(|r| r.txg),
+                dirty_estimate,
+                dirty_source,
+                dirty_max: self.env.zfs_dirty_data_max,
+                sync_pct: self.env.zfs_sync_percent,
+                delay_pct: self.env.zfs_delay_percent,
+                delays_per_s: if window_ns > 0 {
+                    delays as f64 * 1e9 / window_ns as f64
+                } else {
+                    0.0
+                },
+                last_sync: find('C').map(|r| (r.txg, r.ndirty, r.stime)),
+            }
+        });
+        KernelView {
+            page_cache: latest.and_then(|s| s.page_cache),
+            device_bps: mean(&|t| t.dev_bps),
+            device_util_pct: mean(&|t| t.dev_util),
+            psi_some_pct: mean(&|t| t.psi_some_pct),
+            cpu_pct: latest.and_then(|s| s.cpu).map(|c| c.busy_pct as f64),
+            zfs,
+        }
+    }
+
+    /// Runs samples through a new model and finishes it at the last sample.
+    /// Engine events are not in samples: use [`Model::replay_stream`] for a recording.
+    pub fn replay<'a>(
+        cfg: ModelConfig,
+        env: Environment,
+        samples: impl IntoIterator<Item = &'a Sample>,
+    ) -> Model {
+        Model::replay_stream(cfg, env, samples.into_iter().map(ReplayItem::Sample))
+    }
+
+    /// Runs samples and engine events, in recorded order, through a new model and
+    /// finishes it at the last time seen.
+    pub fn replay_stream<'a>(
+        cfg: ModelConfig,
+        env: Environment,
+        items: impl IntoIterator<Item = ReplayItem<'a>>,
+    ) -> Model {
+        let mut m = Model::new(cfg, env);
+        let mut last = 0;
+        for item in items {
+            match item {
+                ReplayItem::Sample(s) => {
+                    last = last.max(s.t_ns);
+                    m.apply(s);
+                }
+                ReplayItem::Engine { t_ns, event } => {
+                    last = last.max(t_ns);
+                    m.engine_events(t_ns, event);
+                }
+            }
+        }
+        m.finish(last);
+        m
+    }
+}
+
+fn progress(s: &Sample) -> Option<f64> {
+    let e = &s.engine;
+    (e.scan_done && e.bytes_total > 0)
+        .then(|| (e.bytes_copied as f64 / e.bytes_total as f64).min(1.0))
+}
+
+/// Deltas between two samples (counters that went backwards give nothing).
+fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
+    let dt = s.t_ns - prev.t_ns;
+    let per_s = |x: f64| x * 1e9 / dt as f64;
+    let (dev_bps, dev_util) = match (prev.dest_disk, s.dest_disk) {
+        (Some(a), Some(b))
+            if b.sectors_written >= a.sectors_written && b.io_ticks_ms >= a.io_ticks_ms =>
+        {
+            let bps = per_s(((b.sectors_written - a.sectors_written) * 512) as f64);
+            let busy_ns = (b.io_ticks_ms - a.io_ticks_ms) as f64 * 1e6;
+            let util = busy_ns * 100.0 / (dt as f64 * b.disks.max(1) as f64);
+            (Some(bps), Some(util.clamp(0.0, 100.0)))
+        }
+        _ => (None, None),
+    };
+    let psi_some_pct = match (prev.psi_io, s.psi_io) {
+        (Some(a), Some(b)) if b.some_us >= a.some_us => {
+            Some(((b.some_us - a.some_us) as f64 * 1e3 * 100.0 / dt as f64).min(100.0))
+        }
+        _ => None,
+    };
+    let (zfs_delays, zfs_over_max) = match (&prev.zfs, &s.zfs) {
+        (Some(a), Some(b)) if a.pool == b.pool => (
+            b.dmu_tx.dirty_delay.saturating_sub(a.dmu_tx.dirty_delay),
+            b.dmu_tx
+                .dirty_over_max
+                .saturating_sub(a.dmu_tx.dirty_over_max),
+        ),
+        _ => (0, 0),
+    };
+    TickInfo {
+        t0: prev.t_ns,
+        t1: s.t_ns,
+        bytes: s
+            .engine
+            .bytes_copied
+            .saturating_sub(prev.engine.bytes_copied),
+        read_ns: s.engine.read_ns.saturating_sub(prev.engine.read_ns),
+        write_ns: s.engine.write_ns.saturating_sub(prev.engine.write_ns),
+        page: s.page_cache,
+        dev_bps,
+        dev_util,
+        source_disk: s.source_disk.is_some(),
+        psi_some_pct,
+        cpu: s.cpu,
+        zfs_delays,
+        zfs_over_max,
+        arc_anon: s.zfs.as_ref().and_then(|z| z.arc_anon),
+    }
 }

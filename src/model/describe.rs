@@ -1,0 +1,318 @@
+//! Words for the model's events: one-line diagnoses for the events panel and reports,
+//! short cause labels, and the marker glyph of each event kind.
+
+use super::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_secs};
+use super::{Cause, DropInfo, Event, EventKind};
+
+/// Marker glyphs and what they mean, for the help screen's legend (ASCII only, so
+/// `--ascii` draws them unchanged).
+pub const LEGEND: [(char, &str); 13] = [
+    ('D', "speed drop"),
+    ('S', "txg sync started"),
+    ('T', "txg committed"),
+    ('W', "writeback started (dirty above background threshold)"),
+    ('L', "dirty reached the throttle limit (freerun)"),
+    ('Z', "ZFS write throttle delayed writes"),
+    ('!', "error"),
+    ('P', "paused"),
+    ('R', "resumed"),
+    ('#', "scan finished"),
+    ('F', "flush started"),
+    ('f', "flush finished"),
+    ('i', "note"),
+];
+
+impl EventKind {
+    /// The marker glyph under the chart.
+    pub fn glyph(&self) -> char {
+        match self {
+            EventKind::Drop(_) => 'D',
+            EventKind::TxgSyncStarted { .. } => 'S',
+            EventKind::TxgCommitted { .. } => 'T',
+            EventKind::WritebackStarted { .. } => 'W',
+            EventKind::DirtyThrottleZone { .. } => 'L',
+            EventKind::ZfsDelay { .. } => 'Z',
+            EventKind::FileError { .. } => '!',
+            EventKind::Paused => 'P',
+            EventKind::Resumed => 'R',
+            EventKind::ScanDone { .. } => '#',
+            EventKind::FlushStarted { .. } => 'F',
+            EventKind::FlushDone { .. } => 'f',
+            EventKind::Note { .. } => 'i',
+        }
+    }
+
+    /// A short name of the kind.
+    pub fn short(&self) -> &'static str {
+        match self {
+            EventKind::Drop(_) => "drop",
+            EventKind::TxgSyncStarted { .. } => "txg sync",
+            EventKind::TxgCommitted { .. } => "txg commit",
+            EventKind::WritebackStarted { .. } => "writeback",
+            EventKind::DirtyThrottleZone { .. } => "throttle zone",
+            EventKind::ZfsDelay { .. } => "zfs delay",
+            EventKind::FileError { .. } => "error",
+            EventKind::Paused => "paused",
+            EventKind::Resumed => "resumed",
+            EventKind::ScanDone { .. } => "scan done",
+            EventKind::FlushStarted { .. } => "flush",
+            EventKind::FlushDone { .. } => "flushed",
+            EventKind::Note { .. } => "note",
+        }
+    }
+}
+
+impl Cause {
+    /// A short label for tables and totals.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Cause::TxgSync { .. } => "txg sync",
+            Cause::ZfsThrottle { .. } => "zfs throttle",
+            Cause::DirtyThrottle { .. } => "dirty throttle",
+            Cause::WritebackBurst { .. } => "writeback",
+            Cause::DeviceSaturated { .. } => "disk busy",
+            Cause::SourceStall { .. } => "source stall",
+            Cause::CpuSaturated { .. } => "cpu",
+            Cause::Unknown => "unknown",
+        }
+    }
+
+    /// The cause with its evidence, as a clause.
+    pub fn describe(&self) -> String {
+        match self {
+            Cause::TxgSync {
+                txg,
+                ndirty,
+                stime_ns,
+                dirty_pct_of_max,
+            } => {
+                let mut s = if *stime_ns > 0 {
+                    format!(
+                        "txg {txg} syncing {} took {}",
+                        fmt_bytes(*ndirty),
+                        fmt_secs(*stime_ns as f64 / 1e9)
+                    )
+                } else {
+                    format!("txg {txg} was syncing")
+                };
+                if let Some(p) = dirty_pct_of_max {
+                    s.push_str(&format!(
+                        "; dirty had reached {p:.0} % of zfs_dirty_data_max"
+                    ));
+                }
+                s
+            }
+            Cause::ZfsThrottle { delays, over_max } => {
+                let mut s = format!("ZFS write throttle delayed {} writes", fmt_count(*delays));
+                if *over_max > 0 {
+                    s.push_str(&format!(
+                        " and {} waited at zfs_dirty_data_max",
+                        fmt_count(*over_max)
+                    ));
+                }
+                s
+            }
+            Cause::DirtyThrottle {
+                dirty,
+                freerun,
+                write_share,
+            } => {
+                let mut s = format!(
+                    "dirty {} above freerun {}: the kernel paced the writer",
+                    fmt_bytes(*dirty),
+                    fmt_bytes(*freerun)
+                );
+                if *write_share > 0.0 {
+                    s.push_str(&format!(
+                        " (in write() {:.0} % of the time)",
+                        write_share * 100.0
+                    ));
+                }
+                s
+            }
+            Cause::WritebackBurst {
+                writeback,
+                device_bps,
+            } => format!(
+                "writeback burst: {} under writeback, disk writing {}",
+                fmt_bytes(*writeback),
+                fmt_rate(*device_bps)
+            ),
+            Cause::DeviceSaturated {
+                util_pct,
+                device_bps,
+            } => format!(
+                "destination disk {util_pct:.0} % busy at {}",
+                fmt_rate(*device_bps)
+            ),
+            Cause::SourceStall { read_share } => format!(
+                "source stalled: reading {:.0} % of the time",
+                read_share * 100.0
+            ),
+            Cause::CpuSaturated { busy_pct } => format!("CPU {busy_pct:.0} % busy"),
+            Cause::Unknown => "no signal explains it".to_string(),
+        }
+    }
+}
+
+impl DropInfo {
+    /// Length of the drop in seconds, given its start.
+    pub fn secs(&self, start_ns: u64) -> f64 {
+        self.end_ns.saturating_sub(start_ns) as f64 / 1e9
+    }
+}
+
+impl Event {
+    /// One line that reads like a diagnosis.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            EventKind::Drop(d) => {
+                let mut s = format!(
+                    "drop {} for {}",
+                    fmt_rate_pair(d.reference_bps, d.min_bps),
+                    fmt_secs(d.secs(self.t_ns))
+                );
+                let mut causes = d.causes.iter();
+                if let Some(first) = causes.next() {
+                    s.push_str(": ");
+                    s.push_str(&first.describe());
+                }
+                let rest: Vec<&str> = causes.map(Cause::label).collect();
+                if !rest.is_empty() {
+                    s.push_str("; also ");
+                    s.push_str(&rest.join(", "));
+                }
+                s
+            }
+            EventKind::TxgSyncStarted { txg } => format!("txg {txg} sync started"),
+            EventKind::TxgCommitted {
+                txg,
+                ndirty,
+                nwritten,
+                stime_ns,
+            } => {
+                let secs = *stime_ns as f64 / 1e9;
+                let mut s = format!(
+                    "txg {txg} committed {} in {}",
+                    fmt_bytes(*ndirty),
+                    fmt_secs(secs)
+                );
+                if secs > 0.0 && *nwritten > 0 {
+                    s.push_str(&format!(" ({} to disk)", fmt_rate(*nwritten as f64 / secs)));
+                }
+                s
+            }
+            EventKind::WritebackStarted { dirty, bg_thresh } => format!(
+                "dirty {} crossed the background threshold {}: writeback started",
+                fmt_bytes(*dirty),
+                fmt_bytes(*bg_thresh)
+            ),
+            EventKind::DirtyThrottleZone { dirty, freerun } => format!(
+                "dirty {} reached the throttle limit ({} freerun): the kernel is pacing writes",
+                fmt_bytes(*dirty),
+                fmt_bytes(*freerun)
+            ),
+            EventKind::ZfsDelay { delays } => format!(
+                "ZFS write throttle: {} writes delayed (dirty above zfs_delay_min_dirty_percent)",
+                fmt_count(*delays)
+            ),
+            EventKind::FileError { path, error } if path.is_empty() => format!("error: {error}"),
+            EventKind::FileError { path, error } => format!("{path}: {error}"),
+            EventKind::Paused => "paused".to_string(),
+            EventKind::Resumed => "resumed".to_string(),
+            EventKind::ScanDone { files, bytes } => format!(
+                "scan done: {} files, {}",
+                fmt_count(*files),
+                fmt_bytes(*bytes)
+            ),
+            EventKind::FlushStarted { dirty } => {
+                format!("flushing {} to disk", fmt_bytes(*dirty))
+            }
+            EventKind::FlushDone { secs } => format!("flushed in {}", fmt_secs(*secs)),
+            EventKind::Note { text } => text.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_reads_like_a_diagnosis() {
+        let ev = Event {
+            t_ns: 31_200_000_000,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: 32_600_000_000,
+                reference_bps: 118e6,
+                min_bps: 3e6,
+                bytes_lost: 150e6,
+                causes: vec![
+                    Cause::TxgSync {
+                        txg: 48211,
+                        ndirty: 1_100_000_000,
+                        stime_ns: 1_600_000_000,
+                        dirty_pct_of_max: Some(62.0),
+                    },
+                    Cause::ZfsThrottle {
+                        delays: 656,
+                        over_max: 0,
+                    },
+                ],
+            }),
+        };
+        assert_eq!(
+            ev.describe(),
+            "drop 118 → 3 MB/s for 1.4 s: txg 48211 syncing 1.1 GB took 1.6 s; \
+             dirty had reached 62 % of zfs_dirty_data_max; also zfs throttle"
+        );
+    }
+
+    #[test]
+    fn glyphs_are_distinct_and_in_the_legend() {
+        let kinds = [
+            EventKind::Drop(DropInfo {
+                end_ns: 0,
+                reference_bps: 0.0,
+                min_bps: 0.0,
+                bytes_lost: 0.0,
+                causes: vec![],
+            }),
+            EventKind::TxgSyncStarted { txg: 1 },
+            EventKind::TxgCommitted {
+                txg: 1,
+                ndirty: 0,
+                nwritten: 0,
+                stime_ns: 0,
+            },
+            EventKind::WritebackStarted {
+                dirty: 0,
+                bg_thresh: 0,
+            },
+            EventKind::DirtyThrottleZone {
+                dirty: 0,
+                freerun: 0,
+            },
+            EventKind::ZfsDelay { delays: 0 },
+            EventKind::FileError {
+                path: String::new(),
+                error: String::new(),
+            },
+            EventKind::Paused,
+            EventKind::Resumed,
+            EventKind::ScanDone { files: 0, bytes: 0 },
+            EventKind::FlushStarted { dirty: 0 },
+            EventKind::FlushDone { secs: 0.0 },
+            EventKind::Note {
+                text: String::new(),
+            },
+        ];
+        let glyphs: Vec<char> = kinds.iter().map(EventKind::glyph).collect();
+        let legend: Vec<char> = LEGEND.iter().map(|(g, _)| *g).collect();
+        assert_eq!(glyphs, legend);
+        let mut sorted = glyphs.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), glyphs.len());
+    }
+}

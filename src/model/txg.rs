@@ -1,0 +1,310 @@
+//! ZFS txg tracking: rows keyed by txg across samples, sync-start (S) and commit (C)
+//! events deduplicated by txg, and each sync's window on the model's clock.
+
+use std::collections::VecDeque;
+
+use crate::sample::{TxgRow, ZfsSample};
+
+/// Txgs remembered (100 ms ticks and 5 s txgs: 32 rows cover minutes).
+const TRACK_CAP: usize = 32;
+/// How far a mapped time may sit outside the observed bracket and still be trusted.
+const MAP_SLACK_NS: i128 = 250_000_000;
+
+/// What is known about one txg.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TxgTrack {
+    pub row: TxgRow,
+    /// Last sample time the row was seen before it reached S (O, Q or W).
+    pub pre_sync_seen: Option<u64>,
+    /// First sample time the row was seen in S or C.
+    pub sync_seen: Option<u64>,
+    /// Last sample time the row was seen in S.
+    pub last_s_seen: Option<u64>,
+    /// First sample time the row was seen in C.
+    pub commit_seen: Option<u64>,
+    pub birth_offset_ns: i64,
+}
+
+impl TxgTrack {
+    fn map(&self, hrtime: u64) -> i128 {
+        hrtime as i128 + self.birth_offset_ns as i128
+    }
+
+    /// Sync start from the row's times, on the model's clock (needs the row past O/Q/W).
+    fn mapped_sync_start(&self) -> Option<i128> {
+        (self.row.otime > 0 && matches!(self.row.state, 'S' | 'C')).then(|| {
+            self.map(
+                self.row
+                    .birth
+                    .saturating_add(self.row.otime)
+                    .saturating_add(self.row.qtime)
+                    .saturating_add(self.row.wtime),
+            )
+        })
+    }
+
+    /// When the sync started, ns since the copy started: the row's own times when they
+    /// fall where the samples saw the state change, else the first sample that saw it.
+    pub fn sync_start(&self) -> Option<u64> {
+        let seen = self.sync_seen?;
+        let lo = self.pre_sync_seen.map(|t| t as i128).unwrap_or(i128::MIN);
+        match self.mapped_sync_start() {
+            Some(m) if m >= lo.saturating_sub(MAP_SLACK_NS) && m <= seen as i128 + MAP_SLACK_NS => {
+                Some(m.clamp(0, u64::MAX as i128) as u64)
+            }
+            _ => Some(self.pre_sync_seen.unwrap_or(seen)),
+        }
+    }
+
+    /// When the sync ended (None while it runs).
+    pub fn sync_end(&self) -> Option<u64> {
+        let seen = self.commit_seen?;
+        let start = self.sync_start()?;
+        let lo = self.last_s_seen.unwrap_or(start) as i128;
+        match self.mapped_sync_start() {
+            Some(m) if self.row.stime > 0 => {
+                let end = m + self.row.stime as i128;
+                if end >= lo - MAP_SLACK_NS && end <= seen as i128 + MAP_SLACK_NS {
+                    Some(end.clamp(start as i128, u64::MAX as i128) as u64)
+                } else {
+                    Some(seen)
+                }
+            }
+            _ => Some(seen),
+        }
+    }
+
+    /// Overlap of the sync window (open-ended syncs run until `now`) with `[a, b]`.
+    pub fn overlap(&self, a: u64, b: u64, now: u64) -> u64 {
+        let Some(s0) = self.sync_start() else {
+            return 0;
+        };
+        let s1 = self.sync_end().unwrap_or(now);
+        s1.min(b).saturating_sub(s0.max(a))
+    }
+}
+
+/// A txg event found by [`TxgTracker::update`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TxgChange {
+    SyncStarted { t: u64, txg: u64 },
+    Committed { t: u64, row: TxgRow },
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TxgTracker {
+    tracks: VecDeque<TxgTrack>,
+    baseline_done: bool,
+    max_started: u64,
+    max_committed: u64,
+    pool: String,
+}
+
+impl TxgTracker {
+    /// Folds one sample's rows in; returns S and C transitions not reported before.
+    /// The first sample is a baseline: history before the copy raises no events.
+    pub fn update(&mut self, t: u64, zfs: &ZfsSample) -> Vec<TxgChange> {
+        let mut out = Vec::new();
+        if self.pool != zfs.pool {
+            // Another pool (or the first sample): old rows mean nothing here.
+            self.tracks.clear();
+            self.baseline_done = false;
+            self.pool.clone_from(&zfs.pool);
+        }
+        let baseline = !self.baseline_done;
+        for row in &zfs.txgs {
+            let idx = match self.tracks.iter().position(|k| k.row.txg == row.txg) {
+                Some(i) => i,
+                None => {
+                    if self.tracks.len() >= TRACK_CAP {
+                        self.tracks.pop_front();
+                    }
+                    // Keep them ordered by txg; rows arrive oldest first.
+                    let pos = self.tracks.partition_point(|k| k.row.txg < row.txg);
+                    self.tracks.insert(
+                        pos,
+                        TxgTrack {
+                            row: *row,
+                            pre_sync_seen: None,
+                            sync_seen: None,
+                            last_s_seen: None,
+                            commit_seen: None,
+                            birth_offset_ns: zfs.birth_offset_ns,
+                        },
+                    );
+                    pos
+                }
+            };
+            let k = &mut self.tracks[idx];
+            k.row = *row;
+            k.birth_offset_ns = zfs.birth_offset_ns;
+            match row.state {
+                'S' => {
+                    k.sync_seen.get_or_insert(t);
+                    k.last_s_seen = Some(t);
+                }
+                'C' => {
+                    k.sync_seen.get_or_insert(t);
+                    k.commit_seen.get_or_insert(t);
+                }
+                _ => k.pre_sync_seen = Some(t),
+            }
+            let k = *k;
+            if baseline {
+                if matches!(row.state, 'S' | 'C') {
+                    self.max_started = self.max_started.max(row.txg);
+                }
+                if row.state == 'C' {
+                    self.max_committed = self.max_committed.max(row.txg);
+                }
+                continue;
+            }
+            if matches!(row.state, 'S' | 'C') && row.txg > self.max_started {
+                self.max_started = row.txg;
+                if row.state == 'S' {
+                    out.push(TxgChange::SyncStarted {
+                        t: k.sync_start().unwrap_or(t).min(t),
+                        txg: row.txg,
+                    });
+                }
+            }
+            if row.state == 'C' && row.txg > self.max_committed {
+                self.max_committed = row.txg;
+                out.push(TxgChange::Committed {
+                    t: k.sync_end().unwrap_or(t).min(t),
+                    row: *row,
+                });
+            }
+        }
+        self.baseline_done = true;
+        out
+    }
+
+    /// The txg whose sync overlaps `[a, b]` the most, if that covers at least `min_fraction` of it.
+    pub fn best_overlap(&self, a: u64, b: u64, now: u64, min_fraction: f64) -> Option<TxgTrack> {
+        let len = b.saturating_sub(a).max(1);
+        self.tracks
+            .iter()
+            .map(|k| (k.overlap(a, b, now), k))
+            .filter(|(o, _)| *o > 0 && *o as f64 >= min_fraction * len as f64)
+            .max_by_key(|(o, k)| (*o, k.row.txg))
+            .map(|(_, k)| *k)
+    }
+
+    /// The row of `txg`, if still tracked.
+    #[cfg(test)]
+    pub fn get(&self, txg: u64) -> Option<&TxgTrack> {
+        self.tracks.iter().find(|k| k.row.txg == txg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Rows from the lab capture (timeseries-40mbps-zero/txgs-raw.log), birth offset as the
+    // capture's first-seen times give it.
+    const OFFSET: i64 = -24_990_000_000;
+
+    fn row(line: &str) -> TxgRow {
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .enumerate()
+            .filter(|(i, _)| *i != 2)
+            .map(|(_, w)| w.parse().unwrap())
+            .collect();
+        let state = line
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .chars()
+            .next()
+            .unwrap();
+        TxgRow {
+            txg: f[0],
+            birth: f[1],
+            state,
+            ndirty: f[2],
+            nread: f[3],
+            nwritten: f[4],
+            reads: f[5],
+            writes: f[6],
+            otime: f[7],
+            qtime: f[8],
+            wtime: f[9],
+            stime: f[10],
+        }
+    }
+
+    fn sample(rows: &[&str]) -> ZfsSample {
+        ZfsSample {
+            pool: "tank".into(),
+            txgs: rows.iter().map(|l| row(l)).collect(),
+            birth_offset_ns: OFFSET,
+            ..Default::default()
+        }
+    }
+
+    const R10_S: &str = "10       22239745430      S     0            0            0            0        0        4600608410   178800       122000       0";
+    const R10_C: &str = "10       22239745430      C     82248192     0            81735680     0        190      4600608410   178800       122000       2004599040";
+    const R11_O: &str = "11       26840353840      O     0            0            0            0        0        0            0            0            0";
+    const R11_S: &str = "11       26840353840      S     0            0            0            0        0        2005063640   27610        1469350      0";
+    const R12_O: &str = "12       28845417480      O     0            0            0            0        0        0            0            0            0";
+    const R9_C: &str = "9        17236819610      C     0            0            0            0        0        5002925820   324120       269520       1778100";
+    const R10_O: &str = "10       22239745430      O     0            0            0            0        0        0            0            0            0";
+
+    #[test]
+    fn baseline_then_one_event_per_transition() {
+        let mut tr = TxgTracker::default();
+        assert!(tr.update(0, &sample(&[R9_C, R10_O])).is_empty());
+        assert!(tr.update(1_800_000_000, &sample(&[R9_C, R10_O])).is_empty());
+        let ev = tr.update(1_901_000_000, &sample(&[R9_C, R10_S, R11_O]));
+        // birth + otime + qtime + wtime + offset = 1.8505 s, inside (1.800, 1.901].
+        assert_eq!(
+            ev,
+            vec![TxgChange::SyncStarted {
+                t: 1_850_654_640,
+                txg: 10
+            }]
+        );
+        // Seen again in S: no repeat.
+        assert!(
+            tr.update(2_004_000_000, &sample(&[R9_C, R10_S, R11_O]))
+                .is_empty()
+        );
+        let ev = tr.update(3_903_000_000, &sample(&[R9_C, R10_C, R11_S, R12_O]));
+        assert_eq!(ev.len(), 2);
+        assert_eq!(
+            ev[0],
+            TxgChange::Committed {
+                t: 3_855_253_680,
+                row: row(R10_C)
+            }
+        );
+        assert!(matches!(ev[1], TxgChange::SyncStarted { txg: 11, .. }));
+        let k = tr.get(10).unwrap();
+        assert_eq!(k.sync_start(), Some(1_850_654_640));
+        assert_eq!(k.overlap(0, 10_000_000_000, 10_000_000_000), 2_004_599_040);
+        let best = tr.best_overlap(3_000_000_000, 3_500_000_000, 3_903_000_000, 0.5);
+        assert_eq!(best.map(|k| k.row.txg), Some(10));
+    }
+
+    #[test]
+    fn implausible_offset_falls_back_to_sample_times() {
+        let mut tr = TxgTracker::default();
+        let mut s = sample(&[R9_C, R10_O]);
+        s.birth_offset_ns = 0;
+        tr.update(0, &s);
+        tr.update(1_800_000_000, &s);
+        let mut s = sample(&[R9_C, R10_S, R11_O]);
+        s.birth_offset_ns = 0;
+        let ev = tr.update(1_901_000_000, &s);
+        assert_eq!(
+            ev,
+            vec![TxgChange::SyncStarted {
+                t: 1_800_000_000,
+                txg: 10
+            }]
+        );
+    }
+}
