@@ -22,21 +22,48 @@ pub struct Event {
 pub enum EventKind {
     /// A speed drop (§5a). `t_ns` of the event is the drop's start.
     Drop(DropInfo),
-    TxgSyncStarted { txg: u64 },
-    TxgCommitted { txg: u64, ndirty: u64, nwritten: u64, stime_ns: u64 },
+    TxgSyncStarted {
+        txg: u64,
+    },
+    TxgCommitted {
+        txg: u64,
+        ndirty: u64,
+        nwritten: u64,
+        stime_ns: u64,
+    },
     /// Page-cache dirty crossed the background threshold: flusher writeback starts.
-    WritebackStarted { dirty: u64, bg_thresh: u64 },
+    WritebackStarted {
+        dirty: u64,
+        bg_thresh: u64,
+    },
     /// Dirty + writeback entered the throttle zone (above freerun).
-    DirtyThrottleZone { dirty: u64, freerun: u64 },
+    DirtyThrottleZone {
+        dirty: u64,
+        freerun: u64,
+    },
     /// ZFS write throttle engaged (dmu_tx_dirty_delay rose).
-    ZfsDelay { delays: u64 },
-    FileError { path: String, error: String },
+    ZfsDelay {
+        delays: u64,
+    },
+    FileError {
+        path: String,
+        error: String,
+    },
     Paused,
     Resumed,
-    ScanDone { files: u64, bytes: u64 },
-    FlushStarted { dirty: u64 },
-    FlushDone { secs: f64 },
-    Note { text: String },
+    ScanDone {
+        files: u64,
+        bytes: u64,
+    },
+    FlushStarted {
+        dirty: u64,
+    },
+    FlushDone {
+        secs: f64,
+    },
+    Note {
+        text: String,
+    },
 }
 
 /// A drop and what explains it.
@@ -57,12 +84,34 @@ pub struct DropInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
 pub enum Cause {
-    TxgSync { txg: u64, ndirty: u64, stime_ns: u64, dirty_pct_of_max: Option<f64> },
-    ZfsThrottle { delays: u64, over_max: u64 },
-    DirtyThrottle { dirty: u64, freerun: u64, write_share: f64 },
-    WritebackBurst { writeback: u64, device_bps: f64 },
-    DeviceSaturated { util_pct: f64, device_bps: f64 },
-    SourceStall { read_share: f64 },
-    CpuSaturated { busy_pct: f64 },
+    TxgSync {
+        txg: u64,
+        ndirty: u64,
+        stime_ns: u64,
+        dirty_pct_of_max: Option<f64>,
+    },
+    ZfsThrottle {
+        delays: u64,
+        over_max: u64,
+    },
+    DirtyThrottle {
+        dirty: u64,
+        freerun: u64,
+        write_share: f64,
+    },
+    WritebackBurst {
+        writeback: u64,
+        device_bps: f64,
+    },
+    DeviceSaturated {
+        util_pct: f64,
+        device_bps: f64,
+    },
+    SourceStall {
+        read_share: f64,
+    },
+    CpuSaturated {
+        busy_pct: f64,
+    },
     Unknown,
 }
