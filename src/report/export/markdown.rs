@@ -1,0 +1,117 @@
+//! Markdown export: a summary table in the shape of forum result tables (what, MB/s,
+//! time, drops, time lost per cause) and the list of drops with their causes.
+
+use std::fmt::Write as _;
+
+use super::ChartData;
+use super::describe::{describe_causes, lost_secs};
+use super::units::{fmt_bytes, fmt_clock, fmt_mbps, fmt_rate, fmt_secs};
+
+/// At most this many drops are listed; the rest are counted.
+const MAX_DROPS: usize = 50;
+
+/// Escapes text for a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+/// Renders the run as Markdown.
+pub fn render_markdown(data: &ChartData) -> String {
+    let t = &data.title;
+    let st = &data.stats;
+    let mut o = String::new();
+    let _ = writeln!(o, "### copyscope: {} → {}", cell(&t.source), cell(&t.dest));
+    o.push('\n');
+    let mut facts: Vec<String> = Vec::new();
+    if !t.fs.is_empty() {
+        facts.push(t.fs.clone());
+    }
+    if !t.date.is_empty() {
+        facts.push(t.date.clone());
+    }
+    if !t.host.is_empty() {
+        facts.push(format!("host {}", t.host));
+    }
+    if !t.kernel.is_empty() {
+        facts.push(format!("Linux {}", t.kernel));
+    }
+    facts.push(format!(
+        "{} in {} file{}{}",
+        fmt_bytes(st.bytes as f64),
+        st.files,
+        if st.files == 1 { "" } else { "s" },
+        if st.failed > 0 {
+            format!(" ({} failed)", st.failed)
+        } else {
+            String::new()
+        }
+    ));
+    let _ = writeln!(o, "{}", cell(&facts.join(" · ")));
+    o.push('\n');
+
+    let total_lost: f64 = st.lost_secs_by_cause.iter().map(|(_, s)| s).sum();
+    let lost = if st.lost_secs_by_cause.is_empty() {
+        "none".to_string()
+    } else {
+        let causes: Vec<String> = st
+            .lost_secs_by_cause
+            .iter()
+            .map(|(c, s)| format!("{c} {}", fmt_secs(*s)))
+            .collect();
+        format!("{} ({})", fmt_secs(total_lost), causes.join(", "))
+    };
+    o.push_str("| what | MB/s | time | drops | time lost |\n");
+    o.push_str("|:--|--:|--:|--:|:--|\n");
+    let _ = writeln!(
+        o,
+        "| copy (to page cache) | {} | {} | {} | {} |",
+        fmt_mbps(st.avg_bps),
+        fmt_secs(st.elapsed_s),
+        st.drops,
+        cell(&lost)
+    );
+    if let (Some(bps), Some(secs)) = (st.durable_bps, st.durable_s) {
+        let _ = writeln!(
+            o,
+            "| durable (after flush) | {} | {} | | |",
+            fmt_mbps(bps),
+            fmt_secs(secs)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "| min / peak (per sample) | {} / {} | | | |",
+        fmt_mbps(st.min_bps),
+        fmt_mbps(st.peak_bps)
+    );
+    o.push('\n');
+
+    let drops: Vec<_> = data.drops().collect();
+    if drops.is_empty() {
+        o.push_str("No speed drops.\n");
+        return o;
+    }
+    let _ = writeln!(o, "**Drops** ({}):", drops.len());
+    o.push('\n');
+    o.push_str("| # | at | speed | for | lost | cause |\n");
+    o.push_str("|--:|--:|:--|--:|--:|:--|\n");
+    for (i, (e, d)) in drops.iter().take(MAX_DROPS).enumerate() {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} → {} | {} | {} | {} |",
+            i + 1,
+            fmt_clock(e.t_ns as f64 / 1e9),
+            fmt_rate(d.reference_bps),
+            fmt_rate(d.min_bps),
+            fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
+            fmt_secs(lost_secs(d)),
+            cell(&describe_causes(d))
+        );
+    }
+    if drops.len() > MAX_DROPS {
+        let _ = writeln!(o, "\n… and {} more drops.", drops.len() - MAX_DROPS);
+    }
+    o
+}

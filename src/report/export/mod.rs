@@ -1,0 +1,719 @@
+//! Forum-ready exports of a run (DESIGN §6): the chart data they share ([`ChartData`]),
+//! built from a recording, and the four renderings: SVG (the source drawing), PNG (its
+//! rasterisation with embedded fonts), a Unicode/ASCII text chart and a Markdown table.
+//!
+//! Building the data is kept apart from rendering, so the TUI can later build a
+//! [`ChartData`] from the live model instead of a recording.
+
+pub mod describe;
+pub mod markdown;
+pub mod png;
+pub mod svg;
+pub mod text;
+pub mod units;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::copy::EngineEvent;
+use crate::model::{Event, EventKind};
+use crate::report::recording::Recording;
+use crate::sample::Sample;
+
+pub use markdown::render_markdown;
+pub use png::{PngError, render_png};
+pub use svg::render_svg;
+pub use text::render_text;
+
+/// Default picture size: crisp on a forum at full width.
+pub const DEFAULT_SIZE: (u32, u32) = (1600, 900);
+
+/// Title facts shown above every export.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Title {
+    /// Source path(s), joined for display.
+    pub source: String,
+    pub dest: String,
+    /// "zfs tank/backup", "ext4 /dev/sda2", or empty when unknown.
+    pub fs: String,
+    /// "2026-11-30 04:20 UTC".
+    pub date: String,
+    pub host: String,
+    pub kernel: String,
+}
+
+/// One sample interval of the chart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChartPoint {
+    /// Middle of the interval, seconds since start.
+    pub t_s: f64,
+    /// Copy speed over the interval, bytes/s (application level).
+    pub copy_bps: f64,
+    /// Lowest and highest copy speed this point stands for (equal to `copy_bps` for a raw
+    /// sample; a downsampled point keeps the extremes so a short drop never vanishes).
+    pub min_bps: f64,
+    pub max_bps: f64,
+    /// What reached the destination's disks, bytes/s, when known.
+    pub device_bps: Option<f64>,
+}
+
+/// Where the device-rate overlay comes from, for its legend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceSource {
+    /// No overlay.
+    #[default]
+    None,
+    /// /proc/diskstats sectors written on the destination disks.
+    Diskstats,
+    /// ZFS txg rows: each sync's nwritten spread over its sync window.
+    ZfsTxg,
+}
+
+impl DeviceSource {
+    /// Legend text for the overlay line.
+    pub fn legend(self) -> &'static str {
+        match self {
+            DeviceSource::None => "",
+            DeviceSource::Diskstats => "device writes (diskstats)",
+            DeviceSource::ZfsTxg => "pool writes (txg nwritten / sync time)",
+        }
+    }
+}
+
+/// Figures for the stats table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartStats {
+    /// Average copy speed to the page cache, bytes/s.
+    pub avg_bps: f64,
+    /// Lowest and highest sample speed while copying, bytes/s.
+    pub min_bps: f64,
+    pub peak_bps: f64,
+    /// Speed counting the final flush, bytes/s.
+    pub durable_bps: Option<f64>,
+    pub drops: u64,
+    /// Seconds lost per cause label, largest first.
+    pub lost_secs_by_cause: Vec<(String, f64)>,
+    pub bytes: u64,
+    pub files: u64,
+    pub failed: u64,
+    /// Seconds until the last byte was written.
+    pub elapsed_s: f64,
+    /// Seconds until the data was durable (after the flush).
+    pub durable_s: Option<f64>,
+}
+
+/// Everything an export draws.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartData {
+    pub title: Title,
+    pub points: Vec<ChartPoint>,
+    pub device_source: DeviceSource,
+    pub events: Vec<Event>,
+    pub stats: ChartStats,
+    /// Length of the time axis, seconds.
+    pub duration_s: f64,
+}
+
+/// Marker families: one glyph and colour each, one lane each in the SVG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MarkerKind {
+    Drop,
+    Txg,
+    ZfsThrottle,
+    Writeback,
+    DirtyThrottle,
+    FileError,
+    Flush,
+    Pause,
+    Scan,
+    Note,
+}
+
+impl MarkerKind {
+    /// The family of an event.
+    pub fn of(kind: &EventKind) -> MarkerKind {
+        match kind {
+            EventKind::Drop(_) => MarkerKind::Drop,
+            EventKind::TxgSyncStarted { .. } | EventKind::TxgCommitted { .. } => MarkerKind::Txg,
+            EventKind::ZfsDelay { .. } => MarkerKind::ZfsThrottle,
+            EventKind::WritebackStarted { .. } => MarkerKind::Writeback,
+            EventKind::DirtyThrottleZone { .. } => MarkerKind::DirtyThrottle,
+            EventKind::FileError { .. } => MarkerKind::FileError,
+            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. } => MarkerKind::Flush,
+            EventKind::Paused | EventKind::Resumed => MarkerKind::Pause,
+            EventKind::ScanDone { .. } => MarkerKind::Scan,
+            EventKind::Note { .. } => MarkerKind::Note,
+        }
+    }
+
+    /// Text-chart glyph: (Unicode, ASCII).
+    pub fn glyph(self) -> (char, char) {
+        match self {
+            MarkerKind::Drop => ('▼', 'v'),
+            MarkerKind::Txg => ('T', 'T'),
+            MarkerKind::ZfsThrottle => ('Z', 'Z'),
+            MarkerKind::Writeback => ('W', 'W'),
+            MarkerKind::DirtyThrottle => ('D', 'D'),
+            MarkerKind::FileError => ('!', '!'),
+            MarkerKind::Flush => ('F', 'F'),
+            MarkerKind::Pause => ('P', 'P'),
+            MarkerKind::Scan => ('S', 'S'),
+            MarkerKind::Note => ('i', 'i'),
+        }
+    }
+
+    /// Colour in the SVG.
+    pub fn colour(self) -> &'static str {
+        match self {
+            MarkerKind::Drop => "#dc2626",
+            MarkerKind::Txg => "#0f766e",
+            MarkerKind::ZfsThrottle => "#c026d3",
+            MarkerKind::Writeback => "#ea580c",
+            MarkerKind::DirtyThrottle => "#7c3aed",
+            MarkerKind::FileError => "#b91c1c",
+            MarkerKind::Flush => "#475569",
+            MarkerKind::Pause => "#64748b",
+            MarkerKind::Scan => "#16a34a",
+            MarkerKind::Note => "#0369a1",
+        }
+    }
+
+    /// Legend / lane label.
+    pub fn label(self) -> &'static str {
+        match self {
+            MarkerKind::Drop => "drop",
+            MarkerKind::Txg => "txg sync",
+            MarkerKind::ZfsThrottle => "ZFS throttle",
+            MarkerKind::Writeback => "writeback",
+            MarkerKind::DirtyThrottle => "dirty throttle",
+            MarkerKind::FileError => "file error",
+            MarkerKind::Flush => "flush",
+            MarkerKind::Pause => "pause",
+            MarkerKind::Scan => "scan done",
+            MarkerKind::Note => "note",
+        }
+    }
+
+    /// Which glyph wins a text column shared by several events (lower wins).
+    pub fn priority(self) -> u8 {
+        match self {
+            MarkerKind::FileError => 0,
+            MarkerKind::Drop => 1,
+            MarkerKind::ZfsThrottle => 2,
+            MarkerKind::DirtyThrottle => 3,
+            MarkerKind::Writeback => 4,
+            MarkerKind::Txg => 5,
+            MarkerKind::Flush => 6,
+            MarkerKind::Pause => 7,
+            MarkerKind::Scan => 8,
+            MarkerKind::Note => 9,
+        }
+    }
+}
+
+impl ChartData {
+    /// Derives the chart from a recording: per-interval speeds from the cumulative counters,
+    /// the device overlay from diskstats (or ZFS txg rows), events and stats from the
+    /// recording (stats fall back to what the samples and events show when the run has no
+    /// summary line).
+    pub fn from_recording(rec: &Recording) -> ChartData {
+        let (points, device_source) = derive_points(&rec.samples);
+        let events = merged_events(rec);
+        let duration_s = rec.duration_ns() as f64 / 1e9;
+        let stats = derive_stats(rec, &points, &events);
+        ChartData {
+            title: derive_title(rec),
+            points,
+            device_source,
+            events,
+            stats,
+            duration_s,
+        }
+    }
+
+    /// Drop events, in time order.
+    pub fn drops(&self) -> impl Iterator<Item = (&Event, &crate::model::DropInfo)> {
+        self.events.iter().filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e, d)),
+            _ => None,
+        })
+    }
+
+    /// Points merged into at most `buckets` equal time slices, each keeping the mean speed
+    /// and the extremes of what it covers. Returns the points unchanged when they fit.
+    pub fn downsample(&self, buckets: usize) -> Vec<ChartPoint> {
+        downsample(&self.points, self.duration_s, buckets)
+    }
+
+    /// Marker families that occur, in lane order.
+    pub fn marker_kinds(&self) -> Vec<MarkerKind> {
+        let mut kinds: Vec<MarkerKind> = self
+            .events
+            .iter()
+            .map(|e| MarkerKind::of(&e.kind))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+
+    /// Time windows of flushing (FlushStarted to FlushDone, or to the end), seconds.
+    pub fn flush_spans(&self) -> Vec<(f64, f64)> {
+        let mut spans = Vec::new();
+        let mut open: Option<f64> = None;
+        for e in &self.events {
+            let t = e.t_ns as f64 / 1e9;
+            match e.kind {
+                EventKind::FlushStarted { .. } => open = Some(t),
+                EventKind::FlushDone { .. } => {
+                    if let Some(s) = open.take() {
+                        spans.push((s, t));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = open {
+            spans.push((s, self.duration_s));
+        }
+        spans
+    }
+
+    /// Sync windows of committed txgs (start, end, txg), seconds.
+    pub fn txg_spans(&self) -> Vec<(f64, f64, u64)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::TxgCommitted { txg, stime_ns, .. } => {
+                    let end = e.t_ns as f64 / 1e9;
+                    Some(((end - stime_ns as f64 / 1e9).max(0.0), end, txg))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<ChartPoint> {
+    if buckets == 0 || points.len() <= buckets || duration_s <= 0.0 {
+        return points.to_vec();
+    }
+    let width = duration_s / buckets as f64;
+    let mut out: Vec<ChartPoint> = Vec::with_capacity(buckets);
+    let mut i = 0;
+    for b in 0..buckets {
+        let end = (b + 1) as f64 * width;
+        let (mut sum, mut dev_sum, mut n, mut dev_n) = (0.0, 0.0, 0usize, 0usize);
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        while i < points.len() && (points[i].t_s < end || b + 1 == buckets) {
+            let p = &points[i];
+            sum += p.copy_bps;
+            lo = lo.min(p.min_bps);
+            hi = hi.max(p.max_bps);
+            if let Some(d) = p.device_bps {
+                dev_sum += d;
+                dev_n += 1;
+            }
+            n += 1;
+            i += 1;
+        }
+        if n == 0 {
+            continue;
+        }
+        out.push(ChartPoint {
+            t_s: (b as f64 + 0.5) * width,
+            copy_bps: sum / n as f64,
+            min_bps: lo,
+            max_bps: hi,
+            device_bps: (dev_n > 0).then(|| dev_sum / dev_n as f64),
+        });
+    }
+    out
+}
+
+/// Per-interval speeds from consecutive samples.
+fn derive_points(samples: &[Sample]) -> (Vec<ChartPoint>, DeviceSource) {
+    let windows = txg_windows(samples);
+    let has_disk = samples.iter().any(|s| s.dest_disk.is_some());
+    let source = if has_disk {
+        DeviceSource::Diskstats
+    } else if !windows.is_empty() {
+        DeviceSource::ZfsTxg
+    } else {
+        DeviceSource::None
+    };
+    let mut points = Vec::with_capacity(samples.len());
+    for pair in samples.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if b.t_ns <= a.t_ns {
+            continue;
+        }
+        let dt = (b.t_ns - a.t_ns) as f64 / 1e9;
+        let copy = b.engine.bytes_copied.saturating_sub(a.engine.bytes_copied) as f64 / dt;
+        let device = match source {
+            DeviceSource::Diskstats => match (&a.dest_disk, &b.dest_disk) {
+                (Some(x), Some(y)) => {
+                    Some(y.sectors_written.saturating_sub(x.sectors_written) as f64 * 512.0 / dt)
+                }
+                _ => None,
+            },
+            DeviceSource::ZfsTxg => {
+                let (t0, t1) = (a.t_ns as f64 / 1e9, b.t_ns as f64 / 1e9);
+                let bytes: f64 = windows
+                    .iter()
+                    .map(|w| {
+                        let overlap = (w.end.min(t1) - w.start.max(t0)).max(0.0);
+                        overlap * w.rate
+                    })
+                    .sum();
+                Some(bytes / dt)
+            }
+            DeviceSource::None => None,
+        };
+        points.push(ChartPoint {
+            t_s: (a.t_ns as f64 + b.t_ns as f64) / 2e9,
+            copy_bps: copy,
+            min_bps: copy,
+            max_bps: copy,
+            device_bps: device,
+        });
+    }
+    (points, source)
+}
+
+/// A committed txg's sync window on the sample clock, seconds, and its write rate.
+struct TxgWindow {
+    start: f64,
+    end: f64,
+    rate: f64,
+}
+
+fn txg_windows(samples: &[Sample]) -> Vec<TxgWindow> {
+    let mut seen = std::collections::BTreeMap::new();
+    for s in samples {
+        let Some(z) = &s.zfs else { continue };
+        for row in &z.txgs {
+            if row.state != 'C' || row.stime == 0 || seen.contains_key(&row.txg) {
+                continue;
+            }
+            let start_raw = row.birth as i128
+                + row.otime as i128
+                + row.qtime as i128
+                + row.wtime as i128
+                + z.birth_offset_ns as i128;
+            let start = start_raw as f64 / 1e9;
+            let dur = row.stime as f64 / 1e9;
+            seen.insert(
+                row.txg,
+                TxgWindow {
+                    start,
+                    end: start + dur,
+                    rate: row.nwritten as f64 / dur,
+                },
+            );
+        }
+    }
+    seen.into_values().collect()
+}
+
+/// Recording events plus the engine's discrete events the model did not already turn
+/// into events of the same kind, in time order.
+fn merged_events(rec: &Recording) -> Vec<Event> {
+    let has = |f: fn(&EventKind) -> bool| rec.events.iter().any(|e| f(&e.kind));
+    let has_errors = has(|k| matches!(k, EventKind::FileError { .. }));
+    let has_pause = has(|k| matches!(k, EventKind::Paused | EventKind::Resumed));
+    let has_scan = has(|k| matches!(k, EventKind::ScanDone { .. }));
+    let has_flush = has(|k| {
+        matches!(
+            k,
+            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. }
+        )
+    });
+    let mut events = rec.events.clone();
+    let mut flush_started: Option<u64> = None;
+    for (t_ns, ev) in &rec.engine_events {
+        let kind = match ev {
+            EngineEvent::FileFailed { path, error } if !has_errors => EventKind::FileError {
+                path: path.to_string_lossy().into_owned(),
+                error: error.clone(),
+            },
+            EngineEvent::Fatal { error } if !has_errors => EventKind::FileError {
+                path: String::new(),
+                error: error.clone(),
+            },
+            EngineEvent::Paused if !has_pause => EventKind::Paused,
+            EngineEvent::Resumed if !has_pause => EventKind::Resumed,
+            EngineEvent::ScanDone { files, bytes } if !has_scan => EventKind::ScanDone {
+                files: *files,
+                bytes: *bytes,
+            },
+            EngineEvent::FlushStarted if !has_flush => {
+                flush_started = Some(*t_ns);
+                let dirty = rec
+                    .samples
+                    .iter()
+                    .rev()
+                    .find(|s| s.t_ns <= *t_ns)
+                    .and_then(|s| s.page_cache)
+                    .map_or(0, |p| p.dirty + p.writeback);
+                EventKind::FlushStarted { dirty }
+            }
+            EngineEvent::FlushDone if !has_flush => EventKind::FlushDone {
+                secs: flush_started.map_or(0.0, |s| t_ns.saturating_sub(s) as f64 / 1e9),
+            },
+            _ => continue,
+        };
+        events.push(Event { t_ns: *t_ns, kind });
+    }
+    events.sort_by_key(|e| e.t_ns);
+    events
+}
+
+fn derive_title(rec: &Recording) -> Title {
+    let h = &rec.header;
+    let source = match h.sources.len() {
+        0 => String::new(),
+        1 | 2 => h.sources.join(", "),
+        n => format!("{}, {} +{} more", h.sources[0], h.sources[1], n - 2),
+    };
+    let env = &h.environment;
+    let detail = env
+        .zfs_dataset
+        .clone()
+        .or_else(|| env.zfs_pool.clone())
+        .or_else(|| env.mount_source.clone());
+    let fs = match (&env.fs_type, detail) {
+        (Some(t), Some(d)) => format!("{t} {d}"),
+        (Some(t), None) => t.clone(),
+        (None, Some(d)) => d,
+        (None, None) => String::new(),
+    };
+    Title {
+        source,
+        dest: h.destination.clone(),
+        fs,
+        date: display_date(&h.started_at),
+        host: h.host.clone(),
+        kernel: h.kernel.clone(),
+    }
+}
+
+/// "2026-11-30T04:20:55Z" → "2026-11-30 04:20 UTC"; other text is shown as it is.
+fn display_date(rfc3339: &str) -> String {
+    let b = rfc3339.as_bytes();
+    if b.len() >= 16 && b[10] == b'T' && rfc3339.ends_with('Z') {
+        format!("{} {} UTC", &rfc3339[..10], &rfc3339[11..16])
+    } else {
+        rfc3339.to_string()
+    }
+}
+
+fn derive_stats(rec: &Recording, points: &[ChartPoint], events: &[Event]) -> ChartStats {
+    let last = rec.samples.last();
+    let final_bytes = last.map_or(0, |s| s.engine.bytes_copied);
+    // The copy phase ends at the first sample that shows the final byte count.
+    let copy_end_ns = rec
+        .samples
+        .iter()
+        .find(|s| s.engine.bytes_copied >= final_bytes)
+        .map_or(0, |s| s.t_ns);
+    let copy_start_ns = rec
+        .samples
+        .iter()
+        .take_while(|s| s.engine.bytes_copied == 0)
+        .last()
+        .map_or(0, |s| s.t_ns);
+    let (copy_start, copy_end) = (copy_start_ns as f64 / 1e9, copy_end_ns as f64 / 1e9);
+    let active: Vec<f64> = points
+        .iter()
+        .filter(|p| p.t_s > copy_start && p.t_s < copy_end)
+        .map(|p| p.copy_bps)
+        .collect();
+    let min_bps = active.iter().copied().fold(f64::INFINITY, f64::min);
+    let peak_bps = active.iter().copied().fold(0.0, f64::max);
+
+    let drops: Vec<&crate::model::DropInfo> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let mut lost: Vec<(String, f64)> = Vec::new();
+    for d in &drops {
+        let label = describe::drop_label(d);
+        let secs = describe::lost_secs(d);
+        match lost.iter_mut().find(|(l, _)| l == label) {
+            Some((_, s)) => *s += secs,
+            None => lost.push((label.to_string(), secs)),
+        }
+    }
+    let flush_done_ns = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::FlushDone { .. }))
+        .map(|e| e.t_ns);
+    let last_engine = last.map(|s| s.engine).unwrap_or_default();
+
+    let mut stats = ChartStats {
+        avg_bps: if copy_end > 0.0 {
+            final_bytes as f64 / copy_end
+        } else {
+            0.0
+        },
+        min_bps: if min_bps.is_finite() { min_bps } else { 0.0 },
+        peak_bps,
+        durable_bps: flush_done_ns.map(|t| final_bytes as f64 / (t as f64 / 1e9)),
+        drops: drops.len() as u64,
+        lost_secs_by_cause: lost,
+        bytes: final_bytes,
+        files: last_engine.files_done,
+        failed: last_engine.files_failed,
+        elapsed_s: copy_end,
+        durable_s: flush_done_ns.map(|t| t as f64 / 1e9),
+    };
+    if let Some(sum) = &rec.summary {
+        stats.avg_bps = sum.to_cache_bps;
+        stats.bytes = sum.bytes;
+        stats.files = sum.files;
+        stats.failed = sum.failed;
+        stats.elapsed_s = sum.elapsed_secs;
+        stats.durable_bps = sum.durable_bps.or(stats.durable_bps);
+        stats.durable_s = sum.durable_secs.or(stats.durable_s);
+        stats.drops = sum.drops.max(stats.drops);
+        if !sum.lost_secs_by_cause.is_empty() {
+            stats.lost_secs_by_cause = sum.lost_secs_by_cause.clone();
+        }
+    }
+    stats.lost_secs_by_cause.sort_by(|a, b| b.1.total_cmp(&a.1));
+    stats
+}
+
+/// Which files to write; `None` skips that format.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportTargets {
+    pub png: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+    pub text: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
+
+impl ExportTargets {
+    /// True when no format was asked for.
+    pub fn is_empty(&self) -> bool {
+        self.png.is_none() && self.svg.is_none() && self.text.is_none() && self.markdown.is_none()
+    }
+}
+
+/// `copyscope export`: loads the recording and writes the requested files. With no
+/// target at all it writes the full set beside the recording (`NAME.png/.svg/.txt/.md`).
+/// Returns the paths written.
+pub fn run_export(
+    recording: &Path,
+    targets: &ExportTargets,
+    size: (u32, u32),
+    ascii: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let rec = Recording::load(recording)
+        .with_context(|| format!("reading recording {}", recording.display()))?;
+    let data = ChartData::from_recording(&rec);
+    if targets.is_empty() {
+        let dir = recording
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let stem = recording
+            .file_stem()
+            .map_or_else(|| "copyscope".into(), |s| s.to_string_lossy().into_owned());
+        return write_screenshot_set(&data, dir, &stem, size, ascii);
+    }
+    write_targets(&data, targets, size, ascii)
+}
+
+/// Writes each requested format of `data`.
+pub fn write_targets(
+    data: &ChartData,
+    targets: &ExportTargets,
+    size: (u32, u32),
+    ascii: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let (w, h) = size;
+    let write = |path: &Path, bytes: &[u8]| -> anyhow::Result<()> {
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    };
+    if targets.png.is_some() || targets.svg.is_some() {
+        let svg_text = render_svg(data, w, h);
+        if let Some(p) = &targets.svg {
+            write(p, svg_text.as_bytes())?;
+            written.push(p.clone());
+        }
+        if let Some(p) = &targets.png {
+            let png = png::rasterize(&svg_text, w, h).context("rendering the PNG")?;
+            write(p, &png)?;
+            written.push(p.clone());
+        }
+    }
+    if let Some(p) = &targets.text {
+        write(p, render_text(data, 100, ascii).as_bytes())?;
+        written.push(p.clone());
+    }
+    if let Some(p) = &targets.markdown {
+        write(p, render_markdown(data).as_bytes())?;
+        written.push(p.clone());
+    }
+    Ok(written)
+}
+
+/// The TUI's `s` key and `--screenshot DIR`: writes `stem.png`, `stem.svg`, `stem.txt`
+/// and `stem.md` into `dir` (created if missing).
+pub fn write_screenshot_set(
+    data: &ChartData,
+    dir: &Path,
+    stem: &str,
+    size: (u32, u32),
+    ascii: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let targets = ExportTargets {
+        png: Some(dir.join(format!("{stem}.png"))),
+        svg: Some(dir.join(format!("{stem}.svg"))),
+        text: Some(dir.join(format!("{stem}.txt"))),
+        markdown: Some(dir.join(format!("{stem}.md"))),
+    };
+    write_targets(data, &targets, size, ascii)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(t: f64, v: f64) -> ChartPoint {
+        ChartPoint {
+            t_s: t,
+            copy_bps: v,
+            min_bps: v,
+            max_bps: v,
+            device_bps: None,
+        }
+    }
+
+    #[test]
+    fn downsample_keeps_a_short_drop() {
+        let mut pts: Vec<ChartPoint> = (0..1000)
+            .map(|i| pt(i as f64 * 0.1 + 0.05, 100.0))
+            .collect();
+        pts[503] = pt(50.35, 0.0);
+        let out = downsample(&pts, 100.0, 50);
+        assert_eq!(out.len(), 50);
+        let dip = out.iter().find(|p| p.min_bps == 0.0).expect("drop kept");
+        assert!(dip.max_bps == 100.0 && dip.copy_bps > 90.0);
+        assert_eq!(out.iter().filter(|p| p.min_bps == 0.0).count(), 1);
+    }
+
+    #[test]
+    fn display_date_shortens_rfc3339() {
+        assert_eq!(display_date("2026-11-30T04:20:55Z"), "2026-11-30 04:20 UTC");
+        assert_eq!(display_date("yesterday"), "yesterday");
+    }
+}

@@ -1,0 +1,903 @@
+//! SVG export: the one drawing of a run (title, filled speed area, device overlay,
+//! average, drop spans, event lanes with a legend, stats table). The PNG is this SVG
+//! rasterised, so the two never disagree.
+
+use std::fmt::Write as _;
+
+use crate::model::EventKind;
+
+use super::describe::{cause_label, drop_label, lost_secs};
+use super::units::{
+    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_clock, fmt_rate, fmt_secs, fmt_tick, nice_step,
+    rate_unit, time_step,
+};
+use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
+
+const INK: &str = "#0f172a";
+const MUTED: &str = "#475569";
+const FAINT: &str = "#94a3b8";
+const GRID: &str = "#e2e8f0";
+const BRAND: &str = "#2563eb";
+/// Copy-speed area fill (opaque, so it reads the same over drop shading and in tests).
+pub const FILL: &str = "#93c5fd";
+const FILL_LINE: &str = "#1d4ed8";
+const ENVELOPE: &str = "#dbeafe";
+const DEVICE: &str = "#d97706";
+const AVERAGE: &str = "#15803d";
+const DROP_SHADE: &str = "#fde2e2";
+const FLUSH_SHADE: &str = "#eef2f6";
+const PANEL: &str = "#f8fafc";
+
+/// Font stack: the embedded face first (the PNG has only it), common fallbacks for browsers.
+const FONTS: &str = "DejaVu Sans, Verdana, Arial, sans-serif";
+
+/// Where everything goes, in pixels.
+struct Layout {
+    s: f64,
+    w: f64,
+    h: f64,
+    pad: f64,
+    plot_left: f64,
+    plot_right: f64,
+    plot_top: f64,
+    plot_bottom: f64,
+    lanes_top: f64,
+    lane_h: f64,
+    time_base: f64,
+    legend_base: f64,
+    stats_top: f64,
+    stats_h: f64,
+}
+
+impl Layout {
+    fn new(w: f64, h: f64, lanes: usize) -> Layout {
+        let s = (w / 1600.0).min(h / 900.0).max(0.25);
+        let pad = 28.0 * s;
+        let stats_h = 150.0 * s;
+        let stats_top = h - pad - stats_h;
+        let legend_base = stats_top - 18.0 * s;
+        let time_base = legend_base - 32.0 * s;
+        let lane_h = 18.0 * s;
+        let lanes_bottom = time_base - 18.0 * s;
+        let lanes_top = lanes_bottom - lanes as f64 * lane_h;
+        Layout {
+            s,
+            w,
+            h,
+            pad,
+            plot_left: pad + 104.0 * s,
+            plot_right: w - pad - 8.0 * s,
+            plot_top: pad + 86.0 * s,
+            plot_bottom: lanes_top - 8.0 * s,
+            lanes_top,
+            lane_h,
+            time_base,
+            legend_base,
+            stats_top,
+            stats_h,
+        }
+    }
+}
+
+/// Maps data to pixels.
+struct Scale {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    duration: f64,
+    ymax: f64,
+}
+
+impl Scale {
+    fn x(&self, t: f64) -> f64 {
+        self.x0 + (t / self.duration).clamp(0.0, 1.0) * (self.x1 - self.x0)
+    }
+    fn y(&self, v: f64) -> f64 {
+        self.y1 - (v / self.ymax).clamp(0.0, 1.0) * (self.y1 - self.y0)
+    }
+}
+
+/// Escapes text for XML content and attributes.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Rough text width for layout decisions (DejaVu Sans averages ~0.6 em per character).
+fn text_w(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.6
+}
+
+/// Renders the chart as an SVG document of `width`×`height` pixels.
+pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
+    let (w, h) = (width.max(200) as f64, height.max(150) as f64);
+    let kinds = data.marker_kinds();
+    let lanes = kinds.len().max(1);
+    let l = Layout::new(w, h, lanes);
+    let s = l.s;
+
+    let duration = data
+        .duration_s
+        .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .max(1e-3);
+    let top_value = data
+        .points
+        .iter()
+        .map(|p| p.max_bps.max(p.device_bps.unwrap_or(0.0)))
+        .fold(data.stats.avg_bps, f64::max);
+    let unit = rate_unit(top_value.max(1e6));
+    let step = nice_step(top_value * 1.06 / unit.divisor, 5);
+    let ymax_units = ((top_value * 1.06 / unit.divisor) / step).ceil().max(1.0) * step;
+    let sc = Scale {
+        x0: l.plot_left,
+        x1: l.plot_right,
+        y0: l.plot_top,
+        y1: l.plot_bottom,
+        duration,
+        ymax: ymax_units * unit.divisor,
+    };
+
+    let mut o = String::with_capacity(64 * 1024);
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONTS}">"#
+    );
+    let _ = writeln!(
+        o,
+        r#"<title>copyscope: {} → {}</title>"#,
+        esc(&data.title.source),
+        esc(&data.title.dest)
+    );
+    let _ = writeln!(o, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+
+    header(&mut o, data, &l);
+    spans(&mut o, data, &l, &sc);
+    grid(&mut o, &l, &sc, step, ymax_units, unit.label);
+    series(&mut o, data, &l, &sc);
+    average(&mut o, data, &l, &sc);
+    lanes_and_markers(&mut o, data, &kinds, &l, &sc);
+    legend(&mut o, data, &kinds, &l);
+    stats_panel(&mut o, data, &l);
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{FAINT}" text-anchor="end">made with copyscope {}</text>"#,
+        w - l.pad,
+        l.h - 9.0 * s,
+        10.5 * s,
+        env!("CARGO_PKG_VERSION")
+    );
+    o.push_str("</svg>\n");
+    o
+}
+
+fn header(o: &mut String, data: &ChartData, l: &Layout) {
+    let s = l.s;
+    let t = &data.title;
+    let title_size = 26.0 * s;
+    let headline = format!("{} average", fmt_rate(data.stats.avg_bps));
+    let headline2 = data
+        .stats
+        .durable_bps
+        .map(|d| format!("{} durable", fmt_rate(d)));
+    let right_w = text_w(&headline, 22.0 * s) + 24.0 * s;
+    let avail = (l.w - 2.0 * l.pad - right_w - text_w("copyscope  ", title_size)).max(60.0);
+    let max_chars = (avail / (title_size * 0.6)) as usize;
+    let half = max_chars.saturating_sub(3) / 2;
+    let route = if t.source.chars().count() + t.dest.chars().count() + 3 <= max_chars {
+        format!("{} → {}", t.source, t.dest)
+    } else {
+        format!(
+            "{} → {}",
+            ellipsize_middle(&t.source, half.max(6)),
+            ellipsize_middle(&t.dest, half.max(6))
+        )
+    };
+    let y = l.pad + 26.0 * s;
+    let _ = writeln!(
+        o,
+        r#"<text id="title" x="{:.1}" y="{y:.1}" font-size="{title_size:.1}" font-weight="bold" fill="{INK}"><tspan fill="{BRAND}">copyscope</tspan>  {}</text>"#,
+        l.pad,
+        esc(&route)
+    );
+    let mut sub: Vec<String> = Vec::new();
+    if !t.fs.is_empty() {
+        sub.push(t.fs.clone());
+    }
+    if !t.date.is_empty() {
+        sub.push(t.date.clone());
+    }
+    if !t.host.is_empty() {
+        sub.push(format!("host {}", t.host));
+    }
+    if !t.kernel.is_empty() {
+        sub.push(format!("Linux {}", t.kernel));
+    }
+    let files = if data.stats.files == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{} files", data.stats.files)
+    };
+    sub.push(format!(
+        "{} in {}, {}",
+        fmt_bytes(data.stats.bytes as f64),
+        fmt_secs(data.stats.elapsed_s),
+        files
+    ));
+    let _ = writeln!(
+        o,
+        r#"<text id="subtitle" x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}">{}</text>"#,
+        l.pad,
+        y + 26.0 * s,
+        15.0 * s,
+        esc(&sub.join("  ·  "))
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{y:.1}" font-size="{:.1}" font-weight="bold" fill="{BRAND}" text-anchor="end">{}</text>"#,
+        l.w - l.pad,
+        22.0 * s,
+        esc(&headline)
+    );
+    if let Some(h2) = headline2 {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="end">{}</text>"#,
+            l.w - l.pad,
+            y + 26.0 * s,
+            15.0 * s,
+            esc(&h2)
+        );
+    }
+}
+
+/// Flush and drop spans behind everything else, with drop numbers on top.
+fn spans(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
+    let s = l.s;
+    let height = l.plot_bottom - l.plot_top;
+    o.push_str("<g id=\"spans\">\n");
+    for (a, b) in data.flush_spans() {
+        let (x0, x1) = (sc.x(a), sc.x(b));
+        let _ = writeln!(
+            o,
+            r#"<rect class="flush-span" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{height:.1}" fill="{FLUSH_SHADE}"/>"#,
+            l.plot_top,
+            (x1 - x0).max(1.0)
+        );
+        if x1 - x0 > 44.0 * s {
+            let _ = writeln!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="middle">flush</text>"#,
+                (x0 + x1) / 2.0,
+                l.plot_top + 16.0 * s,
+                12.0 * s
+            );
+        }
+    }
+    let mut last_label_x = f64::NEG_INFINITY;
+    for (n, (e, d)) in data.drops().enumerate() {
+        let x0 = sc.x(e.t_ns as f64 / 1e9);
+        let x1 = sc.x(d.end_ns as f64 / 1e9);
+        let _ = writeln!(
+            o,
+            r#"<rect class="drop-span" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{height:.1}" fill="{DROP_SHADE}"/>"#,
+            l.plot_top,
+            (x1 - x0).max(1.5 * s)
+        );
+        let label = format!("{}", n + 1);
+        let cx = (x0 + x1) / 2.0;
+        if cx - last_label_x > text_w(&label, 12.0 * s) + 4.0 * s {
+            last_label_x = cx;
+            let _ = writeln!(
+                o,
+                r#"<text class="drop-number" x="{cx:.1}" y="{:.1}" font-size="{:.1}" font-weight="bold" fill="{}" text-anchor="middle">{label}</text>"#,
+                l.plot_top + 14.0 * s,
+                12.0 * s,
+                MarkerKind::Drop.colour()
+            );
+        }
+    }
+    o.push_str("</g>\n");
+}
+
+fn grid(o: &mut String, l: &Layout, sc: &Scale, step: f64, ymax_units: f64, unit: &str) {
+    let s = l.s;
+    o.push_str("<g id=\"grid\">\n");
+    let ticks = (ymax_units / step).round() as usize;
+    for i in 0..=ticks {
+        let v = i as f64 * step;
+        let y = sc.y(v * sc.ymax / ymax_units);
+        if i > 0 {
+            let _ = writeln!(
+                o,
+                r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{GRID}" stroke-width="{:.2}"/>"#,
+                l.plot_left, l.plot_right, s
+            );
+        }
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="end">{}</text>"#,
+            l.plot_left - 8.0 * s,
+            y + 4.5 * s,
+            13.0 * s,
+            fmt_tick(v)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" font-weight="bold" fill="{MUTED}" text-anchor="end">{unit}</text>"#,
+        l.plot_left - 8.0 * s,
+        l.plot_top - 12.0 * s,
+        13.0 * s
+    );
+    let tstep = time_step(
+        sc.duration,
+        ((l.plot_right - l.plot_left) / (90.0 * s)) as usize,
+    );
+    let mut t = 0.0;
+    while t <= sc.duration + 1e-9 {
+        let x = sc.x(t);
+        let _ = writeln!(
+            o,
+            r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{GRID}" stroke-width="{:.2}"/>"#,
+            l.plot_top,
+            l.time_base - 14.0 * s,
+            s
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{x:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="middle">{}</text>"#,
+            l.time_base,
+            13.0 * s,
+            fmt_axis_time(t, tstep)
+        );
+        t += tstep;
+    }
+    o.push_str("</g>\n");
+}
+
+/// SVG path data through the points' values, closed down to the baseline.
+fn area_path(
+    pts: &[ChartPoint],
+    sc: &Scale,
+    top: impl Fn(&ChartPoint) -> f64,
+    bottom: Option<&dyn Fn(&ChartPoint) -> f64>,
+) -> String {
+    let mut d = String::new();
+    let first_x = sc.x(0.0);
+    let last_x = sc.x(pts.last().map_or(0.0, |p| p.t_s)).max(first_x);
+    let _ = write!(d, "M{first_x:.1},{:.1}", sc.y(0.0));
+    if let Some(p) = pts.first() {
+        let _ = write!(d, " L{first_x:.1},{:.1}", sc.y(top(p)));
+    }
+    for p in pts {
+        let _ = write!(d, " L{:.1},{:.1}", sc.x(p.t_s), sc.y(top(p)));
+    }
+    match bottom {
+        None => {
+            let _ = write!(d, " L{last_x:.1},{:.1} Z", sc.y(0.0));
+        }
+        Some(b) => {
+            for p in pts.iter().rev() {
+                let _ = write!(d, " L{:.1},{:.1}", sc.x(p.t_s), sc.y(b(p)));
+            }
+            d.push_str(" Z");
+        }
+    }
+    d
+}
+
+fn series(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
+    let s = l.s;
+    let pts = data.downsample(((l.plot_right - l.plot_left) / 2.0).max(10.0) as usize);
+    if pts.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="middle">no samples recorded</text>"#,
+            (l.plot_left + l.plot_right) / 2.0,
+            (l.plot_top + l.plot_bottom) / 2.0,
+            16.0 * s
+        );
+        return;
+    }
+    if pts.iter().any(|p| p.max_bps > p.min_bps) {
+        let d = area_path(&pts, sc, |p| p.max_bps, Some(&|p: &ChartPoint| p.min_bps));
+        let _ = writeln!(o, r#"<path id="copy-envelope" d="{d}" fill="{ENVELOPE}"/>"#);
+    }
+    let d = area_path(&pts, sc, |p| p.copy_bps, None);
+    let _ = writeln!(o, r#"<path id="copy-series" d="{d}" fill="{FILL}"/>"#);
+    let mut line = String::new();
+    for (i, p) in pts.iter().enumerate() {
+        let _ = write!(
+            line,
+            "{}{:.1},{:.1}",
+            if i == 0 { "" } else { " " },
+            sc.x(p.t_s),
+            sc.y(p.copy_bps)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<polyline id="copy-line" points="{line}" fill="none" stroke="{FILL_LINE}" stroke-width="{:.2}" stroke-linejoin="round"/>"#,
+        1.6 * s
+    );
+    if data.device_source != DeviceSource::None {
+        let mut dev = String::new();
+        for p in &pts {
+            if let Some(v) = p.device_bps {
+                let _ = write!(
+                    dev,
+                    "{}{:.1},{:.1}",
+                    if dev.is_empty() { "" } else { " " },
+                    sc.x(p.t_s),
+                    sc.y(v)
+                );
+            }
+        }
+        if !dev.is_empty() {
+            let _ = writeln!(
+                o,
+                r#"<polyline id="device-series" points="{dev}" fill="none" stroke="{DEVICE}" stroke-width="{:.2}" stroke-linejoin="round"/>"#,
+                2.2 * s
+            );
+        }
+    }
+    // Axes on top of the fill so the baseline stays crisp.
+    let _ = writeln!(
+        o,
+        r#"<path d="M{:.1},{:.1} V{:.1} H{:.1}" fill="none" stroke="{FAINT}" stroke-width="{:.2}"/>"#,
+        l.plot_left,
+        l.plot_top,
+        l.plot_bottom,
+        l.plot_right,
+        1.2 * s
+    );
+}
+
+fn average(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
+    let s = l.s;
+    let avg = data.stats.avg_bps;
+    if avg <= 0.0 || data.points.is_empty() {
+        return;
+    }
+    let y = sc.y(avg);
+    let x1 = sc
+        .x(data.stats.elapsed_s.min(sc.duration))
+        .max(l.plot_left + 40.0 * s);
+    let _ = writeln!(
+        o,
+        r#"<line id="average" x1="{:.1}" y1="{y:.1}" x2="{x1:.1}" y2="{y:.1}" stroke="{AVERAGE}" stroke-width="{:.2}" stroke-dasharray="{:.1} {:.1}"/>"#,
+        l.plot_left,
+        1.8 * s,
+        8.0 * s,
+        5.0 * s
+    );
+    let label = format!("avg {}", fmt_rate(avg));
+    let lx = (x1 - 6.0 * s).max(l.plot_left + text_w(&label, 12.5 * s) + 6.0 * s);
+    let _ = writeln!(
+        o,
+        r#"<text x="{lx:.1}" y="{:.1}" font-size="{:.1}" font-weight="bold" fill="{AVERAGE}" text-anchor="end" stroke="white" stroke-width="{:.1}" paint-order="stroke">{}</text>"#,
+        y - 6.0 * s,
+        12.5 * s,
+        3.0 * s,
+        esc(&label)
+    );
+}
+
+/// One marker glyph centred at (x, y).
+fn glyph(o: &mut String, kind: MarkerKind, x: f64, y: f64, r: f64, class: &str) {
+    let c = kind.colour();
+    match kind {
+        MarkerKind::Drop => {
+            let _ = writeln!(
+                o,
+                r#"<path class="{class}" d="M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{c}"/>"#,
+                x - r,
+                y - r * 0.8,
+                x + r,
+                y - r * 0.8,
+                x,
+                y + r
+            );
+        }
+        MarkerKind::ZfsThrottle => {
+            let _ = writeln!(
+                o,
+                r#"<path class="{class}" d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{c}"/>"#,
+                y - r,
+                x + r,
+                y + r,
+                x - r
+            );
+        }
+        MarkerKind::DirtyThrottle | MarkerKind::Flush => {
+            let _ = writeln!(
+                o,
+                r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"/>"#,
+                x - r * 0.8,
+                y - r * 0.8,
+                r * 1.6,
+                r * 1.6
+            );
+        }
+        MarkerKind::FileError => {
+            let _ = writeln!(
+                o,
+                r#"<path class="{class}" d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{c}"/>"#,
+                y - r,
+                x + r,
+                y + r * 0.8,
+                x - r,
+                y + r * 0.8
+            );
+        }
+        MarkerKind::Txg => {
+            let _ = writeln!(
+                o,
+                r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"/>"#,
+                x - r * 0.3,
+                y - r,
+                r * 0.6,
+                r * 2.0
+            );
+        }
+        MarkerKind::Writeback | MarkerKind::Pause | MarkerKind::Scan | MarkerKind::Note => {
+            let _ = writeln!(
+                o,
+                r#"<circle class="{class}" cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="{c}"/>"#,
+                r * 0.85
+            );
+        }
+    }
+}
+
+fn lanes_and_markers(
+    o: &mut String,
+    data: &ChartData,
+    kinds: &[MarkerKind],
+    l: &Layout,
+    sc: &Scale,
+) {
+    let s = l.s;
+    o.push_str("<g id=\"markers\">\n");
+    if kinds.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{FAINT}" text-anchor="end">events</text>"#,
+            l.plot_left - 8.0 * s,
+            l.lanes_top + l.lane_h * 0.5 + 4.0 * s,
+            11.5 * s
+        );
+    }
+    for (lane, kind) in kinds.iter().enumerate() {
+        let cy = l.lanes_top + (lane as f64 + 0.5) * l.lane_h;
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{}" text-anchor="end">{}</text>"#,
+            l.plot_left - 8.0 * s,
+            cy + 4.0 * s,
+            11.5 * s,
+            kind.colour(),
+            kind.label()
+        );
+        let _ = writeln!(
+            o,
+            r#"<line x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="{GRID}" stroke-width="{:.2}"/>"#,
+            l.plot_left, l.plot_right, s
+        );
+        let r = 5.5 * s;
+        let class = format!(
+            "marker marker-{}",
+            kind.label().replace(' ', "-").to_lowercase()
+        );
+        if *kind == MarkerKind::Txg {
+            for (a, b, txg) in data.txg_spans() {
+                let (x0, x1) = (sc.x(a), sc.x(b));
+                let _ = writeln!(
+                    o,
+                    r#"<rect class="{class} txg-sync" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}" fill-opacity="0.45"><title>txg {txg}</title></rect>"#,
+                    cy - 4.0 * s,
+                    (x1 - x0).max(1.5 * s),
+                    8.0 * s,
+                    kind.colour()
+                );
+            }
+        }
+        if *kind == MarkerKind::Flush {
+            for (a, b) in data.flush_spans() {
+                let (x0, x1) = (sc.x(a), sc.x(b));
+                let _ = writeln!(
+                    o,
+                    r#"<rect class="{class}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}" fill-opacity="0.35"/>"#,
+                    cy - 4.0 * s,
+                    (x1 - x0).max(1.5 * s),
+                    8.0 * s,
+                    kind.colour()
+                );
+            }
+        }
+        let mut last_x = f64::NEG_INFINITY;
+        for e in data
+            .events
+            .iter()
+            .filter(|e| MarkerKind::of(&e.kind) == *kind)
+        {
+            // A sync start is drawn by its window once the txg commits.
+            if matches!(e.kind, EventKind::TxgSyncStarted { .. }) {
+                continue;
+            }
+            let x = sc.x(e.t_ns as f64 / 1e9);
+            if x - last_x < 1.2 * r && *kind != MarkerKind::Txg {
+                continue;
+            }
+            last_x = x;
+            glyph(o, *kind, x, cy, r, &class);
+        }
+    }
+    o.push_str("</g>\n");
+}
+
+fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
+    let s = l.s;
+    let size = 13.0 * s;
+    let y = l.legend_base;
+    let mut x = l.plot_left;
+    o.push_str("<g id=\"legend\">\n");
+    let item = |o: &mut String, x: &mut f64, swatch: &dyn Fn(&mut String, f64), text: &str| {
+        swatch(o, *x);
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{y:.1}" font-size="{size:.1}" fill="{INK}">{}</text>"#,
+            *x + 24.0 * s,
+            esc(text)
+        );
+        *x += 24.0 * s + text_w(text, size) + 22.0 * s;
+    };
+    item(
+        o,
+        &mut x,
+        &|o, x| {
+            let _ = writeln!(
+                o,
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{FILL}" stroke="{FILL_LINE}" stroke-width="{:.2}"/>"#,
+                y - 11.0 * s,
+                18.0 * s,
+                12.0 * s,
+                s
+            );
+        },
+        "copy speed",
+    );
+    if data.device_source != DeviceSource::None {
+        item(
+            o,
+            &mut x,
+            &|o, x| {
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{DEVICE}" stroke-width="{:.1}"/>"#,
+                    y - 5.0 * s,
+                    x + 18.0 * s,
+                    y - 5.0 * s,
+                    2.5 * s
+                );
+            },
+            data.device_source.legend(),
+        );
+    }
+    item(
+        o,
+        &mut x,
+        &|o, x| {
+            let _ = writeln!(
+                o,
+                r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{AVERAGE}" stroke-width="{:.1}" stroke-dasharray="{:.1} {:.1}"/>"#,
+                y - 5.0 * s,
+                x + 18.0 * s,
+                y - 5.0 * s,
+                2.0 * s,
+                5.0 * s,
+                3.0 * s
+            );
+        },
+        "average",
+    );
+    if data.stats.drops > 0 || data.drops().next().is_some() {
+        item(
+            o,
+            &mut x,
+            &|o, x| {
+                let _ = writeln!(
+                    o,
+                    r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{DROP_SHADE}" stroke="{}" stroke-width="{:.2}"/>"#,
+                    y - 11.0 * s,
+                    18.0 * s,
+                    12.0 * s,
+                    MarkerKind::Drop.colour(),
+                    0.8 * s
+                );
+            },
+            "speed drop (numbered)",
+        );
+    }
+    for kind in kinds {
+        let label = match kind {
+            MarkerKind::Txg => "txg sync window",
+            other => other.label(),
+        };
+        item(
+            o,
+            &mut x,
+            &|o, x| glyph(o, *kind, x + 9.0 * s, y - 5.0 * s, 5.5 * s, "legend-glyph"),
+            label,
+        );
+    }
+    o.push_str("</g>\n");
+}
+
+fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
+    let s = l.s;
+    let st = &data.stats;
+    let (x0, y0) = (l.pad, l.stats_top);
+    let width = l.w - 2.0 * l.pad;
+    let _ = writeln!(
+        o,
+        r#"<rect id="stats" x="{x0:.1}" y="{y0:.1}" width="{width:.1}" height="{:.1}" rx="{:.1}" fill="{PANEL}" stroke="{GRID}" stroke-width="{:.2}"/>"#,
+        l.stats_h,
+        8.0 * s,
+        s
+    );
+    let col_w = width / 4.0;
+    let head = 14.0 * s;
+    let row = 13.5 * s;
+    let row_gap = 24.0 * s;
+    let head_y = y0 + 28.0 * s;
+    let heading = |o: &mut String, col: usize, text: &str| {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{head_y:.1}" font-size="{head:.1}" font-weight="bold" fill="{INK}">{}</text>"#,
+            x0 + col as f64 * col_w + 18.0 * s,
+            esc(text)
+        );
+    };
+    let pair = |o: &mut String, col: usize, i: usize, k: &str, v: &str| {
+        let y = head_y + (i as f64 + 1.0) * row_gap;
+        let cx = x0 + col as f64 * col_w + 18.0 * s;
+        let _ = writeln!(
+            o,
+            r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{MUTED}">{}</text>"#,
+            esc(k)
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{y:.1}" font-size="{row:.1}" font-weight="bold" fill="{INK}" text-anchor="end">{}</text>"#,
+            cx + col_w - 48.0 * s,
+            esc(v)
+        );
+    };
+
+    heading(o, 0, "Speed");
+    pair(o, 0, 0, "average (to cache)", &fmt_rate(st.avg_bps));
+    pair(
+        o,
+        0,
+        1,
+        "min / peak",
+        &format!("{} / {}", fmt_rate(st.min_bps), fmt_rate(st.peak_bps)),
+    );
+    pair(
+        o,
+        0,
+        2,
+        "durable (after flush)",
+        &st.durable_bps.map_or("n/a".to_string(), fmt_rate),
+    );
+    pair(o, 0, 3, "drops", &format!("{}", st.drops));
+
+    heading(o, 1, "Run");
+    let files = if st.failed > 0 {
+        format!("{} ({} failed)", st.files, st.failed)
+    } else {
+        format!("{}", st.files)
+    };
+    pair(o, 1, 0, "copied", &fmt_bytes(st.bytes as f64));
+    pair(o, 1, 1, "files", &files);
+    pair(o, 1, 2, "last byte written", &fmt_secs(st.elapsed_s));
+    pair(
+        o,
+        1,
+        3,
+        "on disk (flushed)",
+        &st.durable_s.map_or("n/a".to_string(), |d| {
+            format!(
+                "{} (+{})",
+                fmt_secs(d),
+                fmt_secs((d - st.elapsed_s).max(0.0))
+            )
+        }),
+    );
+
+    let total: f64 = st.lost_secs_by_cause.iter().map(|(_, v)| v).sum();
+    heading(o, 2, &format!("Time lost to drops: {}", fmt_secs(total)));
+    if st.lost_secs_by_cause.is_empty() {
+        pair(o, 2, 0, "no drops", "");
+    }
+    let bar_x = x0 + 2.0 * col_w + 18.0 * s;
+    let bar_max = col_w - 150.0 * s;
+    for (i, (cause, secs)) in st.lost_secs_by_cause.iter().take(4).enumerate() {
+        let y = head_y + (i as f64 + 1.0) * row_gap;
+        let bw = if total > 0.0 {
+            secs / total * bar_max * 0.55
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            o,
+            r#"<text x="{bar_x:.1}" y="{y:.1}" font-size="{row:.1}" fill="{MUTED}">{}</text>"#,
+            esc(cause)
+        );
+        let bx = bar_x + 150.0 * s;
+        let _ = writeln!(
+            o,
+            r#"<rect x="{bx:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="{:.1}" fill="{}"/>"#,
+            y - 10.0 * s,
+            bw.max(2.0 * s),
+            11.0 * s,
+            2.0 * s,
+            MarkerKind::Drop.colour()
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{y:.1}" font-size="{row:.1}" font-weight="bold" fill="{INK}">{}</text>"#,
+            bx + bw.max(2.0 * s) + 8.0 * s,
+            fmt_secs(*secs)
+        );
+    }
+
+    heading(o, 3, "Largest drops");
+    let mut drops: Vec<(usize, &crate::model::Event, &crate::model::DropInfo)> = data
+        .drops()
+        .enumerate()
+        .map(|(i, (e, d))| (i + 1, e, d))
+        .collect();
+    drops.sort_by(|a, b| lost_secs(b.2).total_cmp(&lost_secs(a.2)));
+    if drops.is_empty() {
+        pair(o, 3, 0, "none", "");
+    }
+    for (i, (n, e, d)) in drops.iter().take(4).enumerate() {
+        let y = head_y + (i as f64 + 1.0) * row_gap;
+        let cx = x0 + 3.0 * col_w + 18.0 * s;
+        let cause = match d.causes.first() {
+            Some(crate::model::Cause::TxgSync { txg, .. }) => format!("txg {txg}"),
+            Some(c) => cause_label(c).to_string(),
+            None => drop_label(d).to_string(),
+        };
+        let unit = rate_unit(d.reference_bps.max(1e6));
+        let text = format!(
+            "#{n}  {}  {}→{} {}  {}  {}",
+            fmt_clock(e.t_ns as f64 / 1e9),
+            fmt_tick((d.reference_bps / unit.divisor).round()),
+            fmt_tick((d.min_bps / unit.divisor).round()),
+            unit.label,
+            fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
+            cause
+        );
+        let max_chars = ((col_w - 24.0 * s) / (row * 0.6)) as usize;
+        let _ = writeln!(
+            o,
+            r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{INK}">{}</text>"#,
+            esc(&ellipsize_middle(&text, max_chars))
+        );
+    }
+}

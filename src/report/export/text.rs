@@ -1,0 +1,282 @@
+//! Text export: the speed chart in Unicode block characters (▁▂▃▄▅▆▇█) or plain ASCII,
+//! at most 100 columns, with y labels, a marker row, a time axis and a short stats block.
+//! Fit for a forum code block and for the summary printed after the TUI exits.
+
+use crate::model::EventKind;
+
+use super::units::{
+    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, nice_step, rate_unit,
+    time_step,
+};
+use super::{ChartData, MarkerKind};
+
+/// Chart rows (each row holds eight levels with block characters).
+const ROWS: usize = 8;
+const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// ASCII stand-ins for the eighth levels: nothing, low, half, full.
+fn ascii_block(eighths: usize) -> char {
+    match eighths {
+        0 => ' ',
+        1..=3 => '.',
+        4..=7 => '+',
+        _ => '#',
+    }
+}
+
+/// Replaces the few non-ASCII characters the labels use.
+fn asciify(s: &str) -> String {
+    s.replace('→', "->")
+        .replace('…', "...")
+        .replace('·', "-")
+        .replace('▼', "v")
+        .replace('█', "#")
+        .chars()
+        .map(|c| if c.is_ascii() { c } else { '?' })
+        .collect()
+}
+
+/// Greedy word wrap of `items` joined by `sep` into lines of at most `width` characters.
+fn wrap(items: &[String], sep: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for item in items {
+        let add = if cur.is_empty() {
+            item.chars().count()
+        } else {
+            sep.chars().count() + item.chars().count()
+        };
+        if !cur.is_empty() && cur.chars().count() + add > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push_str(sep);
+        }
+        cur.push_str(item);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// Renders the chart as text no wider than `width_cols` (clamped to 40–100).
+pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
+    let width = width_cols.clamp(40, 100);
+    let mut out: Vec<String> = Vec::new();
+    let t = &data.title;
+    out.push(ellipsize_middle(
+        &format!("copyscope  {} → {}", t.source, t.dest),
+        width,
+    ));
+    let mut sub: Vec<String> = Vec::new();
+    for part in [&t.fs, &t.date] {
+        if !part.is_empty() {
+            sub.push(part.clone());
+        }
+    }
+    if !t.host.is_empty() {
+        sub.push(format!("host {}", t.host));
+    }
+    out.extend(wrap(&sub, " · ", width));
+
+    if data.points.is_empty() {
+        out.push("(no samples recorded)".to_string());
+    } else {
+        chart(data, width, ascii, &mut out);
+    }
+    stats(data, width, &mut out);
+
+    let mut text = String::new();
+    for line in out {
+        let line = if ascii { asciify(&line) } else { line };
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
+    // The gutter width depends on the labels, which depend on the column values; labels
+    // are at most 4 characters ("1000" cannot occur: 4 steps of a nice step < 1000 units
+    // switch to the next unit), so size the columns for a 4-character gutter first.
+    let duration = data
+        .duration_s
+        .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .max(1e-3);
+    let gutter = 4;
+    let cols = width - gutter - 1;
+    let col_of = |t: f64| {
+        ((t / duration) * cols as f64)
+            .floor()
+            .clamp(0.0, (cols - 1) as f64) as usize
+    };
+
+    // Column values are means; the column at each drop's middle shows the drop's minimum
+    // instead, so a drop shorter than a column never averages away while the bursts
+    // between drops keep their height.
+    let mut drop_cols = vec![false; cols];
+    for (e, d) in data.drops() {
+        drop_cols[col_of((e.t_ns + d.end_ns) as f64 / 2e9)] = true;
+    }
+    let mut sum = vec![0.0f64; cols];
+    let mut low = vec![f64::INFINITY; cols];
+    let mut n = vec![0usize; cols];
+    for p in &data.points {
+        let c = col_of(p.t_s);
+        sum[c] += p.copy_bps;
+        low[c] = low[c].min(p.min_bps);
+        n[c] += 1;
+    }
+    let mut values = vec![0.0f64; cols];
+    let mut last = 0.0;
+    for c in 0..cols {
+        if n[c] > 0 {
+            last = if drop_cols[c] {
+                low[c]
+            } else {
+                sum[c] / n[c] as f64
+            };
+        }
+        values[c] = last;
+    }
+
+    // Scale to what the columns show, so one 100 ms spike does not flatten the chart.
+    let peak = values.iter().copied().fold(0.0, f64::max).max(1.0);
+    let unit = rate_unit(peak.max(1e6));
+    let step = nice_step(peak / unit.divisor, ROWS / 2);
+    let ymax = step * (ROWS / 2) as f64 * unit.divisor;
+    let row_value = ymax / ROWS as f64;
+    let labels: Vec<String> = (0..ROWS)
+        .map(|r| {
+            let level = ROWS - r;
+            if level % 2 == 0 {
+                fmt_tick(level as f64 * row_value / unit.divisor)
+            } else {
+                String::new()
+            }
+        })
+        .collect();
+
+    out.push(format!("{:>gutter$}", unit.label));
+    let (tick, axis, corner, bar) = if ascii {
+        ('|', '-', '+', '|')
+    } else {
+        ('┤', '─', '┼', '│')
+    };
+    for (r, label) in labels.iter().enumerate() {
+        let from_bottom = ROWS - 1 - r;
+        let mut line = format!(
+            "{label:>gutter$}{}",
+            if label.is_empty() { bar } else { tick }
+        );
+        for v in &values {
+            let eighths = ((v / ymax) * (ROWS * 8) as f64).round().max(0.0) as usize;
+            let cell = eighths.saturating_sub(from_bottom * 8).min(8);
+            line.push(if ascii {
+                ascii_block(cell)
+            } else {
+                BLOCKS[cell]
+            });
+        }
+        out.push(line);
+    }
+
+    // Marker row on the baseline: the highest-priority kind wins a shared column.
+    let mut marks: Vec<Option<MarkerKind>> = vec![None; cols];
+    for e in &data.events {
+        if matches!(e.kind, EventKind::TxgSyncStarted { .. }) {
+            continue;
+        }
+        let kind = MarkerKind::of(&e.kind);
+        let c = col_of(e.t_ns as f64 / 1e9);
+        if marks[c].is_none_or(|k| kind.priority() < k.priority()) {
+            marks[c] = Some(kind);
+        }
+    }
+    let mut base = format!("{:>gutter$}{corner}", "0");
+    for m in &marks {
+        base.push(match m {
+            Some(k) if ascii => k.glyph().1,
+            Some(k) => k.glyph().0,
+            None => axis,
+        });
+    }
+    out.push(base);
+
+    let tstep = time_step(duration, (cols / 10).max(1));
+    let mut axis_line: Vec<char> = vec![' '; gutter + 1 + cols + 8];
+    let mut next_free = 0usize;
+    let mut t = 0.0;
+    while t <= duration + 1e-9 {
+        let label = fmt_axis_time(t, tstep);
+        let start = gutter + 1 + col_of(t);
+        let len = label.chars().count();
+        if start >= next_free && start + len <= width {
+            for (i, ch) in label.chars().enumerate() {
+                axis_line[start + i] = ch;
+            }
+            next_free = start + len + 1;
+        }
+        t += tstep;
+    }
+    out.push(axis_line.into_iter().collect::<String>());
+
+    let mut legend = vec![format!("{} copy speed", if ascii { '#' } else { '█' })];
+    for k in data.marker_kinds() {
+        let g = if ascii { k.glyph().1 } else { k.glyph().0 };
+        legend.push(format!("{g} {}", k.label()));
+    }
+    out.extend(wrap(&legend, "  ", width));
+}
+
+fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
+    let st = &data.stats;
+    let mut speed = vec![
+        format!("avg {}", fmt_rate(st.avg_bps)),
+        format!("min {}", fmt_rate(st.min_bps)),
+        format!("peak {}", fmt_rate(st.peak_bps)),
+    ];
+    if let Some(d) = st.durable_bps {
+        speed.push(format!("durable {}", fmt_rate(d)));
+    }
+    out.extend(wrap(&speed, " · ", width));
+    let mut run = vec![
+        format!(
+            "{} in {} file{}",
+            fmt_bytes(st.bytes as f64),
+            st.files,
+            if st.files == 1 { "" } else { "s" }
+        ),
+        format!("last byte {}", fmt_secs(st.elapsed_s)),
+    ];
+    if let Some(d) = st.durable_s {
+        run.push(format!("on disk {}", fmt_secs(d)));
+    }
+    if st.failed > 0 {
+        run.push(format!("{} failed", st.failed));
+    }
+    out.extend(wrap(&run, " · ", width));
+    let total: f64 = st.lost_secs_by_cause.iter().map(|(_, s)| s).sum();
+    let head = format!(
+        "{} drop{}, {} lost",
+        st.drops,
+        if st.drops == 1 { "" } else { "s" },
+        fmt_secs(total)
+    );
+    if st.lost_secs_by_cause.is_empty() {
+        out.push(head);
+    } else {
+        let mut items = vec![format!("{head}:")];
+        let causes: Vec<String> = st
+            .lost_secs_by_cause
+            .iter()
+            .map(|(c, s)| format!("{c} {}", fmt_secs(*s)))
+            .collect();
+        let n = causes.len();
+        for (i, c) in causes.into_iter().enumerate() {
+            items.push(if i + 1 < n { format!("{c},") } else { c });
+        }
+        out.extend(wrap(&items, " ", width));
+    }
+}

@@ -1,0 +1,540 @@
+//! Recordings: the versioned JSON Lines file that `--record` writes and `replay`/`export`
+//! read (DESIGN §6, docs/recording.md). Owns the line types, the buffered writer and the
+//! tolerant loader.
+//!
+//! Every line is one JSON object with a `"type"` field: `header` (always first), then
+//! `sample`, `event` and `engine` lines in time order, and a final `summary`. Readers ignore
+//! unknown line types and unknown fields, so later versions can add both without breaking
+//! older readers; the version number changes only when the meaning of an existing field does.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::copy::EngineEvent;
+use crate::model::Event;
+use crate::sample::{Environment, Sample};
+
+/// The format version this build writes. Readers accept every version from 1 up to this one.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How much sample time may pass between flushes, so a crash loses at most about this much.
+const FLUSH_EVERY_NS: u64 = 1_000_000_000;
+
+/// Errors reading or writing a recording.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("line {line}: {message}")]
+    Parse { line: usize, message: String },
+    #[error("not a copyscope recording: the first line must be a header line")]
+    MissingHeader,
+    #[error("the recording is empty")]
+    Empty,
+    #[error(
+        "recording format version {found} is not supported (this build reads 1 to {FORMAT_VERSION})"
+    )]
+    UnsupportedVersion { found: u32 },
+    #[error("could not encode a {what} line: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The first line: what was copied where, on what, and how it was sampled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Recording format version ([`FORMAT_VERSION`] when written by this build).
+    pub format_version: u32,
+    /// `CARGO_PKG_VERSION` of the copyscope that wrote it.
+    pub copyscope_version: String,
+    /// Wall-clock start, RFC 3339 in UTC (`2026-11-30T04:20:55Z`).
+    pub started_at: String,
+    /// Host name (uname nodename).
+    #[serde(default)]
+    pub host: String,
+    /// Kernel release (uname release).
+    #[serde(default)]
+    pub kernel: String,
+    /// The command line, one element per argument (lossy UTF-8).
+    #[serde(default)]
+    pub command_line: Vec<String>,
+    /// Source paths as given (lossy UTF-8).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Destination path as given (lossy UTF-8).
+    #[serde(default)]
+    pub destination: String,
+    /// Filesystem, pool, dataset, tunables and notes read at start.
+    #[serde(default)]
+    pub environment: Environment,
+    /// Sampler interval in milliseconds.
+    pub interval_ms: u64,
+}
+
+impl Header {
+    /// A header for a run starting now on this machine: fills the version, wall-clock
+    /// start, host and kernel; the caller gives what was copied and the environment.
+    pub fn for_this_run(
+        command_line: Vec<String>,
+        sources: Vec<String>,
+        destination: String,
+        environment: Environment,
+        interval_ms: u64,
+    ) -> Header {
+        let uname = rustix::system::uname();
+        Header {
+            format_version: FORMAT_VERSION,
+            copyscope_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at: rfc3339_utc(std::time::SystemTime::now()),
+            host: uname.nodename().to_string_lossy().into_owned(),
+            kernel: uname.release().to_string_lossy().into_owned(),
+            command_line,
+            sources,
+            destination,
+            environment,
+            interval_ms,
+        }
+    }
+}
+
+/// The last line: the figures the after-exit summary printed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// File data bytes copied.
+    pub bytes: u64,
+    /// Files completed.
+    pub files: u64,
+    /// Files that failed or were skipped.
+    #[serde(default)]
+    pub failed: u64,
+    /// Seconds from start until the last byte was written (to the page cache).
+    pub elapsed_secs: f64,
+    /// Seconds from start until the flush finished (None with `--no-sync` or when cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_secs: Option<f64>,
+    /// bytes / elapsed_secs, bytes per second.
+    pub to_cache_bps: f64,
+    /// bytes / durable_secs, bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_bps: Option<f64>,
+    /// Number of speed drops.
+    #[serde(default)]
+    pub drops: u64,
+    /// Seconds lost against the reference speed, per cause label (best cause of each drop).
+    #[serde(default)]
+    pub lost_secs_by_cause: Vec<(String, f64)>,
+    /// The process exit code (0 ok, 1 some files failed, 2 fatal, 130 cancelled).
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+/// An engine event with the time it was received (ns since start, same clock as samples).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct EngineLine {
+    t_ns: u64,
+    event: EngineEvent,
+}
+
+/// One line of the file, tagged by `"type"`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Header(Header),
+    Sample(Sample),
+    Event(Event),
+    Engine(EngineLine),
+    Summary(Summary),
+    /// Line types from later versions: skipped.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The same line types, borrowed, for writing without cloning.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum LineRef<'a> {
+    Header(&'a Header),
+    Sample(&'a Sample),
+    Event(&'a Event),
+    Engine { t_ns: u64, event: &'a EngineEvent },
+    Summary(&'a Summary),
+}
+
+impl LineRef<'_> {
+    fn what(&self) -> &'static str {
+        match self {
+            LineRef::Header(_) => "header",
+            LineRef::Sample(_) => "sample",
+            LineRef::Event(_) => "event",
+            LineRef::Engine { .. } => "engine",
+            LineRef::Summary(_) => "summary",
+        }
+    }
+}
+
+/// A whole recording in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    pub header: Header,
+    pub samples: Vec<Sample>,
+    pub events: Vec<Event>,
+    /// Engine events with their receive time (ns since start).
+    pub engine_events: Vec<(u64, EngineEvent)>,
+    /// None when the run did not finish (crash, or a "save so far" copy).
+    pub summary: Option<Summary>,
+    /// What the loader tolerated (unknown line types, a truncated last line, a newer version).
+    pub warnings: Vec<String>,
+}
+
+impl Recording {
+    /// An empty recording with this header.
+    pub fn new(header: Header) -> Recording {
+        Recording {
+            header,
+            samples: Vec::new(),
+            events: Vec::new(),
+            engine_events: Vec::new(),
+            summary: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Reads and parses a recording file.
+    pub fn load(path: &Path) -> Result<Recording, RecordingError> {
+        let text = std::fs::read(path).map_err(|source| RecordingError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Recording::parse(&String::from_utf8_lossy(&text))
+    }
+
+    /// Parses the text of a recording. Tolerates unknown line types and fields, blank
+    /// lines, and an unparseable last line without a newline (a crash mid-write); any
+    /// other bad line is an error naming its line number.
+    pub fn parse(text: &str) -> Result<Recording, RecordingError> {
+        let mut recording: Option<Recording> = None;
+        let mut unknown = 0usize;
+        let ends_with_newline = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        let last_index = lines.len().saturating_sub(1);
+        for (index, raw) in lines.iter().enumerate() {
+            let number = index + 1;
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let parsed: Line = match serde_json::from_str(line) {
+                Ok(parsed) => parsed,
+                Err(err) => {
+                    if index == last_index && !ends_with_newline && recording.is_some() {
+                        if let Some(rec) = recording.as_mut() {
+                            rec.warnings.push(format!(
+                                "line {number}: incomplete last line ignored (the run was interrupted while writing): {err}"
+                            ));
+                        }
+                        break;
+                    }
+                    return Err(RecordingError::Parse {
+                        line: number,
+                        message: err.to_string(),
+                    });
+                }
+            };
+            let Some(rec) = recording.as_mut() else {
+                match parsed {
+                    Line::Header(header) => {
+                        if header.format_version == 0 {
+                            return Err(RecordingError::UnsupportedVersion { found: 0 });
+                        }
+                        let mut rec = Recording::new(header);
+                        if rec.header.format_version > FORMAT_VERSION {
+                            rec.warnings.push(format!(
+                                "written by a newer format (version {}); fields this build does not know are ignored",
+                                rec.header.format_version
+                            ));
+                        }
+                        recording = Some(rec);
+                        continue;
+                    }
+                    _ => return Err(RecordingError::MissingHeader),
+                }
+            };
+            match parsed {
+                Line::Header(_) => {
+                    return Err(RecordingError::Parse {
+                        line: number,
+                        message: "a second header line".to_string(),
+                    });
+                }
+                Line::Sample(sample) => rec.samples.push(sample),
+                Line::Event(event) => rec.events.push(event),
+                Line::Engine(engine) => rec.engine_events.push((engine.t_ns, engine.event)),
+                Line::Summary(summary) => rec.summary = Some(summary),
+                Line::Unknown => unknown += 1,
+            }
+        }
+        let mut rec = recording.ok_or(RecordingError::Empty)?;
+        if unknown > 0 {
+            rec.warnings.push(format!(
+                "{unknown} line(s) of a type this build does not know were skipped"
+            ));
+        }
+        Ok(rec)
+    }
+
+    /// The time of the last sample, ns (0 when there are none).
+    pub fn duration_ns(&self) -> u64 {
+        self.samples.last().map_or(0, |s| s.t_ns)
+    }
+}
+
+/// Writes a whole recording at once, in time order (the TUI's "save the run so far").
+pub fn write_recording(path: &Path, recording: &Recording) -> Result<(), RecordingError> {
+    let mut writer = RecordingWriter::create(path, &recording.header)?;
+    let mut samples = recording.samples.iter().peekable();
+    let mut events = recording.events.iter().peekable();
+    let mut engine = recording.engine_events.iter().peekable();
+    // Merge the three time-ordered lists; at equal times samples come first, so a reader
+    // that replays line by line sees the tick before what was derived from it.
+    loop {
+        let ts = samples.peek().map(|s| s.t_ns);
+        let te = events.peek().map(|e| e.t_ns);
+        let tg = engine.peek().map(|(t, _)| *t);
+        let next = [ts, te, tg].into_iter().flatten().min();
+        let Some(t) = next else { break };
+        if ts == Some(t) {
+            if let Some(sample) = samples.next() {
+                writer.write_sample(sample)?;
+            }
+        } else if tg == Some(t) {
+            if let Some((t_ns, event)) = engine.next() {
+                writer.write_engine_event(*t_ns, event)?;
+            }
+        } else if let Some(event) = events.next() {
+            writer.write_event(event)?;
+        }
+    }
+    match &recording.summary {
+        Some(summary) => writer.finish(summary),
+        None => writer.close(),
+    }
+}
+
+/// Appends lines to a recording file as the run goes.
+pub struct RecordingWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    last_flush_ns: u64,
+}
+
+impl RecordingWriter {
+    /// Creates (truncates) the file and writes and flushes the header at once.
+    pub fn create(path: &Path, header: &Header) -> Result<RecordingWriter, RecordingError> {
+        let file = File::create(path).map_err(|source| RecordingError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut writer = RecordingWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(64 * 1024, file),
+            last_flush_ns: 0,
+        };
+        writer.write_line(&LineRef::Header(header))?;
+        writer.flush()?;
+        Ok(writer)
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a sample; flushes when a second of sample time has passed since the last flush.
+    pub fn write_sample(&mut self, sample: &Sample) -> Result<(), RecordingError> {
+        self.write_line(&LineRef::Sample(sample))?;
+        self.flush_if_due(sample.t_ns)
+    }
+
+    /// Appends a model event.
+    pub fn write_event(&mut self, event: &Event) -> Result<(), RecordingError> {
+        self.write_line(&LineRef::Event(event))?;
+        self.flush_if_due(event.t_ns)
+    }
+
+    /// Appends an engine event received at `t_ns`. Paths that are not UTF-8 are written
+    /// lossily (JSON strings must be UTF-8), so such a name never fails a recording.
+    pub fn write_engine_event(
+        &mut self,
+        t_ns: u64,
+        event: &EngineEvent,
+    ) -> Result<(), RecordingError> {
+        let lossy = lossy_paths(event);
+        self.write_line(&LineRef::Engine {
+            t_ns,
+            event: lossy.as_ref().unwrap_or(event),
+        })?;
+        self.flush_if_due(t_ns)
+    }
+
+    /// Writes everything buffered to the file.
+    pub fn flush(&mut self) -> Result<(), RecordingError> {
+        self.out.flush().map_err(|source| RecordingError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Flushes and copies the file as written so far to `dest` (a recording without a
+    /// summary, which `load` accepts).
+    pub fn save_copy_to(&mut self, dest: &Path) -> Result<(), RecordingError> {
+        self.flush()?;
+        std::fs::copy(&self.path, dest).map_err(|source| RecordingError::Io {
+            path: dest.to_path_buf(),
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Writes the summary line, flushes and closes the file.
+    pub fn finish(mut self, summary: &Summary) -> Result<(), RecordingError> {
+        self.write_line(&LineRef::Summary(summary))?;
+        self.close_inner()
+    }
+
+    /// Closes the file without a summary (an interrupted run, or a partial save).
+    pub fn close(mut self) -> Result<(), RecordingError> {
+        self.close_inner()
+    }
+
+    fn close_inner(&mut self) -> Result<(), RecordingError> {
+        self.flush()?;
+        self.out
+            .get_ref()
+            .sync_data()
+            .map_err(|source| RecordingError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn flush_if_due(&mut self, t_ns: u64) -> Result<(), RecordingError> {
+        if t_ns.saturating_sub(self.last_flush_ns) >= FLUSH_EVERY_NS {
+            self.last_flush_ns = t_ns;
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write_line(&mut self, line: &LineRef<'_>) -> Result<(), RecordingError> {
+        let what = line.what();
+        serde_json::to_writer(&mut self.out, line).map_err(|source| {
+            if source.is_io() {
+                RecordingError::Io {
+                    path: self.path.clone(),
+                    source: std::io::Error::other(source.to_string()),
+                }
+            } else {
+                RecordingError::Encode { what, source }
+            }
+        })?;
+        self.out
+            .write_all(b"\n")
+            .map_err(|source| RecordingError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// A copy of `event` with its path made valid UTF-8, or None when it already is.
+fn lossy_paths(event: &EngineEvent) -> Option<EngineEvent> {
+    let fix = |p: &Path| -> Option<PathBuf> {
+        match p.to_str() {
+            Some(_) => None,
+            None => Some(PathBuf::from(p.to_string_lossy().into_owned())),
+        }
+    };
+    let mut copy = event.clone();
+    let path = match &mut copy {
+        EngineEvent::FileStarted { path, .. }
+        | EngineEvent::FileDone { path, .. }
+        | EngineEvent::FileFailed { path, .. }
+        | EngineEvent::FileSkipped { path, .. }
+        | EngineEvent::FileChanged { path, .. } => path,
+        _ => return None,
+    };
+    let fixed = fix(path)?;
+    *path = fixed;
+    Some(copy)
+}
+
+/// Formats a wall-clock time as RFC 3339 UTC with second precision.
+pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
+    let secs = match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    };
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's algorithm), so no date crate is needed for one timestamp.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_matches_known_dates() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        // 2026-11-30T04:20:55Z, the ZFS lab capture's start.
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_012_455);
+        assert_eq!(rfc3339_utc(t), "2026-11-30T04:20:55Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339_utc(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn non_utf8_paths_become_lossy() {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = PathBuf::from(std::ffi::OsStr::from_bytes(b"a\xffb"));
+        let ev = EngineEvent::FileDone {
+            path: bad,
+            bytes: 3,
+        };
+        let fixed = lossy_paths(&ev).expect("needs fixing");
+        assert!(serde_json::to_string(&fixed).is_ok());
+        assert!(lossy_paths(&EngineEvent::FlushDone).is_none());
+    }
+}
