@@ -11,9 +11,13 @@ pub mod config;
 pub mod copy;
 pub mod demo;
 pub mod exit;
+pub mod live;
 pub mod model;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod tui;
+pub mod ui;
 
 pub use run::run;

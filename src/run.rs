@@ -17,16 +17,41 @@ pub enum Frontend {
     Plain,
     /// JSON lines.
     Json,
+    /// The live chart (stdout is a terminal, neither `--plain` nor `--json`).
+    Tui,
 }
 
 /// `--json` → JSON; otherwise plain. The lead's TUI takes over here when stdout is a
 /// terminal and neither `--plain` nor `--json` was given.
 pub fn choose_frontend(config: &Config) -> Frontend {
+    use std::io::IsTerminal;
     if config.display.json {
         Frontend::Json
-    } else {
+    } else if config.display.plain || !std::io::stdout().is_terminal() {
         Frontend::Plain
+    } else {
+        Frontend::Tui
     }
+}
+
+/// What the header shows for a request: the sources, and the destination (the target
+/// directory when there are several sources).
+fn endpoints(request: &crate::copy::CopyRequest) -> (Vec<String>, String) {
+    let sources = request
+        .pairs
+        .iter()
+        .map(|p| p.source.display().to_string())
+        .collect();
+    let dest = match request.pairs.as_slice() {
+        [one] => one.dest.display().to_string(),
+        [first, ..] => first
+            .dest
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        [] => String::new(),
+    };
+    (sources, dest)
 }
 
 fn settings(config: &Config) -> PlainSettings {
@@ -48,6 +73,10 @@ pub fn run(config: Config) -> ExitStatus {
                     return ExitStatus::Fatal;
                 }
             };
+            if choose_frontend(&config) == Frontend::Tui {
+                let (sources, dest) = endpoints(request);
+                return crate::live::run_copy_tui(&config, job, sources, dest).status;
+            }
             let control = Arc::new(Control::default());
             let _signals = match install_signal_handlers(control.clone()) {
                 Ok(g) => g,
@@ -74,20 +103,63 @@ pub fn run(config: Config) -> ExitStatus {
                 }
             }
         }
-        // Wired by the recording/export module (lead): until then say what is missing.
-        Command::Replay { file, .. } => not_wired("replay", file),
-        Command::Export { file, .. } => not_wired("export", file),
+        Command::Replay { file, speed } => {
+            let cfg = crate::live::model_config(&config.display);
+            let opts = crate::live::ui_options(&config.display);
+            if choose_frontend(&config) == Frontend::Tui {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                match rt
+                    .map_err(anyhow::Error::from)
+                    .and_then(|rt| rt.block_on(crate::replay::run_tui(file, cfg, opts, *speed)))
+                {
+                    Ok(()) => ExitStatus::Success,
+                    Err(e) => {
+                        eprintln!("copyscope: {e:#}");
+                        ExitStatus::Fatal
+                    }
+                }
+            } else {
+                match crate::replay::run_plain(file, cfg, opts) {
+                    Ok(text) => {
+                        print!("{text}");
+                        ExitStatus::Success
+                    }
+                    Err(e) => {
+                        eprintln!("copyscope: {e:#}");
+                        ExitStatus::Fatal
+                    }
+                }
+            }
+        }
+        Command::Export {
+            file,
+            png,
+            svg,
+            text,
+            markdown,
+            size,
+        } => {
+            let targets = crate::report::export::ExportTargets {
+                png: png.clone(),
+                svg: svg.clone(),
+                text: text.clone(),
+                markdown: markdown.clone(),
+            };
+            let size = size.unwrap_or(crate::live::SCREENSHOT_SIZE);
+            match crate::report::export::run_export(file, &targets, size, config.display.ascii) {
+                Ok(paths) => {
+                    for p in paths {
+                        println!("wrote {}", p.display());
+                    }
+                    ExitStatus::Success
+                }
+                Err(e) => {
+                    eprintln!("copyscope: {e:#}");
+                    ExitStatus::Fatal
+                }
+            }
+        }
     }
-}
-
-fn not_wired(what: &str, file: &std::path::Path) -> ExitStatus {
-    if !file.exists() {
-        eprintln!(
-            "copyscope: {what} needs a recording made with --record: '{}' does not exist",
-            file.display()
-        );
-    } else {
-        eprintln!("copyscope: {what}: the recording reader is not part of this build yet");
-    }
-    ExitStatus::Fatal
 }

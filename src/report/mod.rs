@@ -5,3 +5,4 @@ pub mod export;
 pub mod json;
 pub mod plain;
 pub mod recording;
+pub mod summary;

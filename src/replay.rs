@@ -1,0 +1,205 @@
+//! `copyscope replay FILE`: re-draws a recording in the same TUI (same model, widgets and
+//! events) with playback speed, pause and seek; `--plain` prints its summary instead.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::copy::EngineEvent;
+use crate::model::{Model, ModelConfig};
+use crate::report::recording::Recording;
+use crate::sample::Sample;
+use crate::tui::{FRAME_INTERVAL, TerminalGuard};
+use crate::ui::app::{Action, App, Header, ReplayStatus, RunState, UiOptions};
+
+/// One item of the recording's timeline.
+#[derive(Debug, Clone, Copy)]
+enum Item<'a> {
+    Sample(&'a Sample),
+    Engine(u64, &'a EngineEvent),
+}
+
+impl Item<'_> {
+    fn t_ns(&self) -> u64 {
+        match self {
+            Item::Sample(s) => s.t_ns,
+            Item::Engine(t, _) => *t,
+        }
+    }
+}
+
+/// Samples and engine events merged in time order (engine events first on ties, as live).
+fn timeline(rec: &Recording) -> Vec<Item<'_>> {
+    let mut items: Vec<Item<'_>> = rec.samples.iter().map(Item::Sample).collect();
+    items.extend(rec.engine_events.iter().map(|(t, e)| Item::Engine(*t, e)));
+    items.sort_by_key(|i| (i.t_ns(), matches!(i, Item::Sample(_))));
+    items
+}
+
+/// The header line facts of a recording.
+pub fn header_of(rec: &Recording) -> Header {
+    let env = &rec.header.environment;
+    let fs = match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
+        (Some(t), Some(ds), _) => format!("{t} {ds}"),
+        (Some(t), None, Some(src)) => format!("{t} {src}"),
+        (Some(t), None, None) => t.clone(),
+        _ => String::new(),
+    };
+    Header {
+        source: rec.header.sources.join(", "),
+        dest: rec.header.destination.clone(),
+        fs,
+    }
+}
+
+/// A model fed with the whole recording: what `replay --plain` and `export` summarise.
+pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
+    let mut model = Model::new(cfg, rec.header.environment.clone());
+    for item in timeline(rec) {
+        match item {
+            Item::Sample(s) => {
+                model.apply(s);
+            }
+            Item::Engine(t, e) => {
+                model.engine_event(t, e);
+            }
+        }
+    }
+    model.finish(rec.duration_ns());
+    model
+}
+
+/// Applies timeline items up to `pos_ns`; returns the index of the next unapplied item.
+fn advance(app: &mut App, items: &[Item<'_>], mut next: usize, pos_ns: u64) -> usize {
+    while next < items.len() && items[next].t_ns() <= pos_ns {
+        match items[next] {
+            Item::Sample(s) => {
+                app.on_sample(s);
+            }
+            Item::Engine(t, e) => {
+                app.on_engine(t, e);
+            }
+        }
+        next += 1;
+    }
+    next
+}
+
+/// Playback speeds cycled with `x`.
+const SPEEDS: [f64; 4] = [1.0, 10.0, 100.0, f64::INFINITY];
+
+/// Runs the interactive replay until the user quits.
+pub async fn run_tui(
+    path: &Path,
+    cfg: ModelConfig,
+    opts: UiOptions,
+    speed: f64,
+) -> anyhow::Result<()> {
+    let rec = Recording::load(path)
+        .with_context(|| format!("cannot read recording {}", path.display()))?;
+    let items = timeline(&rec);
+    let total = rec.duration_ns();
+    let fresh_app = |rec: &Recording| {
+        let mut app = App::new(
+            Model::new(cfg, rec.header.environment.clone()),
+            header_of(rec),
+            opts,
+        );
+        app.state = RunState::Replay;
+        app.replay = Some(ReplayStatus {
+            speed,
+            paused: false,
+            total_ns: total,
+        });
+        app
+    };
+    let mut app = fresh_app(&rec);
+    let mut next = 0usize;
+    let mut pos: u64 = 0;
+    let mut guard = TerminalGuard::enter()?;
+    let mut keys = EventStream::new();
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut frame = tokio::time::interval(FRAME_INTERVAL);
+    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last = Instant::now();
+    loop {
+        tokio::select! {
+            _ = sigterm.recv() => break,
+            _ = sighup.recv() => break,
+            maybe = keys.next() => {
+                let Some(Ok(ev)) = maybe else { break };
+                if let TermEvent::Key(k) = ev {
+                    let status = app.replay.unwrap_or(ReplayStatus { speed, paused: false, total_ns: total });
+                    let mut seek_to: Option<u64> = None;
+                    match app.handle_key(k) {
+                        Action::Quit | Action::Cancel => break,
+                        Action::TogglePause => {
+                            app.replay = Some(ReplayStatus { paused: !status.paused, ..status });
+                        }
+                        Action::CycleSpeed => {
+                            let i = SPEEDS.iter().position(|s| *s == status.speed).map_or(0, |i| (i + 1) % SPEEDS.len());
+                            app.replay = Some(ReplayStatus { speed: SPEEDS[i], ..status });
+                        }
+                        Action::Seek(d) => seek_to = Some(pos.saturating_add_signed(d).min(total)),
+                        Action::SeekStart => seek_to = Some(0),
+                        Action::SeekEnd => seek_to = Some(total),
+                        Action::Screenshot => {
+                            let msg = crate::live::screenshot_now(&app, &rec.header.environment, Some(&rec));
+                            app.status = Some((msg, app.now_ns));
+                        }
+                        _ => {}
+                    }
+                    if let Some(target) = seek_to {
+                        if target < pos {
+                            // The model only moves forward: rebuild it up to the target.
+                            let view = app.view;
+                            let replay = app.replay;
+                            app = fresh_app(&rec);
+                            app.view = view;
+                            app.replay = replay;
+                            next = 0;
+                        }
+                        pos = target;
+                        next = advance(&mut app, &items, next, pos);
+                        app.now_ns = pos;
+                    }
+                }
+            }
+            _ = frame.tick() => {
+                let dt = last.elapsed();
+                last = Instant::now();
+                if let Some(st) = app.replay
+                    && !st.paused && pos < total {
+                        pos = if st.speed.is_infinite() {
+                            total
+                        } else {
+                            (pos as f64 + dt.as_nanos() as f64 * st.speed).min(total as f64) as u64
+                        };
+                        next = advance(&mut app, &items, next, pos);
+                        app.now_ns = pos.max(app.now_ns);
+                    }
+                if guard.draw(&app).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(guard);
+    Ok(())
+}
+
+/// `replay --plain`: the same summary the TUI prints after a copy.
+pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Result<String> {
+    let rec = Recording::load(path)
+        .with_context(|| format!("cannot read recording {}", path.display()))?;
+    let model = replay_model(&rec, cfg);
+    let header = header_of(&rec);
+    Ok(crate::report::summary::final_summary(
+        &model, &header, opts, &rec, None,
+    ))
+}

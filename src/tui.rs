@@ -1,0 +1,328 @@
+//! Terminal lifecycle and the live main loop: one `tokio::select!` over keys, samples, engine
+//! events, conflict questions, signals and a capped frame tick. The loop is the only owner of
+//! the [`App`] (and so of the model). The terminal is restored on every way out: normal end,
+//! error, panic on any thread, SIGINT/SIGTERM/SIGHUP and a vanished terminal (SSH dropped).
+
+use std::io::{self, Stdout, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream};
+use crossterm::{cursor, execute, terminal};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::copy::{ConflictAnswer, ConflictAsk, Control, EngineEvent, Progress};
+use crate::model::Event;
+use crate::sample::Sample;
+use crate::ui::app::{Action, App, Dialog, RunState};
+
+/// Default time between frames: ~5 fps keeps SSH traffic small (DESIGN §10) and is still smooth
+/// for a chart that gains one column per sample.
+pub const FRAME_INTERVAL: Duration = Duration::from_millis(200);
+
+static PANICKED: AtomicBool = AtomicBool::new(false);
+static HOOK: Once = Once::new();
+static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal back: raw mode off, main screen, cursor shown. Safe to call twice and on
+/// a dead terminal (errors are ignored: there may be nobody left to tell).
+pub fn restore_terminal() {
+    if TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = terminal::disable_raw_mode();
+        let mut out = io::stdout();
+        let _ = execute!(out, terminal::LeaveAlternateScreen, cursor::Show);
+        let _ = out.flush();
+    }
+}
+
+/// True once any thread panicked while the TUI was up.
+pub fn panicked() -> bool {
+    PANICKED.load(Ordering::SeqCst)
+}
+
+/// Installs (once) a panic hook that restores the terminal before the message is printed and
+/// flags the main loop, so a worker's panic ends the program cleanly instead of leaving a
+/// half-alive UI.
+pub fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.store(true, Ordering::SeqCst);
+            restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+/// Owns the terminal while the TUI is up; restores it when dropped (also on unwinding).
+pub struct TerminalGuard {
+    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl TerminalGuard {
+    /// Raw mode + alternate screen + hidden cursor.
+    pub fn enter() -> io::Result<Self> {
+        install_panic_hook();
+        terminal::enable_raw_mode()?;
+        TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+        let mut out = io::stdout();
+        if let Err(e) = execute!(out, terminal::EnterAlternateScreen, cursor::Hide) {
+            restore_terminal();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(io::stdout())) {
+            Ok(terminal) => Ok(TerminalGuard { terminal }),
+            Err(e) => {
+                restore_terminal();
+                Err(e)
+            }
+        }
+    }
+
+    /// Draws one frame. An error means the terminal is gone (e.g. SSH dropped).
+    pub fn draw(&mut self, app: &App) -> io::Result<()> {
+        self.terminal
+            .draw(|f| crate::ui::render(f, app))
+            .map(|_| ())
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// A question from an engine worker: "this destination exists; what now?"
+pub struct ConflictRequest {
+    pub path: PathBuf,
+    pub reply: std::sync::mpsc::Sender<ConflictAnswer>,
+}
+
+/// The engine side of the overwrite dialog: blocks the asking worker until the user answers.
+pub struct TuiConflictAsk {
+    tx: mpsc::UnboundedSender<ConflictRequest>,
+    /// Once the user picked "all", later conflicts are answered without asking.
+    sticky: Mutex<Option<ConflictAnswer>>,
+}
+
+impl TuiConflictAsk {
+    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<ConflictRequest>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Arc::new(TuiConflictAsk {
+                tx,
+                sticky: Mutex::new(None),
+            }),
+            rx,
+        )
+    }
+}
+
+impl ConflictAsk for TuiConflictAsk {
+    fn ask(&self, destination: &std::path::Path) -> ConflictAnswer {
+        if let Ok(s) = self.sticky.lock()
+            && let Some(a) = *s
+        {
+            return a;
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        let req = ConflictRequest {
+            path: destination.to_path_buf(),
+            reply,
+        };
+        if self.tx.send(req).is_err() {
+            return ConflictAnswer::Cancel;
+        }
+        let a = answer.recv().unwrap_or(ConflictAnswer::Cancel);
+        if matches!(a, ConflictAnswer::OverwriteAll | ConflictAnswer::SkipAll)
+            && let Ok(mut s) = self.sticky.lock()
+        {
+            *s = Some(a);
+        }
+        a
+    }
+}
+
+/// Channels and handles the live loop listens to.
+pub struct LiveIo<T> {
+    pub samples: mpsc::UnboundedReceiver<Sample>,
+    pub engine_events: mpsc::UnboundedReceiver<EngineEvent>,
+    pub conflicts: Option<mpsc::UnboundedReceiver<ConflictRequest>>,
+    pub control: Arc<Control>,
+    pub progress: Arc<Progress>,
+    /// Resolves when the engine thread has returned.
+    pub done: oneshot::Receiver<T>,
+    /// The instant `t_ns` counts from.
+    pub start: Instant,
+    pub frame_interval: Duration,
+}
+
+/// Hooks the loop calls so the caller can record and take screenshots without the loop
+/// knowing about files.
+pub trait LiveHooks {
+    fn on_sample(&mut self, _s: &Sample) {}
+    /// Model events produced by a sample or an engine event.
+    fn on_events(&mut self, _evs: &[Event]) {}
+    fn on_engine_event(&mut self, _t_ns: u64, _ev: &EngineEvent) {}
+    /// `s` pressed: write a screenshot of the run so far; returns a message for the footer.
+    fn screenshot(&mut self, _app: &App) -> String {
+        "screenshot: not available".to_string()
+    }
+}
+
+/// How the live loop ended.
+pub struct LiveEnd<T> {
+    pub app: App,
+    /// The engine's result (None only when the loop had to give up waiting for it).
+    pub outcome: Option<T>,
+    /// The terminal went away (SIGHUP or a failed write): print nothing more to it.
+    pub hung_up: bool,
+}
+
+/// Runs the TUI until the engine finishes (or is cancelled and has cleaned up).
+pub async fn run_live<T>(
+    mut app: App,
+    mut io: LiveIo<T>,
+    hooks: &mut dyn LiveHooks,
+    final_state: impl Fn(&T) -> RunState,
+) -> io::Result<LiveEnd<T>> {
+    let mut guard = TerminalGuard::enter()?;
+    let mut keys = EventStream::new();
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut frame = tokio::time::interval(io.frame_interval);
+    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut pending_reply: Option<std::sync::mpsc::Sender<ConflictAnswer>> = None;
+    let mut dirty = true;
+    let mut hung_up = false;
+    let mut outcome: Option<T> = None;
+    let mut keys_open = true;
+
+    let cancel = |control: &Control,
+                  reply: &mut Option<std::sync::mpsc::Sender<ConflictAnswer>>| {
+        control.paused.store(false, Ordering::SeqCst);
+        control.cancelled.store(true, Ordering::SeqCst);
+        if let Some(r) = reply.take() {
+            let _ = r.send(ConflictAnswer::Cancel);
+        }
+    };
+
+    loop {
+        if panicked() {
+            cancel(&io.control, &mut pending_reply);
+            hung_up = true; // the hook restored the terminal; draw nothing more
+        }
+        tokio::select! {
+            biased;
+            res = &mut io.done, if outcome.is_none() => {
+                match res {
+                    Ok(o) => {
+                        app.state = final_state(&o);
+                        outcome = Some(o);
+                    }
+                    Err(_) => app.state = RunState::Failed,
+                }
+                // Take what is still queued so the last frame and the summary are complete.
+                while let Ok(s) = io.samples.try_recv() {
+                    hooks.on_sample(&s);
+                    let evs = app.on_sample(&s);
+                    hooks.on_events(&evs);
+                }
+                while let Ok(ev) = io.engine_events.try_recv() {
+                    let t = io.start.elapsed().as_nanos() as u64;
+                    hooks.on_engine_event(t, &ev);
+                    let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                    hooks.on_events(&evs);
+                }
+                if let Some(o) = &outcome { app.state = final_state(o); }
+                app.current = None;
+                if !hung_up { let _ = guard.draw(&app); }
+                break;
+            }
+            _ = sigterm.recv() => { cancel(&io.control, &mut pending_reply); }
+            _ = sighup.recv() => { hung_up = true; cancel(&io.control, &mut pending_reply); }
+            _ = sigint.recv() => { cancel(&io.control, &mut pending_reply); }
+            Some(s) = io.samples.recv() => {
+                hooks.on_sample(&s);
+                let evs = app.on_sample(&s);
+                hooks.on_events(&evs);
+                app.current = io.progress.current();
+                dirty = true;
+            }
+            Some(ev) = io.engine_events.recv() => {
+                let t = io.start.elapsed().as_nanos() as u64;
+                hooks.on_engine_event(t, &ev);
+                let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                hooks.on_events(&evs);
+                dirty = true;
+            }
+            Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
+                if io.control.cancelled.load(Ordering::SeqCst) {
+                    let _ = req.reply.send(ConflictAnswer::Cancel);
+                } else {
+                    app.dialog = Some(Dialog::Conflict { path: req.path.display().to_string() });
+                    pending_reply = Some(req.reply);
+                    dirty = true;
+                }
+            }
+            maybe = keys.next(), if keys_open => {
+                match maybe {
+                    Some(Ok(TermEvent::Key(k))) => {
+                        match app.handle_key(k) {
+                            Action::Cancel => cancel(&io.control, &mut pending_reply),
+                            Action::Answer(a) => {
+                                if let Some(r) = pending_reply.take() { let _ = r.send(a); }
+                                if a == ConflictAnswer::Cancel { cancel(&io.control, &mut pending_reply); }
+                            }
+                            Action::TogglePause => {
+                                let was = io.control.paused.fetch_xor(true, Ordering::SeqCst);
+                                let t = io.start.elapsed().as_nanos() as u64;
+                                let ev = if was { EngineEvent::Resumed } else { EngineEvent::Paused };
+                                hooks.on_engine_event(t, &ev);
+                                let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                                hooks.on_events(&evs);
+                            }
+                            Action::Screenshot => {
+                                let msg = hooks.screenshot(&app);
+                                app.status = Some((msg, app.now_ns));
+                            }
+                            _ => {}
+                        }
+                        dirty = true;
+                    }
+                    Some(Ok(TermEvent::Resize(_, _))) => { dirty = true; }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => {
+                        // The terminal is gone: behave as for SIGHUP.
+                        keys_open = false;
+                        hung_up = true;
+                        cancel(&io.control, &mut pending_reply);
+                    }
+                }
+            }
+            _ = frame.tick() => {
+                if dirty && !hung_up {
+                    if guard.draw(&app).is_err() {
+                        hung_up = true;
+                        cancel(&io.control, &mut pending_reply);
+                    }
+                    dirty = false;
+                }
+            }
+        }
+    }
+    drop(guard);
+    Ok(LiveEnd {
+        app,
+        outcome,
+        hung_up,
+    })
+}

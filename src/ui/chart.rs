@@ -1,0 +1,579 @@
+//! The speed chart widget: a filled area of copy speed with sub-cell resolution, a device-rate
+//! overlay, an average line, drop highlighting, a marker row and axes. Used live, in replay,
+//! and (as text) in the after-exit summary.
+//!
+//! Long histories compress into the width: every column keeps the min and max of the points it
+//! covers, so a 300 ms drop inside a 3-hour copy still shows as a notch.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::widgets::Widget;
+
+use crate::model::series::Point;
+use crate::ui::theme::Theme;
+use crate::ui::units::{Units, fmt_duration_axis};
+
+/// Which quantity the x axis shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XAxis {
+    /// Time since the start (the default: a stall stays visible as a gap in progress).
+    #[default]
+    Time,
+    /// Percent of bytes complete, as Total Commander and Explorer draw it.
+    Percent,
+}
+
+/// A glyph under the chart at the column where something happened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Marker {
+    pub t_ns: u64,
+    /// Position on the percent axis, if known.
+    pub progress: Option<f64>,
+    pub glyph: char,
+    pub color: Color,
+    /// Higher wins when two markers share a column.
+    pub priority: u8,
+}
+
+/// A highlighted time span (a detected drop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// The speed chart. `window` is the time range shown on the time axis.
+#[derive(Debug, Clone)]
+pub struct SpeedChart<'a> {
+    pub points: &'a [Point],
+    pub window: (u64, u64),
+    pub axis: XAxis,
+    pub avg_bps: Option<f64>,
+    pub markers: &'a [Marker],
+    pub spans: &'a [Span],
+    pub units: Units,
+    pub theme: Theme,
+}
+
+/// One screen column's aggregate of the points it covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Column {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub device: Option<f64>,
+    pub in_drop: bool,
+    /// Number of points that fell into this column (0 = carried from the left).
+    pub count: u32,
+}
+
+impl SpeedChart<'_> {
+    /// Aggregates the points into `ncols` columns for the current axis.
+    pub fn columns(&self, ncols: usize) -> Vec<Option<Column>> {
+        let mut cols: Vec<Option<Column>> = vec![None; ncols];
+        if ncols == 0 {
+            return cols;
+        }
+        let mut weights = vec![0f64; ncols];
+        let mut dev_weights = vec![0f64; ncols];
+        let (w0, w1) = self.window;
+        let span = w1.saturating_sub(w0).max(1) as f64;
+        let col_of = |p: &Point| -> Option<usize> {
+            let x = match self.axis {
+                XAxis::Time => {
+                    let mid = p.t_ns.saturating_sub(p.dt_ns / 2);
+                    if mid < w0 || mid > w1 {
+                        return None;
+                    }
+                    (mid - w0) as f64 / span
+                }
+                XAxis::Percent => p.progress?,
+            };
+            Some(((x * ncols as f64) as usize).min(ncols - 1))
+        };
+        for p in self.points {
+            let Some(c) = col_of(p) else { continue };
+            let w = (p.dt_ns.max(1)) as f64;
+            let col = cols[c].get_or_insert(Column {
+                mean: 0.0,
+                min: f64::INFINITY,
+                max: 0.0,
+                device: None,
+                in_drop: false,
+                count: 0,
+            });
+            col.mean += p.copy_bps * w;
+            col.min = col.min.min(p.copy_min_bps);
+            col.max = col.max.max(p.copy_max_bps);
+            col.count += 1;
+            weights[c] += w;
+            if let Some(d) = p.device_bps {
+                col.device = Some(col.device.unwrap_or(0.0) + d * w);
+                dev_weights[c] += w;
+            }
+        }
+        for (c, col) in cols.iter_mut().enumerate() {
+            if let Some(col) = col {
+                col.mean /= weights[c];
+                if let Some(d) = col.device.as_mut() {
+                    *d /= dev_weights[c];
+                }
+            }
+        }
+        // Fewer points than columns: a point covers several columns (a step), up to the last point.
+        let last_col = cols.iter().rposition(Option::is_some);
+        if let Some(last) = last_col {
+            let mut prev: Option<Column> = None;
+            for col in cols.iter_mut().take(last + 1) {
+                match col {
+                    Some(c) => prev = Some(*c),
+                    None => {
+                        if let Some(p) = prev {
+                            *col = Some(Column { count: 0, ..p });
+                        }
+                    }
+                }
+            }
+        }
+        if self.axis == XAxis::Time {
+            for span_ in self.spans {
+                let a = span_.start_ns.max(w0);
+                let b = span_.end_ns.min(w1);
+                if b < a {
+                    continue;
+                }
+                let ca = (((a - w0) as f64 / span) * ncols as f64) as usize;
+                let cb = (((b - w0) as f64 / span) * ncols as f64) as usize;
+                for c in cols
+                    .iter_mut()
+                    .take(cb.min(ncols - 1) + 1)
+                    .skip(ca)
+                    .flatten()
+                {
+                    c.in_drop = true;
+                }
+            }
+        }
+        cols
+    }
+
+    fn marker_col(&self, m: &Marker, ncols: usize) -> Option<usize> {
+        let x = match self.axis {
+            XAxis::Time => {
+                let (w0, w1) = self.window;
+                if m.t_ns < w0 || m.t_ns > w1 {
+                    return None;
+                }
+                (m.t_ns - w0) as f64 / (w1.saturating_sub(w0).max(1)) as f64
+            }
+            XAxis::Percent => m.progress?,
+        };
+        Some(((x * ncols as f64) as usize).min(ncols.saturating_sub(1)))
+    }
+}
+
+/// Rounds up to 1, 2, 2.5 or 5 × 10^k.
+pub fn nice_ceil(v: f64) -> f64 {
+    if !(v.is_finite()) || v <= 0.0 {
+        return 1.0;
+    }
+    let exp = v.log10().floor();
+    let base = 10f64.powf(exp);
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if v <= m * base * (1.0 + 1e-9) {
+            return m * base;
+        }
+    }
+    10.0 * base
+}
+
+/// A tick step for `max` split into about `n` intervals (1/2/5 steps).
+pub fn tick_step(max: f64, n: usize) -> f64 {
+    let raw = max / n.max(1) as f64;
+    nice_ceil(raw)
+}
+
+impl Widget for SpeedChart<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width < 6 || area.height < 2 {
+            return;
+        }
+        let t = self.theme;
+        let g = t.glyphs;
+        // Rows: [unit row] plot rows, marker row, [x labels].
+        let has_unit_row = area.height >= 6;
+        let has_labels = area.height >= 4;
+        let reserved = 1 + u16::from(has_unit_row) + u16::from(has_labels);
+        let plot_h = area.height.saturating_sub(reserved).max(1);
+        let top = area.y + u16::from(has_unit_row);
+        let marker_y = top + plot_h;
+
+        // y scale from the data in view.
+        let label_w_guess = 5u16;
+        let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
+        let cols = self.columns(guess_cols);
+        let peak = cols
+            .iter()
+            .flatten()
+            .map(|c| c.mean.max(c.device.unwrap_or(0.0)))
+            .fold(0.0f64, f64::max)
+            .max(self.avg_bps.unwrap_or(0.0));
+        let scale = self.units.scale();
+        let peak_units = peak / scale;
+        let step = tick_step(
+            peak_units.max(1.0) * 1.05,
+            (plot_h as usize / 2).clamp(1, 5),
+        );
+        let y_max_units = (peak_units.max(1.0) * 1.05 / step).ceil() * step;
+        let y_max = y_max_units * scale;
+        let label = |v: f64| -> String {
+            if step < 1.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.0}")
+            }
+        };
+        let label_w = (label(y_max_units).len() as u16 + 1).max(label_w_guess);
+        let plot_x = area.x + label_w;
+        let plot_w = area.width.saturating_sub(label_w);
+        if plot_w == 0 {
+            return;
+        }
+        let cols = if plot_w as usize == guess_cols {
+            cols
+        } else {
+            self.columns(plot_w as usize)
+        };
+
+        if has_unit_row {
+            buf.set_stringn(
+                area.x,
+                area.y,
+                self.units.rate_label(),
+                area.width as usize,
+                t.dim(),
+            );
+        }
+        // y axis ticks.
+        let row_of = |v: f64| -> u16 {
+            // Row whose bottom edge is at or below v.
+            let frac = (v / y_max).clamp(0.0, 1.0);
+            let r = (frac * plot_h as f64).round() as u16;
+            top + plot_h - r.min(plot_h)
+        };
+        let mut v = 0.0;
+        while v <= y_max_units + 1e-9 {
+            let y = if v == 0.0 {
+                marker_y
+            } else {
+                row_of(v * scale)
+            };
+            if y >= top && y <= marker_y {
+                let s = label(v);
+                let x = plot_x.saturating_sub(1 + s.len() as u16);
+                buf.set_string(x, y, &s, t.dim());
+                let axis_glyph = if v == 0.0 { g.axis_origin } else { g.axis_tick };
+                buf[(plot_x - 1, y)]
+                    .set_symbol(axis_glyph)
+                    .set_style(t.dim());
+            }
+            v += step;
+        }
+        for y in top..marker_y {
+            let cell = &mut buf[(plot_x - 1, y)];
+            if cell.symbol() == " " {
+                cell.set_symbol(g.axis_v).set_style(t.dim());
+            }
+        }
+
+        // Filled area, dips, drops.
+        let eighths_total = plot_h as f64 * 8.0;
+        for (i, col) in cols.iter().enumerate() {
+            let Some(col) = col else { continue };
+            let x = plot_x + i as u16;
+            let h8 = ((col.mean / y_max) * eighths_total).round().max(0.0) as u32;
+            let h8 = if col.mean > 0.0 { h8.max(1) } else { 0 };
+            let min8 = ((col.min.max(0.0) / y_max) * eighths_total).round() as u32;
+            let dip = col.count > 1 && col.min < col.mean * 0.5;
+            let fill_style = if col.in_drop { t.drop_fill() } else { t.fill() };
+            for row in 0..plot_h {
+                let y = top + plot_h - 1 - row;
+                let lo = row as u32 * 8;
+                if h8 <= lo {
+                    break;
+                }
+                let level = (h8 - lo).min(8);
+                let dip_cell = dip && lo >= min8;
+                let sym = if level == 8 {
+                    if col.in_drop { g.full_drop } else { g.full }
+                } else {
+                    g.partial[level as usize]
+                };
+                let sym = if dip_cell && level == 8 { g.dip } else { sym };
+                let style = if dip_cell { t.dip() } else { fill_style };
+                buf[(x, y)].set_symbol(sym).set_style(style);
+            }
+            if col.in_drop && h8 < plot_h as u32 * 8 {
+                // Mark the empty space above a drop so it reads even without colour.
+                let y = top;
+                if buf[(x, y)].symbol() == " " {
+                    buf[(x, y)].set_symbol(g.drop_top).set_style(t.drop_mark());
+                }
+            }
+        }
+        // Average line in empty cells.
+        if let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) {
+            let y = row_of(avg).clamp(top, marker_y - 1);
+            for x in plot_x..plot_x + plot_w {
+                if buf[(x, y)].symbol() == " " {
+                    buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
+                }
+            }
+        }
+        // Device-rate overlay.
+        for (i, col) in cols.iter().enumerate() {
+            let Some(d) = col.and_then(|c| c.device) else {
+                continue;
+            };
+            let y = row_of(d).clamp(top, marker_y - 1);
+            let x = plot_x + i as u16;
+            let filled = buf[(x, y)].symbol() != " " && buf[(x, y)].symbol() != g.avg;
+            let mut style = t.overlay();
+            if filled && t.color {
+                style = style.bg(t.fill_color());
+            }
+            buf[(x, y)].set_symbol(g.overlay).set_style(style);
+        }
+
+        // Marker row: axis line with event glyphs.
+        for x in plot_x..plot_x + plot_w {
+            buf[(x, marker_y)].set_symbol(g.axis_h).set_style(t.dim());
+        }
+        let mut best: Vec<Option<&Marker>> = vec![None; plot_w as usize];
+        for m in self.markers {
+            if let Some(c) = self.marker_col(m, plot_w as usize)
+                && best[c].is_none_or(|b| m.priority >= b.priority)
+            {
+                best[c] = Some(m);
+            }
+        }
+        for (c, m) in best.iter().enumerate() {
+            if let Some(m) = m {
+                let mut style = Style::new().add_modifier(Modifier::BOLD);
+                if t.color {
+                    style = style.fg(m.color);
+                }
+                let mut tmp = [0u8; 4];
+                buf[(plot_x + c as u16, marker_y)]
+                    .set_symbol(m.glyph.encode_utf8(&mut tmp))
+                    .set_style(style);
+            }
+        }
+
+        // x labels.
+        if has_labels {
+            let y = marker_y + 1;
+            let labels = self.x_labels(plot_w as usize);
+            let mut next_free = 0usize;
+            for (c, s) in labels {
+                let start = c.saturating_sub(s.len() / 2);
+                if start < next_free || start + s.len() > plot_w as usize {
+                    continue;
+                }
+                buf.set_string(plot_x + start as u16, y, &s, t.dim());
+                next_free = start + s.len() + 2;
+            }
+        }
+    }
+}
+
+impl SpeedChart<'_> {
+    /// Tick labels as (column, text).
+    fn x_labels(&self, ncols: usize) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        if ncols < 4 {
+            return out;
+        }
+        match self.axis {
+            XAxis::Percent => {
+                let n = if ncols >= 60 { 10 } else { 4 };
+                for i in 0..=n {
+                    let f = i as f64 / n as f64;
+                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
+                    out.push((c, format!("{}%", (f * 100.0).round() as u32)));
+                }
+            }
+            XAxis::Time => {
+                let (w0, w1) = self.window;
+                let span_s = (w1.saturating_sub(w0)) as f64 / 1e9;
+                let max_labels = (ncols / 9).max(1);
+                let steps = [
+                    1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0,
+                    3600.0, 7200.0, 21600.0, 43200.0, 86400.0,
+                ];
+                let step = steps
+                    .iter()
+                    .copied()
+                    .find(|s| span_s / s <= max_labels as f64)
+                    .unwrap_or(86400.0);
+                let first = ((w0 as f64 / 1e9) / step).ceil() * step;
+                let mut s = first;
+                while s <= w1 as f64 / 1e9 + 1e-9 {
+                    let f = (s - w0 as f64 / 1e9) / span_s.max(1e-9);
+                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
+                    out.push((c, fmt_duration_axis(s)));
+                    s += step;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The compact chart: the speed graph drawn inside the progress bar itself, like Total
+/// Commander's, on one row, with markers on a second row when there is room.
+#[derive(Debug, Clone)]
+pub struct SpeedBar<'a> {
+    pub points: &'a [Point],
+    pub progress: f64,
+    pub markers: &'a [Marker],
+    pub spans: &'a [Span],
+    pub theme: Theme,
+}
+
+impl Widget for SpeedBar<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        let t = self.theme;
+        let g = t.glyphs;
+        let chart = SpeedChart {
+            points: self.points,
+            window: (0, 0),
+            axis: XAxis::Percent,
+            avg_bps: None,
+            markers: self.markers,
+            spans: self.spans,
+            units: Units::Decimal,
+            theme: t,
+        };
+        let w = area.width as usize;
+        let cols = chart.columns(w);
+        let peak = cols
+            .iter()
+            .flatten()
+            .map(|c| c.mean)
+            .fold(0.0f64, f64::max)
+            .max(1.0);
+        let filled = ((self.progress.clamp(0.0, 1.0)) * w as f64).round() as usize;
+        for (i, col) in cols.iter().enumerate() {
+            let x = area.x + i as u16;
+            let cell = &mut buf[(x, area.y)];
+            if i < filled {
+                let level = col
+                    .map(|c| ((c.mean / peak) * 8.0).round().clamp(1.0, 8.0) as usize)
+                    .unwrap_or(8);
+                let dip = col.is_some_and(|c| c.count > 1 && c.min < c.mean * 0.5);
+                let sym = if level == 8 { g.full } else { g.partial[level] };
+                let style = if dip { t.dip() } else { t.fill() };
+                cell.set_symbol(sym).set_style(style);
+            } else {
+                cell.set_symbol(g.empty_bar).set_style(t.dim());
+            }
+        }
+        if area.height >= 2 {
+            let y = area.y + 1;
+            let mut best: Vec<Option<&Marker>> = vec![None; w];
+            for m in self.markers {
+                if let Some(c) = chart.marker_col(m, w)
+                    && best[c].is_none_or(|b| m.priority >= b.priority)
+                {
+                    best[c] = Some(m);
+                }
+            }
+            for (c, m) in best.iter().enumerate() {
+                if let Some(m) = m {
+                    let mut style = Style::new();
+                    if t.color {
+                        style = style.fg(m.color);
+                    }
+                    let mut tmp = [0u8; 4];
+                    buf[(area.x + c as u16, y)]
+                        .set_symbol(m.glyph.encode_utf8(&mut tmp))
+                        .set_style(style);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(t_s: f64, mbps: f64) -> Point {
+        Point {
+            t_ns: (t_s * 1e9) as u64,
+            dt_ns: 100_000_000,
+            copy_bps: mbps * 1e6,
+            copy_min_bps: mbps * 1e6,
+            copy_max_bps: mbps * 1e6,
+            device_bps: None,
+            progress: Some(t_s / 100.0),
+        }
+    }
+
+    #[test]
+    fn nice_ceil_rounds_to_friendly_values() {
+        assert_eq!(nice_ceil(7.0), 10.0);
+        assert_eq!(nice_ceil(1.7), 2.0);
+        assert_eq!(nice_ceil(23.0), 25.0);
+        assert_eq!(nice_ceil(120.0), 200.0);
+        assert_eq!(nice_ceil(0.0), 1.0);
+    }
+
+    #[test]
+    fn columns_keep_min_of_a_short_drop_in_a_long_history() {
+        // 3 hours at 100 ms with one 300 ms drop to 3 MB/s.
+        let mut pts: Vec<Point> = (1..=108_000).map(|i| pt(i as f64 * 0.1, 118.0)).collect();
+        for p in pts.iter_mut().skip(50_000).take(3) {
+            p.copy_bps = 3e6;
+            p.copy_min_bps = 3e6;
+        }
+        let chart = SpeedChart {
+            points: &pts,
+            window: (0, 10_800_000_000_000),
+            axis: XAxis::Time,
+            avg_bps: None,
+            markers: &[],
+            spans: &[],
+            units: Units::Decimal,
+            theme: Theme::plain(false),
+        };
+        let cols = chart.columns(70);
+        let dips = cols.iter().flatten().filter(|c| c.min < 10e6).count();
+        assert_eq!(dips, 1, "exactly one column shows the drop");
+        assert!(cols.iter().flatten().all(|c| (c.mean - 118e6).abs() < 1e6));
+    }
+
+    #[test]
+    fn few_points_stretch_as_steps_up_to_the_last_point() {
+        let pts = vec![pt(0.1, 10.0), pt(0.2, 20.0)];
+        let chart = SpeedChart {
+            points: &pts,
+            window: (0, 400_000_000),
+            axis: XAxis::Time,
+            avg_bps: None,
+            markers: &[],
+            spans: &[],
+            units: Units::Decimal,
+            theme: Theme::plain(false),
+        };
+        let cols = chart.columns(8);
+        assert!(cols[0].is_some());
+        assert!(cols[3].is_some(), "carried forward");
+        assert!(cols[7].is_none(), "nothing after the data");
+    }
+}

@@ -1,0 +1,239 @@
+//! Drawing: `render(frame, &App)` is a pure function of the app state (its `now_ns` is the
+//! clock). One file per screen region; nothing here reads /proc or the wall clock.
+
+pub mod app;
+pub mod chart;
+pub mod markers;
+pub mod overlay;
+pub mod panels;
+pub mod theme;
+pub mod units;
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Widget};
+
+use crate::ui::app::App;
+use crate::ui::chart::{SpeedBar, SpeedChart};
+use crate::ui::units::fmt_clock;
+
+/// Height below which the chart moves into the progress bar (DESIGN §4 "Compact").
+pub const COMPACT_BELOW_ROWS: u16 = 18;
+
+/// Draws the whole screen.
+pub fn render(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    render_to(area, frame.buffer_mut(), app);
+}
+
+/// Draws into any buffer (tests use a TestBackend buffer).
+pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    if area.width < 30 || area.height < 7 {
+        panels::tiny(area, buf, app);
+        return;
+    }
+    let t = app.opts.theme;
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .border_set(t.border_set());
+    let title = panels::title_line(app, area.width);
+    let state = Line::from(vec![
+        Span::styled(format!(" {} ", app.state.label()), t.title()),
+        Span::raw(format!("{} ", fmt_clock(app.now_ns as f64 / 1e9))),
+    ])
+    .right_aligned();
+    let footer = panels::footer_line(app);
+    let block = block.title_top(title).title_top(state).title_bottom(footer);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    // One column of air on each side of the text.
+    let inner = Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(2),
+        ..inner
+    };
+
+    let compact = app.opts.compact || area.height < COMPACT_BELOW_ROWS;
+    let rows = if compact {
+        compact_layout(inner, app)
+    } else {
+        full_layout(inner, app)
+    };
+
+    panels::speeds(rows.speeds, buf, app);
+    let points = app.model.series().points();
+    let events = app.model.events();
+    let marks = markers::markers(events, |t_ns| progress_at(points, t_ns));
+    let spans = markers::drop_spans(events, app.model.open_drop_start(), app.now_ns);
+    if let Some(chart_area) = rows.chart {
+        let stats = app.model.stats();
+        SpeedChart {
+            points,
+            window: app.window(),
+            axis: app.view.axis,
+            avg_bps: (stats.avg_bps > 0.0).then_some(stats.avg_bps),
+            markers: &marks,
+            spans: &spans,
+            units: app.opts.units,
+            theme: t,
+        }
+        .render(chart_area, buf);
+    }
+    if let Some(bar) = rows.speed_bar {
+        SpeedBar {
+            points,
+            progress: panels::fraction_done(app).unwrap_or(0.0),
+            markers: &marks,
+            spans: &spans,
+            theme: t,
+        }
+        .render(bar, buf);
+    }
+    if let Some(sep) = rows.progress_sep {
+        separator(buf, area, sep.y, "", app);
+    }
+    panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
+    if let Some(ev) = rows.events {
+        separator(buf, area, ev.y, "events", app);
+        panels::events(
+            Rect {
+                y: ev.y + 1,
+                height: ev.height - 1,
+                ..ev
+            },
+            buf,
+            app,
+        );
+    }
+    if let Some(k) = rows.kernel {
+        separator(buf, area, k.y, "kernel", app);
+        panels::kernel(
+            Rect {
+                y: k.y + 1,
+                height: k.height - 1,
+                ..k
+            },
+            buf,
+            app,
+        );
+    }
+    if app.view.help {
+        overlay::help(area, buf, app);
+    }
+    if let Some(d) = &app.dialog {
+        overlay::dialog(area, buf, app, d);
+    }
+}
+
+/// The fraction of bytes complete at time `t_ns`, from the series (for the percent axis).
+pub fn progress_at(points: &[crate::model::series::Point], t_ns: u64) -> Option<f64> {
+    let i = points.partition_point(|p| p.t_ns < t_ns);
+    points
+        .get(i)
+        .or_else(|| points.last())
+        .and_then(|p| p.progress)
+}
+
+struct Rows {
+    speeds: Rect,
+    chart: Option<Rect>,
+    speed_bar: Option<Rect>,
+    progress_sep: Option<Rect>,
+    progress: Rect,
+    events: Option<Rect>,
+    kernel: Option<Rect>,
+}
+
+fn take(area: &mut Rect, h: u16) -> Rect {
+    let h = h.min(area.height);
+    let r = Rect { height: h, ..*area };
+    area.y += h;
+    area.height -= h;
+    r
+}
+
+fn take_bottom(area: &mut Rect, h: u16) -> Rect {
+    let h = h.min(area.height);
+    area.height -= h;
+    Rect {
+        y: area.y + area.height,
+        height: h,
+        ..*area
+    }
+}
+
+fn full_layout(inner: Rect, app: &App) -> Rows {
+    let mut rest = inner;
+    let speeds = take(&mut rest, 1);
+    let kernel_lines = panels::kernel_lines(app).len() as u16;
+    let kernel = app
+        .view
+        .show_kernel
+        .then(|| take_bottom(&mut rest, 1 + kernel_lines));
+    // Events grow with the terminal: a third of what is left after a minimum chart.
+    let events_h = if app.view.show_events {
+        let spare = rest.height.saturating_sub(3 + 10);
+        1 + (3 + spare / 4).min(12)
+    } else {
+        0
+    };
+    let events = (events_h > 0).then(|| take_bottom(&mut rest, events_h));
+    let progress = take_bottom(&mut rest, 2);
+    let progress_sep = Some(take_bottom(&mut rest, 1));
+    Rows {
+        speeds,
+        chart: Some(rest),
+        speed_bar: None,
+        progress_sep,
+        progress,
+        events,
+        kernel,
+    }
+}
+
+fn compact_layout(inner: Rect, app: &App) -> Rows {
+    let mut rest = inner;
+    let speeds = take(&mut rest, 1);
+    let speed_bar = Some(take(&mut rest, 2));
+    let progress = take(&mut rest, 2);
+    let kernel = (app.view.show_kernel && rest.height >= 3).then(|| take_bottom(&mut rest, 3));
+    let events = (app.view.show_events && rest.height >= 2).then_some(rest);
+    Rows {
+        speeds,
+        chart: None,
+        speed_bar,
+        progress_sep: None,
+        progress,
+        events,
+        kernel,
+    }
+}
+
+/// A horizontal rule across the outer block at row `y`, joined to its borders, with a title.
+fn separator(buf: &mut Buffer, outer: Rect, y: u16, title: &str, app: &App) {
+    if y <= outer.y || y >= outer.bottom().saturating_sub(1) {
+        return;
+    }
+    let t = app.opts.theme;
+    let g = t.glyphs;
+    let (l, r) = if t.ascii() {
+        ("+", "+")
+    } else {
+        ("├", "┤")
+    };
+    buf[(outer.x, y)].set_symbol(l);
+    buf[(outer.right() - 1, y)].set_symbol(r);
+    for x in outer.x + 1..outer.right() - 1 {
+        buf[(x, y)]
+            .set_symbol(g.axis_h)
+            .set_style(ratatui::style::Style::new());
+    }
+    if !title.is_empty() && outer.width > title.len() as u16 + 4 {
+        buf.set_string(outer.x + 2, y, format!(" {title} "), t.title());
+    }
+}

@@ -1,0 +1,450 @@
+//! The text regions around the chart: title, speeds line, progress, events, kernel panel,
+//! footer, and the one-line fallback for tiny terminals.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use crate::model::{EventKind, KernelView};
+use crate::ui::app::{App, RunState};
+use crate::ui::units::{fmt_clock, fmt_count};
+
+/// Shortens `s` to `max` chars, keeping the end (the file name matters most).
+pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max <= ellipsis.chars().count() {
+        return s.chars().skip(n - max).collect();
+    }
+    let keep = max - ellipsis.chars().count();
+    let tail: String = s.chars().skip(n - keep).collect();
+    format!("{ellipsis}{tail}")
+}
+
+/// " copyscope  ~/iso → /tank/backup (zfs tank/backup) "
+pub fn title_line(app: &App, width: u16) -> Line<'static> {
+    let t = app.opts.theme;
+    let g = t.glyphs;
+    let fs = if app.header.fs.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", app.header.fs)
+    };
+    let budget = (width as usize)
+        .saturating_sub(30 + fs.chars().count())
+        .max(10);
+    let half = budget / 2;
+    let src = ellipsize_start(&app.header.source, half, g.ellipsis);
+    let dst = ellipsize_start(
+        &app.header.dest,
+        budget - src.chars().count().min(half),
+        g.ellipsis,
+    );
+    Line::from(vec![
+        Span::styled(" copyscope ", t.title()),
+        Span::raw(format!(" {src} {} {dst}{fs} ", g.arrow)),
+    ])
+}
+
+/// Keys (or a transient status message) in the bottom border.
+pub fn footer_line(app: &App) -> Line<'static> {
+    let t = app.opts.theme;
+    if let Some((msg, at)) = &app.status
+        && app.now_ns.saturating_sub(*at) < 8_000_000_000
+    {
+        return Line::from(Span::styled(format!(" {msg} "), t.warn()));
+    }
+    let keys = if app.replay.is_some() {
+        " q quit  space pause  x speed  ←/→ seek  Home/End  s screenshot  t axis  +/- zoom  ? help "
+    } else if app.state.finished() {
+        " q quit  s screenshot  t axis  +/- zoom  e events  k kernel  ? help "
+    } else {
+        " q quit  p pause  s screenshot  t axis  +/- zoom  e events  ? help "
+    };
+    Line::from(Span::styled(keys.to_string(), t.dim()))
+}
+
+fn labeled(label: &str, value: String, app: &App) -> Vec<Span<'static>> {
+    let t = app.opts.theme;
+    vec![
+        Span::styled(format!("{label} "), t.label()),
+        Span::styled(value, t.value()),
+        Span::raw("   "),
+    ]
+}
+
+/// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)"
+pub fn speeds(area: Rect, buf: &mut Buffer, app: &App) {
+    let u = app.opts.units;
+    let s = app.model.stats();
+    let mut spans = Vec::new();
+    spans.extend(labeled("now", u.rate(s.now_bps), app));
+    spans.extend(labeled("avg", u.rate(s.avg_bps), app));
+    spans.extend(labeled("peak", u.rate(s.peak_bps), app));
+    if let Some(d) = s.durable_bps {
+        spans.extend(labeled("durable", u.rate(d), app));
+    }
+    if s.drops > 0 {
+        let lost: f64 = s.lost_secs_by_cause.iter().map(|(_, v)| v).sum();
+        spans.extend(labeled(
+            "drops",
+            format!("{} ({lost:.1} s lost)", s.drops),
+            app,
+        ));
+    }
+    Line::from(spans).render(area, buf);
+}
+
+/// Fraction of bytes done, once the total is known and non-zero.
+pub fn fraction_done(app: &App) -> Option<f64> {
+    let p = &app.progress;
+    (p.bytes_total > 0).then(|| (p.bytes_copied as f64 / p.bytes_total as f64).clamp(0.0, 1.0))
+}
+
+/// Seconds until durable: bytes left at the recent average, plus the dirty backlog still in RAM
+/// at the device's measured rate (so a 100 % bar never hangs unexplained).
+pub fn eta_secs(app: &App) -> Option<f64> {
+    let p = &app.progress;
+    if !p.scan_done {
+        return None;
+    }
+    let s = app.model.stats();
+    let k = app.model.kernel();
+    let left = p.bytes_total.saturating_sub(p.bytes_copied) as f64;
+    let copy = if left > 0.0 {
+        if s.avg_bps <= 0.0 {
+            return None;
+        }
+        left / s.avg_bps
+    } else {
+        0.0
+    };
+    let backlog = match (&k.page_cache, &k.zfs) {
+        (Some(pc), None) => (pc.dirty + pc.writeback) as f64,
+        _ => 0.0,
+    };
+    let drain_rate = k
+        .device_bps
+        .filter(|d| *d > 1e5)
+        .unwrap_or(s.avg_bps.max(1.0));
+    Some(copy + backlog / drain_rate)
+}
+
+fn gauge(width: usize, frac: f64, app: &App) -> (String, String) {
+    let g = app.opts.theme.glyphs;
+    let done = ((frac.clamp(0.0, 1.0)) * width as f64).round() as usize;
+    (g.gauge_full.repeat(done), g.empty_bar.repeat(width - done))
+}
+
+/// The progress rows: the bytes gauge with files and ETA, then the current file (or the flush).
+pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
+    if area.height == 0 {
+        return;
+    }
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let p = &app.progress;
+    let plus = if p.scan_done { "" } else { "+" };
+    let pct = match (p.scan_done, fraction_done(app)) {
+        (true, Some(f)) => format!("{:>3.0} %", (f * 100.0).floor()),
+        (true, None) => "100 %".to_string(),
+        (false, _) => "estimating".to_string(),
+    };
+    let eta = match (app.state, eta_secs(app)) {
+        (RunState::Done, _) => "done".to_string(),
+        (RunState::Cancelled, _) => "cancelled".to_string(),
+        (_, Some(e)) => format!("ETA {}", fmt_clock(e)),
+        (_, None) => "ETA --:--".to_string(),
+    };
+    let text = format!(
+        "{pct}  {} / {}{plus}  files {} / {}{plus}  {eta}",
+        u.size(p.bytes_copied),
+        u.size(p.bytes_total),
+        fmt_count(p.files_done),
+        fmt_count(p.files_total),
+    );
+    let row0 = Rect { height: 1, ..area };
+    if with_gauge {
+        let text_w = text.chars().count() + 1;
+        let gauge_w = (area.width as usize).saturating_sub(text_w).min(40);
+        let (a, b) = gauge(gauge_w, fraction_done(app).unwrap_or(0.0), app);
+        let mut spans = vec![Span::styled(a, t.gauge()), Span::styled(b, t.dim())];
+        if gauge_w > 0 {
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::raw(text));
+        Line::from(spans).render(row0, buf);
+    } else {
+        Line::from(text).render(row0, buf);
+    }
+    if area.height < 2 {
+        return;
+    }
+    let row1 = Rect {
+        y: area.y + 1,
+        height: 1,
+        ..area
+    };
+    match app.state {
+        RunState::Flushing => {
+            let k = app.model.kernel();
+            let line = match (&k.page_cache, &k.zfs, app.flush_start_dirty) {
+                (Some(pc), None, Some(start)) if start > 0 => {
+                    let now = pc.dirty + pc.writeback;
+                    let frac = 1.0 - (now as f64 / start as f64).min(1.0);
+                    let (a, b) = gauge(20, frac, app);
+                    Line::from(vec![
+                        Span::styled(format!("flushing {} to disk ", u.size(now)), t.warn()),
+                        Span::styled(a, t.gauge()),
+                        Span::styled(b, t.dim()),
+                        Span::raw(format!(
+                            " {:.0} %  dirty {}  writeback {}",
+                            frac * 100.0,
+                            u.size(pc.dirty),
+                            u.size(pc.writeback)
+                        )),
+                    ])
+                }
+                _ => Line::from(Span::styled(
+                    "flushing: waiting for the filesystem to report the data durable (syncfs)",
+                    t.warn(),
+                )),
+            };
+            line.render(row1, buf);
+        }
+        RunState::Verifying => {
+            Line::from(Span::styled(
+                "verifying: reading every file back from the device",
+                t.warn(),
+            ))
+            .render(row1, buf);
+        }
+        _ => {
+            if let Some(cur) = &app.current {
+                let name = cur.path.to_string_lossy();
+                let frac = if cur.size > 0 {
+                    cur.done as f64 / cur.size as f64
+                } else {
+                    1.0
+                };
+                let tail = format!("  {:>3.0} %", frac * 100.0);
+                let bar_w = 10usize.min((area.width as usize).saturating_sub(20));
+                let name_w = (area.width as usize).saturating_sub(bar_w + tail.len() + 2);
+                let (a, b) = gauge(bar_w, frac, app);
+                Line::from(vec![
+                    Span::raw(format!(
+                        "{}  ",
+                        ellipsize_start(&name, name_w, t.glyphs.ellipsis)
+                    )),
+                    Span::styled(a, t.gauge()),
+                    Span::styled(b, t.dim()),
+                    Span::raw(tail),
+                ])
+                .render(row1, buf);
+            }
+        }
+    }
+}
+
+/// "00:31.2" from ns.
+pub fn fmt_event_time(t_ns: u64) -> String {
+    let s = t_ns as f64 / 1e9;
+    let m = (s / 60.0).floor();
+    format!("{:02}:{:04.1}", m as u64, s - m * 60.0)
+}
+
+/// The events panel: newest first.
+pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = app.opts.theme;
+    let evs = app.model.events();
+    if evs.is_empty() {
+        Line::from(Span::styled("no events yet", t.dim())).render(Rect { height: 1, ..area }, buf);
+        return;
+    }
+    for (i, e) in evs.iter().rev().take(area.height as usize).enumerate() {
+        let style = match &e.kind {
+            EventKind::Drop(_) => t.warn(),
+            EventKind::FileError { .. } => t.error(),
+            _ => Style::new(),
+        };
+        let line = Line::from(vec![
+            Span::styled(format!("{}  ", fmt_event_time(e.t_ns)), t.dim()),
+            Span::styled(e.describe(), style),
+        ]);
+        line.render(
+            Rect {
+                y: area.y + i as u16,
+                height: 1,
+                ..area
+            },
+            buf,
+        );
+    }
+}
+
+/// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
+pub fn kernel_lines(app: &App) -> Vec<Line<'static>> {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let k: KernelView = app.model.kernel();
+    let env = app.model.env();
+    let mut lines = Vec::new();
+    let na = || Span::styled("n/a".to_string(), t.dim());
+    let on_zfs = k.zfs.is_some();
+    let mut pc = vec![Span::styled("page cache  ", t.label())];
+    match &k.page_cache {
+        Some(p) => {
+            pc.push(Span::styled(
+                format!("dirty {}", u.size(p.dirty)),
+                t.value(),
+            ));
+            pc.push(Span::raw(format!(
+                "  writeback {}   bg {}  freerun {}  limit {}",
+                u.size(p.writeback),
+                u.size(p.bg_thresh),
+                u.size(p.freerun()),
+                u.size(p.thresh)
+            )));
+            if on_zfs {
+                pc.push(Span::styled("  (ZFS bypasses it)", t.dim()));
+            }
+        }
+        None => pc.push(na()),
+    }
+    lines.push(Line::from(pc));
+    if let Some(z) = &k.zfs {
+        let mut s = vec![Span::styled(format!("zfs {}  ", z.pool), t.label())];
+        match z.open_txg {
+            Some(txg) => s.push(Span::raw(format!("txg {txg} open  "))),
+            None => s.push(Span::raw("txg n/a  ")),
+        }
+        if let Some(st) = z.syncing_txg {
+            s.push(Span::styled(format!("{st} syncing  "), t.warn()));
+        }
+        match (z.dirty_estimate, z.dirty_max) {
+            (Some(d), Some(max)) if max > 0 => {
+                let frac = d as f64 / max as f64;
+                let (a, b) = gauge(8, frac, app);
+                s.push(Span::raw("dirty "));
+                s.push(Span::styled(a, t.gauge()));
+                s.push(Span::styled(b, t.dim()));
+                s.push(Span::raw(format!(
+                    " {:.0} % of {}",
+                    frac * 100.0,
+                    u.size(max)
+                )));
+                if let (Some(sp), Some(dp)) = (z.sync_pct, z.delay_pct) {
+                    s.push(Span::styled(
+                        format!(" (sync {sp} %, delay {dp} %)"),
+                        t.dim(),
+                    ));
+                }
+            }
+            (Some(d), _) => s.push(Span::raw(format!(
+                "dirty {} ({})",
+                u.size(d),
+                z.dirty_source
+            ))),
+            _ => s.push(Span::raw("dirty n/a")),
+        }
+        if z.delays_per_s > 0.0 {
+            s.push(Span::styled(
+                format!("  delays {:.0}/s", z.delays_per_s),
+                t.error(),
+            ));
+        }
+        if let Some((txg, nd, st)) = z.last_sync {
+            s.push(Span::raw(format!(
+                "  last sync {txg}: {} in {:.1} s",
+                u.size(nd),
+                st as f64 / 1e9
+            )));
+        }
+        lines.push(Line::from(s));
+    }
+    let disk = env.dest_disks.join("+");
+    let mut d = vec![Span::styled(
+        format!(
+            "device {}  ",
+            if disk.is_empty() {
+                "?".to_string()
+            } else {
+                disk
+            }
+        ),
+        t.label(),
+    )];
+    match k.device_bps {
+        Some(b) => d.push(Span::styled(u.rate(b), t.value())),
+        None => d.push(na()),
+    }
+    d.push(Span::raw("  util "));
+    match k.device_util_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    d.push(Span::raw("   psi io "));
+    match k.psi_some_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    d.push(Span::raw("   cpu "));
+    match k.cpu_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    lines.push(Line::from(d));
+    if let Some(note) = env.notes.first() {
+        lines.push(Line::from(Span::styled(format!("note: {note}"), t.dim())));
+    }
+    lines
+}
+
+/// The kernel panel.
+pub fn kernel(area: Rect, buf: &mut Buffer, app: &App) {
+    for (i, line) in kernel_lines(app)
+        .into_iter()
+        .take(area.height as usize)
+        .enumerate()
+    {
+        line.render(
+            Rect {
+                y: area.y + i as u16,
+                height: 1,
+                ..area
+            },
+            buf,
+        );
+    }
+}
+
+/// Below 30×7 the frame cannot hold the layout: one status line per row, as many as fit.
+pub fn tiny(area: Rect, buf: &mut Buffer, app: &App) {
+    let u = app.opts.units;
+    let s = app.model.stats();
+    let pct = fraction_done(app)
+        .map(|f| format!("{:.0}%", f * 100.0))
+        .unwrap_or_else(|| "..".into());
+    let lines = [
+        format!("{} {pct} {}", app.state.label(), u.rate(s.now_bps)),
+        format!(
+            "avg {} {}",
+            u.rate(s.avg_bps),
+            fmt_clock(app.now_ns as f64 / 1e9)
+        ),
+        format!("drops {}", s.drops),
+    ];
+    for (i, l) in lines.iter().take(area.height as usize).enumerate() {
+        buf.set_stringn(
+            area.x,
+            area.y + i as u16,
+            l,
+            area.width as usize,
+            Style::new(),
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! End-to-end over a real SSH session: sshd on 127.0.0.1 with throwaway keys, a copy run through
+//! `ssh -tt`, the ssh client killed mid-copy (the SSH connection drops). copyscope must end,
+//! leave no truncated file under a real name and remove its temporary files.
+//! Needs root (sshd) — CI runs as root and .ci/run installs openssh-server.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
+
+struct Sshd {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen");
+    assert!(st.success());
+}
+
+fn start_sshd(dir: &Path) -> Sshd {
+    let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sshd installed");
+    fs::create_dir_all("/run/sshd").unwrap();
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("client_key"));
+    fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    let port = free_port();
+    let config = format!(
+        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+         PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\n\
+         UsePAM no\nPidFile {d}/sshd.pid\nPrintMotd no\nPrintLastLog no\nAcceptEnv COPYSCOPE_*\n",
+        d = dir.display()
+    );
+    fs::write(dir.join("sshd_config"), config).unwrap();
+    let child = Command::new(sshd)
+        .args(["-D", "-f"])
+        .arg(dir.join("sshd_config"))
+        .arg("-E")
+        .arg(dir.join("sshd.log"))
+        .spawn()
+        .expect("start sshd");
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "sshd did not start: {}",
+            fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Sshd {
+        child,
+        dir: dir.to_path_buf(),
+        port,
+    }
+}
+
+fn temps_and_files(dst: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut temps, mut files) = (Vec::new(), Vec::new());
+    for e in walkdir::WalkDir::new(dst).into_iter().flatten() {
+        if e.file_type().is_file() {
+            if e.file_name().to_string_lossy().contains("copyscope-tmp") {
+                temps.push(e.path().to_path_buf());
+            } else {
+                files.push(e.path().to_path_buf());
+            }
+        }
+    }
+    (temps, files)
+}
+
+fn copyscope_running(marker: &str) -> bool {
+    fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        fs::read(p.path().join("cmdline"))
+            .map(|c| {
+                let s = String::from_utf8_lossy(&c);
+                s.contains("copyscope") && s.contains(marker) && !s.contains("ssh")
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn ssh_drop_mid_copy_loses_nothing() {
+    if !rustix::process::geteuid().is_root() {
+        panic!("this test starts sshd and needs root (CI runs as root)");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sshd = start_sshd(tmp.path());
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst-ssh-drop");
+    fs::create_dir_all(&src).unwrap();
+    let data: Vec<u8> = (0..48u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    fs::write(src.join("big.bin"), &data).unwrap();
+    for i in 0..10 {
+        fs::write(src.join(format!("small{i}")), vec![i as u8; 5000]).unwrap();
+    }
+    let remote = format!(
+        "cd {} && COPYSCOPE_TEST_THROTTLE_BPS=4000000 TERM=xterm {BIN} {} {}",
+        tmp.path().display(),
+        src.display(),
+        dst.display()
+    );
+    let mut ssh = Command::new("ssh")
+        .args(["-tt", "-p", &sshd.port.to_string(), "-i"])
+        .arg(sshd.dir.join("client_key"))
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "BatchMode=yes",
+        ])
+        .arg("root@127.0.0.1")
+        .arg(&remote)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ssh runs");
+
+    // Wait until the big file is being written (a temporary exists), then drop the connection.
+    let start = Instant::now();
+    loop {
+        let (temps, _) = temps_and_files(&dst);
+        if !temps.is_empty() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = ssh.kill();
+            let out = ssh.wait_with_output().unwrap();
+            panic!(
+                "copy never started over ssh: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    ssh.kill().unwrap(); // SIGKILL to the client: the connection just vanishes
+    let _ = ssh.wait();
+
+    let marker = "dst-ssh-drop";
+    let start = Instant::now();
+    while copyscope_running(marker) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "copyscope still running 20 s after the SSH connection dropped"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (temps, files) = temps_and_files(&dst);
+    assert!(temps.is_empty(), "temporary files left: {temps:?}");
+    for f in files {
+        let rel = f.strip_prefix(&dst).unwrap();
+        let a = fs::read(src.join(rel)).unwrap();
+        let b = fs::read(&f).unwrap();
+        assert!(
+            a == b,
+            "{} truncated under its real name ({} of {} bytes)",
+            rel.display(),
+            b.len(),
+            a.len()
+        );
+    }
+    assert!(!dst.join("big.bin").exists() || fs::read(dst.join("big.bin")).unwrap() == data);
+}

@@ -1,0 +1,184 @@
+//! End-to-end: the real binary in tmux at 80×24 — starts a copy, reads the screen, pauses,
+//! resumes, cancels with q, and checks the terminal was restored and nothing was lost; then a
+//! copy that completes and leaves its summary in the scrollback.
+
+mod tmux;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use tmux::{Tmux, have, wait_file};
+
+const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
+
+fn make_source(dir: &Path, big_mb: usize) {
+    fs::create_dir_all(dir.join("sub")).unwrap();
+    let mut data = vec![0u8; big_mb << 20];
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    for chunk in data.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    fs::write(dir.join("big.bin"), &data).unwrap();
+    for i in 0..20 {
+        fs::write(
+            dir.join("sub").join(format!("f{i}.txt")),
+            format!("file {i}\n").repeat(100),
+        )
+        .unwrap();
+    }
+}
+
+/// Every file under `dst` is complete (same bytes as in `src`), and no temporary is left.
+fn assert_nothing_lost(src: &Path, dst: &Path) {
+    for entry in walk(dst) {
+        let name = entry.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            !name.contains("copyscope-tmp"),
+            "temporary left behind: {}",
+            entry.display()
+        );
+        if entry.is_file() {
+            let rel = entry.strip_prefix(dst).unwrap();
+            let a = fs::read(src.join(rel)).unwrap();
+            let b = fs::read(&entry).unwrap();
+            assert!(
+                a == b,
+                "{} is not a complete copy ({} of {} bytes)",
+                rel.display(),
+                b.len(),
+                a.len()
+            );
+        }
+    }
+}
+
+fn walk(p: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = fs::read_dir(p) {
+        for e in rd.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            }
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn pause_resume_and_cancel_in_tmux() {
+    if !have("tmux") {
+        panic!("tmux is required for this test (.ci/run installs it)");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    make_source(&src, 64);
+    let exit_file = tmp.path().join("exit");
+    let cmd = format!(
+        "{BIN} --no-sync {} {}; echo $? > {}; sleep 60",
+        src.display(),
+        dst.display(),
+        exit_file.display()
+    );
+    // 8 MB/s: the 64 MB file takes ~8 s, long enough to pause and cancel.
+    let t = Tmux::start(
+        "cancel",
+        80,
+        24,
+        &cmd,
+        &[
+            ("COPYSCOPE_TEST_THROTTLE_BPS", "8000000"),
+            ("TERM", "xterm-256color"),
+        ],
+    );
+    let screen = t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    assert!(screen.contains("copyscope"), "{screen}");
+    assert!(t.alternate_on(), "TUI runs on the alternate screen");
+
+    t.send("p");
+    t.wait_for("paused state", Duration::from_secs(5), |s| {
+        s.contains("paused")
+    });
+    // While paused no I/O is issued: the bytes copied stay put.
+    std::thread::sleep(Duration::from_millis(600));
+    let a = dir_bytes(&dst);
+    std::thread::sleep(Duration::from_millis(1200));
+    let b = dir_bytes(&dst);
+    assert_eq!(a, b, "paused copy still wrote data");
+
+    t.send("p");
+    t.wait_for("copying again", Duration::from_secs(5), |s| {
+        s.contains("copying")
+    });
+
+    t.send("q");
+    t.wait_for("the cancel question", Duration::from_secs(5), |s| {
+        s.contains("Cancel the copy?")
+    });
+    t.send("q");
+    let code = wait_file(&exit_file, Duration::from_secs(20)).expect("copyscope exited");
+    assert_eq!(code.trim(), "130", "cancel exits 130");
+    assert!(!t.alternate_on(), "terminal left the alternate screen");
+    let after = t.capture_history();
+    assert!(
+        after.contains("cancelled"),
+        "summary says cancelled:\n{after}"
+    );
+    assert_nothing_lost(&src, &dst);
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    walk(p)
+        .iter()
+        .filter_map(|f| fs::metadata(f).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn completed_copy_leaves_summary_in_scrollback() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    make_source(&src, 16);
+    let exit_file = tmp.path().join("exit");
+    let cmd = format!(
+        "{BIN} {} {}; echo $? > {}; sleep 60",
+        src.display(),
+        dst.display(),
+        exit_file.display()
+    );
+    let t = Tmux::start(
+        "done",
+        120,
+        40,
+        &cmd,
+        &[
+            ("COPYSCOPE_TEST_THROTTLE_BPS", "16000000"),
+            ("TERM", "xterm-256color"),
+        ],
+    );
+    let code = wait_file(&exit_file, Duration::from_secs(60)).expect("copyscope exited");
+    assert_eq!(code.trim(), "0");
+    assert!(!t.alternate_on());
+    let after = t.capture_history();
+    assert!(after.contains("MB/s"), "summary has speeds:\n{after}");
+    assert!(
+        after.contains("21 files") || after.contains("files 21"),
+        "summary counts files:\n{after}"
+    );
+    assert_nothing_lost(&src, &dst);
+    assert_eq!(
+        fs::read(src.join("big.bin")).unwrap(),
+        fs::read(dst.join("big.bin")).unwrap()
+    );
+}
