@@ -89,6 +89,19 @@ fn advance(app: &mut App, items: &[Item<'_>], mut next: usize, pos_ns: u64) -> u
     next
 }
 
+/// The replay screen's state at `t_ns` into the recording (tests and seeking use it).
+pub fn app_at(rec: &Recording, cfg: ModelConfig, opts: UiOptions, t_ns: u64) -> App {
+    let mut app = App::new(
+        Model::new(cfg, rec.header.environment.clone()),
+        header_of(rec),
+        opts,
+    );
+    let items = timeline(rec);
+    advance(&mut app, &items, 0, t_ns);
+    app.now_ns = t_ns.max(app.now_ns);
+    app
+}
+
 /// Playback speeds cycled with `x`.
 const SPEEDS: [f64; 4] = [1.0, 10.0, 100.0, f64::INFINITY];
 

@@ -3,12 +3,12 @@
 //! the result stays in the scrollback.
 
 use crate::copy::CopyOutcome;
+use crate::model::format::fmt_clock;
 use crate::model::{EventKind, Model};
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::summary_text;
 use crate::report::recording::Recording;
 use crate::ui::app::{Header, UiOptions};
-use crate::ui::panels::fmt_event_time;
 use crate::ui::units::Units;
 
 /// Most drops listed one by one; the rest are counted.
@@ -33,7 +33,7 @@ pub fn final_summary(
     if !drops.is_empty() {
         s.push_str(&format!("drops ({}):\n", drops.len()));
         for e in drops.iter().take(MAX_DROPS_LISTED) {
-            s.push_str(&format!("  {}  {}\n", fmt_event_time(e.t_ns), e.describe()));
+            s.push_str(&format!("  {}  {}\n", fmt_clock(e.t_ns), e.describe()));
         }
         if drops.len() > MAX_DROPS_LISTED {
             s.push_str(&format!(

@@ -295,7 +295,7 @@ impl Widget for SpeedChart<'_> {
             let h8 = ((col.mean / y_max) * eighths_total).round().max(0.0) as u32;
             let h8 = if col.mean > 0.0 { h8.max(1) } else { 0 };
             let min8 = ((col.min.max(0.0) / y_max) * eighths_total).round() as u32;
-            let dip = col.count > 1 && col.min < col.mean * 0.5;
+            let dip = !col.in_drop && col.count > 1 && col.min < col.mean * 0.5;
             let fill_style = if col.in_drop { t.drop_fill() } else { t.fill() };
             for row in 0..plot_h {
                 let y = top + plot_h - 1 - row;
@@ -572,8 +572,9 @@ mod tests {
             theme: Theme::plain(false),
         };
         let cols = chart.columns(8);
-        assert!(cols[0].is_some());
-        assert!(cols[3].is_some(), "carried forward");
+        assert!(cols[1].is_some(), "first point at its mid-time column");
+        assert_eq!(cols[2].map(|c| c.count), Some(0), "carried forward");
+        assert!(cols[3].is_some());
         assert!(cols[7].is_none(), "nothing after the data");
     }
 }

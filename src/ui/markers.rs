@@ -1,102 +1,63 @@
-//! The marker vocabulary: which glyph and colour each event kind gets under the chart, which
-//! wins when two share a column, and the legend text the help overlay shows.
+//! Event markers under the chart. The vocabulary (families, glyphs, priorities, labels) is the
+//! exporters' [`MarkerKind`], so the terminal, the PNG and the text chart speak one language;
+//! this file adds the terminal colours and the drop spans.
 
 use ratatui::style::Color;
 
 use crate::model::{Event, EventKind};
+use crate::report::export::MarkerKind;
 use crate::ui::chart::{Marker, Span};
 
-/// One legend row: glyph, colour, meaning.
-pub struct LegendEntry {
-    pub glyph: char,
-    pub color: Color,
-    pub meaning: &'static str,
-}
-
-/// Every marker glyph with its meaning (the help overlay's legend).
-pub const LEGEND: &[LegendEntry] = &[
-    LegendEntry {
-        glyph: 'D',
-        color: Color::Red,
-        meaning: "speed drop (cause in the events panel)",
-    },
-    LegendEntry {
-        glyph: 'T',
-        color: Color::Magenta,
-        meaning: "ZFS txg committed (flushed to disk)",
-    },
-    LegendEntry {
-        glyph: 's',
-        color: Color::Magenta,
-        meaning: "ZFS txg sync started",
-    },
-    LegendEntry {
-        glyph: 'Z',
-        color: Color::LightRed,
-        meaning: "ZFS write throttle delayed writers",
-    },
-    LegendEntry {
-        glyph: 'W',
-        color: Color::Yellow,
-        meaning: "page cache writeback started (dirty > background)",
-    },
-    LegendEntry {
-        glyph: 'X',
-        color: Color::LightRed,
-        meaning: "dirty pages in the throttle zone (> freerun)",
-    },
-    LegendEntry {
-        glyph: '!',
-        color: Color::Red,
-        meaning: "file error",
-    },
-    LegendEntry {
-        glyph: 'P',
-        color: Color::Blue,
-        meaning: "paused / resumed",
-    },
-    LegendEntry {
-        glyph: 'F',
-        color: Color::Cyan,
-        meaning: "flush to disk started / done",
-    },
-    LegendEntry {
-        glyph: 'S',
-        color: Color::Cyan,
-        meaning: "scan finished (totals final)",
-    },
+/// Every family, in legend order.
+pub const LEGEND: [MarkerKind; 9] = [
+    MarkerKind::Drop,
+    MarkerKind::Txg,
+    MarkerKind::ZfsThrottle,
+    MarkerKind::Writeback,
+    MarkerKind::DirtyThrottle,
+    MarkerKind::FileError,
+    MarkerKind::Flush,
+    MarkerKind::Pause,
+    MarkerKind::Scan,
 ];
 
-/// The glyph, colour and priority for an event, or None for events not marked on the chart.
-pub fn marker_style(kind: &EventKind) -> Option<(char, Color, u8)> {
-    Some(match kind {
-        EventKind::Drop(_) => ('D', Color::Red, 9),
-        EventKind::TxgCommitted { .. } => ('T', Color::Magenta, 6),
-        EventKind::TxgSyncStarted { .. } => ('s', Color::Magenta, 3),
-        EventKind::ZfsDelay { .. } => ('Z', Color::LightRed, 5),
-        EventKind::WritebackStarted { .. } => ('W', Color::Yellow, 7),
-        EventKind::DirtyThrottleZone { .. } => ('X', Color::LightRed, 8),
-        EventKind::FileError { .. } => ('!', Color::Red, 8),
-        EventKind::Paused | EventKind::Resumed => ('P', Color::Blue, 4),
-        EventKind::FlushStarted { .. } | EventKind::FlushDone { .. } => ('F', Color::Cyan, 4),
-        EventKind::ScanDone { .. } => ('S', Color::Cyan, 2),
-        EventKind::Note { .. } => return None,
-    })
+/// Terminal colour of a family.
+pub fn color(kind: MarkerKind) -> Color {
+    match kind {
+        MarkerKind::Drop | MarkerKind::FileError => Color::Red,
+        MarkerKind::Txg => Color::Magenta,
+        MarkerKind::ZfsThrottle | MarkerKind::DirtyThrottle => Color::LightRed,
+        MarkerKind::Writeback => Color::Yellow,
+        MarkerKind::Flush | MarkerKind::Scan | MarkerKind::Note => Color::Cyan,
+        MarkerKind::Pause => Color::Blue,
+    }
+}
+
+/// The glyph of a family (`ascii` for `--ascii`).
+pub fn glyph(kind: MarkerKind, ascii: bool) -> char {
+    let (u, a) = kind.glyph();
+    if ascii { a } else { u }
 }
 
 /// Markers for a list of events; `progress_at` maps a time to the fraction complete.
-pub fn markers(events: &[Event], progress_at: impl Fn(u64) -> Option<f64>) -> Vec<Marker> {
+pub fn markers(
+    events: &[Event],
+    ascii: bool,
+    progress_at: impl Fn(u64) -> Option<f64>,
+) -> Vec<Marker> {
     events
         .iter()
-        .filter_map(|e| {
-            let (glyph, color, priority) = marker_style(&e.kind)?;
-            Some(Marker {
+        .filter(|e| !matches!(e.kind, EventKind::Note { .. }))
+        .map(|e| {
+            let kind = MarkerKind::of(&e.kind);
+            Marker {
                 t_ns: e.t_ns,
                 progress: progress_at(e.t_ns),
-                glyph,
-                color,
-                priority,
-            })
+                glyph: glyph(kind, ascii),
+                color: color(kind),
+                // MarkerKind: lower wins; the chart: higher wins.
+                priority: u8::MAX - kind.priority(),
+            }
         })
         .collect()
 }
@@ -127,34 +88,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_marked_glyph_is_in_the_legend() {
-        let kinds = [
-            EventKind::TxgSyncStarted { txg: 1 },
-            EventKind::TxgCommitted {
-                txg: 1,
-                ndirty: 1,
-                nwritten: 1,
-                stime_ns: 1,
+    fn drops_win_over_txg_markers_in_a_shared_column() {
+        let evs = vec![
+            Event {
+                t_ns: 5,
+                kind: EventKind::TxgCommitted {
+                    txg: 1,
+                    ndirty: 1,
+                    nwritten: 1,
+                    stime_ns: 1,
+                },
             },
-            EventKind::WritebackStarted {
-                dirty: 1,
-                bg_thresh: 1,
+            Event {
+                t_ns: 5,
+                kind: EventKind::Drop(crate::model::DropInfo {
+                    end_ns: 9,
+                    reference_bps: 1.0,
+                    min_bps: 0.0,
+                    bytes_lost: 1.0,
+                    causes: vec![],
+                }),
             },
-            EventKind::DirtyThrottleZone {
-                dirty: 1,
-                freerun: 1,
+            Event {
+                t_ns: 6,
+                kind: EventKind::Note { text: "x".into() },
             },
-            EventKind::ZfsDelay { delays: 1 },
-            EventKind::Paused,
-            EventKind::ScanDone { files: 1, bytes: 1 },
-            EventKind::FlushDone { secs: 1.0 },
         ];
-        for k in kinds {
-            let (g, _, _) = marker_style(&k).expect("marked");
-            assert!(
-                LEGEND.iter().any(|l| l.glyph == g),
-                "{g} missing from legend"
-            );
-        }
+        let m = markers(&evs, true, |_| None);
+        assert_eq!(m.len(), 2, "notes are not marked");
+        let best = m.iter().max_by_key(|m| m.priority).unwrap();
+        assert_eq!(best.glyph, 'v');
+        assert_eq!(
+            drop_spans(&evs, Some(20), 30),
+            vec![
+                Span {
+                    start_ns: 5,
+                    end_ns: 9
+                },
+                Span {
+                    start_ns: 20,
+                    end_ns: 30
+                }
+            ]
+        );
     }
 }

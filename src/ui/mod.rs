@@ -68,7 +68,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
     panels::speeds(rows.speeds, buf, app);
     let points = app.model.series().points();
     let events = app.model.events();
-    let marks = markers::markers(events, |t_ns| progress_at(points, t_ns));
+    let marks = markers::markers(events, t.ascii(), |t_ns| progress_at(points, t_ns));
     let spans = markers::drop_spans(events, app.model.open_drop_start(), app.now_ns);
     if let Some(chart_area) = rows.chart {
         let stats = app.model.stats();
@@ -170,7 +170,7 @@ fn take_bottom(area: &mut Rect, h: u16) -> Rect {
 fn full_layout(inner: Rect, app: &App) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
-    let kernel_lines = panels::kernel_lines(app).len() as u16;
+    let kernel_lines = panels::kernel_lines(app, inner.height >= 30).len() as u16;
     let kernel = app
         .view
         .show_kernel

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use crate::ui::app::{App, Dialog};
-use crate::ui::markers::LEGEND;
+use crate::ui::markers::{self, LEGEND};
 use crate::ui::panels::ellipsize_start;
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -68,15 +68,15 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &App) {
         )),
         Line::from(Span::styled("markers", t.title())),
     ];
-    for l in LEGEND {
+    for kind in LEGEND {
         let style = if t.color {
-            Style::new().fg(l.color)
+            Style::new().fg(markers::color(kind))
         } else {
             Style::new()
         };
         lines.push(Line::from(vec![
-            Span::styled(format!("  {}  ", l.glyph), style),
-            Span::raw(l.meaning.to_string()),
+            Span::styled(format!("  {}  ", markers::glyph(kind, t.ascii())), style),
+            Span::raw(kind.label().to_string()),
         ]));
     }
     lines.push(Line::from(Span::styled(

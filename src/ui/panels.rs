@@ -7,9 +7,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use crate::model::format::fmt_count;
 use crate::model::{EventKind, KernelView};
 use crate::ui::app::{App, RunState};
-use crate::ui::units::{fmt_clock, fmt_count};
+use crate::ui::units::fmt_clock;
 
 /// Shortens `s` to `max` chars, keeping the end (the file name matters most).
 pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
@@ -250,14 +251,35 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
     }
 }
 
-/// "00:31.2" from ns.
-pub fn fmt_event_time(t_ns: u64) -> String {
-    let s = t_ns as f64 / 1e9;
-    let m = (s / 60.0).floor();
-    format!("{:02}:{:04.1}", m as u64, s - m * 60.0)
+/// Splits `text` into lines of at most `width` chars at spaces (long words are cut).
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = lines.last_mut().expect("one line");
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need <= width || cur.is_empty() {
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        } else {
+            lines.push(word.to_string());
+        }
+    }
+    lines
+        .into_iter()
+        .flat_map(|l| {
+            let chars: Vec<char> = l.chars().collect();
+            chars
+                .chunks(width)
+                .map(|c| c.iter().collect::<String>())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
-/// The events panel: newest first.
+/// The events panel: newest first; a drop's diagnosis wraps onto following lines.
 pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
     let t = app.opts.theme;
     let evs = app.model.events();
@@ -265,29 +287,73 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
         Line::from(Span::styled("no events yet", t.dim())).render(Rect { height: 1, ..area }, buf);
         return;
     }
-    for (i, e) in evs.iter().rev().take(area.height as usize).enumerate() {
+    let stamp_w = 9usize;
+    let text_w = (area.width as usize).saturating_sub(stamp_w).max(10);
+    let mut y = area.y;
+    // A small panel keeps its rows for what explains the chart: sync starts are implied by the
+    // commit line that follows them.
+    let roomy = area.height >= 8;
+    for e in evs.iter().rev() {
+        if y >= area.bottom() {
+            break;
+        }
+        if !roomy && matches!(e.kind, EventKind::TxgSyncStarted { .. }) {
+            continue;
+        }
         let style = match &e.kind {
             EventKind::Drop(_) => t.warn(),
             EventKind::FileError { .. } => t.error(),
             _ => Style::new(),
         };
-        let line = Line::from(vec![
-            Span::styled(format!("{}  ", fmt_event_time(e.t_ns)), t.dim()),
-            Span::styled(e.describe(), style),
-        ]);
-        line.render(
-            Rect {
-                y: area.y + i as u16,
-                height: 1,
-                ..area
-            },
-            buf,
+        let text = e.describe();
+        let wrap = matches!(e.kind, EventKind::Drop(_) | EventKind::FileError { .. });
+        let lines = if wrap {
+            wrap_words(&text, text_w)
+        } else {
+            vec![text]
+        };
+        for (i, l) in lines.into_iter().take(3).enumerate() {
+            if y >= area.bottom() {
+                break;
+            }
+            let stamp = if i == 0 {
+                format!("{}  ", crate::model::format::fmt_clock(e.t_ns))
+            } else {
+                " ".repeat(stamp_w)
+            };
+            Line::from(vec![Span::styled(stamp, t.dim()), Span::styled(l, style)]).render(
+                Rect {
+                    y,
+                    height: 1,
+                    ..area
+                },
+                buf,
+            );
+            y += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_words_splits_at_spaces_and_cuts_long_words() {
+        assert_eq!(
+            wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
+            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
+        );
+        assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(
+            ellipsize_start("photos/2019/IMG_2231.CR2", 10, "…"),
+            "…_2231.CR2"
         );
     }
 }
 
 /// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
-pub fn kernel_lines(app: &App) -> Vec<Line<'static>> {
+pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
     let t = app.opts.theme;
     let u = app.opts.units;
     let k: KernelView = app.model.kernel();
@@ -398,7 +464,7 @@ pub fn kernel_lines(app: &App) -> Vec<Line<'static>> {
         None => d.push(na()),
     }
     lines.push(Line::from(d));
-    if let Some(note) = env.notes.first() {
+    if let Some(note) = env.notes.first().filter(|_| with_note) {
         lines.push(Line::from(Span::styled(format!("note: {note}"), t.dim())));
     }
     lines
@@ -406,7 +472,7 @@ pub fn kernel_lines(app: &App) -> Vec<Line<'static>> {
 
 /// The kernel panel.
 pub fn kernel(area: Rect, buf: &mut Buffer, app: &App) {
-    for (i, line) in kernel_lines(app)
+    for (i, line) in kernel_lines(app, true)
         .into_iter()
         .take(area.height as usize)
         .enumerate()

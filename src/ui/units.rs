@@ -1,7 +1,7 @@
 //! Number formatting for the screen: rates, sizes, durations, in decimal (MB/s, the default,
 //! like forum result tables) or binary (MiB/s, `--binary`) units.
 
-use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
+use crate::model::format::{fmt_bytes_with, fmt_rate_with};
 
 /// Unit system for rates and sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,23 +27,18 @@ impl Units {
         }
     }
 
-    /// A rate such as "118 MB/s" (one decimal below 10).
+    /// A rate such as "118 MB/s" (three significant figures), in this unit system.
     pub fn rate(self, bps: f64) -> String {
-        let v = bps.max(0.0) / self.scale();
-        if v < 10.0 {
-            format!("{v:.1} {}", self.rate_label())
-        } else {
-            format!("{v:.0} {}", self.rate_label())
+        if bps.is_finite() && bps < 500.0 {
+            // "0 MB/s" reads better than "0 B/s" next to "118 MB/s".
+            return format!("0 {}", self.rate_label());
         }
+        fmt_rate_with(bps, self == Units::Binary)
     }
 
     /// A size such as "4.1 GB".
     pub fn size(self, bytes: u64) -> String {
-        let opts: FormatSizeOptions = match self {
-            Units::Decimal => DECIMAL,
-            Units::Binary => BINARY,
-        };
-        format_size(bytes, opts.decimal_places(1).space_after_value(true))
+        fmt_bytes_with(bytes, self == Units::Binary)
     }
 }
 
@@ -80,19 +75,6 @@ pub fn fmt_clock(secs: f64) -> String {
     }
 }
 
-/// Groups digits with thin spaces: 14139 → "14 139".
-pub fn fmt_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,14 +82,12 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(Units::Decimal.rate(118.4e6), "118 MB/s");
-        assert_eq!(Units::Decimal.rate(3.04e6), "3.0 MB/s");
         assert_eq!(Units::Binary.rate(1_048_576.0 * 20.0), "20 MiB/s");
         assert_eq!(Units::Decimal.size(4_100_000_000), "4.1 GB");
+        assert_eq!(Units::Decimal.rate(3.04e6), "3.0 MB/s");
         assert_eq!(fmt_duration_axis(90.0), "1m30s");
         assert_eq!(fmt_duration_axis(3900.0), "1h05m");
         assert_eq!(fmt_clock(42.0), "00:42");
         assert_eq!(fmt_clock(3723.0), "1:02:03");
-        assert_eq!(fmt_count(14139), "14 139");
-        assert_eq!(fmt_count(999), "999");
     }
 }

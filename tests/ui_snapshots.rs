@@ -1,0 +1,191 @@
+//! Whole-screen snapshots (ratatui TestBackend + insta) of the main states at 80×24 and
+//! 120×40, built from a real recording (a copy onto ZFS in the lab VM with txg stalls), plus a
+//! no-panic sweep over terminal sizes from 1×1 to 300×100.
+
+use std::path::Path;
+
+use copyscope::copy::{CurrentFile, EngineEvent};
+use copyscope::model::ModelConfig;
+use copyscope::replay::app_at;
+use copyscope::report::recording::Recording;
+use copyscope::ui::app::{App, Dialog, RunState, UiOptions};
+use copyscope::ui::theme::Theme;
+use copyscope::ui::units::Units;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn recording() -> Recording {
+    Recording::load(Path::new("tests/fixtures/recordings/zfs-40mbps-zero.jsonl"))
+        .expect("fixture loads")
+}
+
+fn opts(ascii: bool) -> UiOptions {
+    UiOptions {
+        theme: Theme::new(true, ascii),
+        units: Units::Decimal,
+        compact: false,
+    }
+}
+
+fn app(t_s: f64) -> App {
+    let mut a = app_at(
+        &recording(),
+        ModelConfig::default(),
+        opts(false),
+        (t_s * 1e9) as u64,
+    );
+    if a.state == RunState::Scanning && a.progress.scan_done {
+        a.state = RunState::Copying;
+    }
+    a.current = Some(CurrentFile {
+        path: "big".into(),
+        size: 3_145_728_000,
+        done: a.progress.bytes_copied,
+    });
+    a
+}
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| copyscope::ui::render(f, app)).unwrap();
+    term.backend().to_string()
+}
+
+macro_rules! snap {
+    ($name:expr, $app:expr) => {
+        insta::assert_snapshot!(format!("{}_80x24", $name), screen(&$app, 80, 24));
+        insta::assert_snapshot!(format!("{}_120x40", $name), screen(&$app, 120, 40));
+    };
+}
+
+#[test]
+fn scanning() {
+    let mut a = app(0.3);
+    a.state = RunState::Scanning;
+    a.progress.scan_done = false;
+    snap!("scanning", a);
+}
+
+#[test]
+fn copying_with_drops() {
+    let a = app(30.0);
+    snap!("copying_with_drops", a);
+}
+
+#[test]
+fn paused() {
+    let mut a = app(20.0);
+    a.on_engine(20_000_000_000, &EngineEvent::Paused);
+    assert_eq!(a.state, RunState::Paused);
+    snap!("paused", a);
+}
+
+#[test]
+fn overwrite_dialog() {
+    let mut a = app(12.0);
+    a.dialog = Some(Dialog::Conflict {
+        path: "/tank/big".into(),
+    });
+    snap!("overwrite_dialog", a);
+}
+
+#[test]
+fn cancel_confirmation() {
+    let mut a = app(12.0);
+    a.dialog = Some(Dialog::ConfirmCancel);
+    snap!("cancel_confirmation", a);
+}
+
+#[test]
+fn flushing() {
+    let a = app(77.0);
+    assert_eq!(
+        a.state,
+        RunState::Flushing,
+        "the recording has a flush at its end"
+    );
+    snap!("flushing", a);
+}
+
+#[test]
+fn done() {
+    let mut a = app(200.0);
+    a.state = RunState::Done;
+    a.current = None;
+    snap!("done", a);
+}
+
+#[test]
+fn cancelled() {
+    let mut a = app(40.0);
+    a.state = RunState::Cancelled;
+    a.current = None;
+    snap!("cancelled", a);
+}
+
+#[test]
+fn help_overlay_and_ascii() {
+    let mut a = app_at(
+        &recording(),
+        ModelConfig::default(),
+        opts(true),
+        30_000_000_000,
+    );
+    a.state = RunState::Copying;
+    insta::assert_snapshot!("ascii_120x40", screen(&a, 120, 40));
+    a.view.help = true;
+    insta::assert_snapshot!("help_120x40", screen(&a, 120, 40));
+}
+
+#[test]
+fn compact_and_percent_axis() {
+    let mut a = app(30.0);
+    a.opts.compact = true;
+    insta::assert_snapshot!("compact_80x24", screen(&a, 80, 24));
+    a.opts.compact = false;
+    a.view.axis = copyscope::ui::chart::XAxis::Percent;
+    insta::assert_snapshot!("percent_axis_80x24", screen(&a, 80, 24));
+}
+
+#[test]
+fn never_panics_at_any_size() {
+    let mut a = app(30.0);
+    for (w, h) in [
+        (1, 1),
+        (2, 1),
+        (1, 2),
+        (5, 3),
+        (10, 5),
+        (20, 6),
+        (29, 7),
+        (30, 7),
+        (40, 10),
+        (60, 17),
+        (80, 18),
+        (80, 24),
+        (120, 40),
+        (200, 60),
+        (300, 100),
+        (300, 1),
+        (1, 100),
+    ] {
+        for help in [false, true] {
+            a.view.help = help;
+            a.dialog = help.then_some(Dialog::Conflict {
+                path: "x".repeat(300),
+            });
+            let s = screen(&a, w, h);
+            assert!(!s.is_empty());
+        }
+    }
+    // Every zoom level and scroll position, both axes.
+    a.view.help = false;
+    a.dialog = None;
+    for zoom in 0..=16 {
+        a.view.zoom = zoom;
+        for scroll in [0, 1_000_000_000, u64::MAX / 2] {
+            a.view.scroll_ns = scroll.min(a.now_ns);
+            screen(&a, 80, 24);
+        }
+    }
+}
