@@ -212,6 +212,21 @@ pub fn screenshot_now(app: &App, _env: &Environment, rec: Option<&Recording>) ->
     }
 }
 
+/// Writes to stdout, ignoring errors: after an SSH drop there is no terminal left, and a failed
+/// write must not turn a clean cancel into a panic.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
+}
+
+/// Like [`out`] for stderr.
+fn err(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 fn join_paths(p: &[PathBuf]) -> String {
     p.iter()
         .map(|p| p.display().to_string())
@@ -334,7 +349,7 @@ pub fn run_copy_tui(
             control
                 .cancelled
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            eprintln!("copyscope: cannot start the event loop: {e}");
+            err(&format!("copyscope: cannot start the event loop: {e}"));
             return CopyOutcome::crashed("no event loop");
         }
     };
@@ -353,7 +368,7 @@ pub fn run_copy_tui(
             control
                 .cancelled
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            eprintln!("copyscope: cannot use the terminal: {e}");
+            err(&format!("copyscope: cannot use the terminal: {e}"));
             (None, None, false)
         }
     };
@@ -373,29 +388,26 @@ pub fn run_copy_tui(
         return outcome;
     }
     if let (Some(app), Some(rec)) = (app.as_ref(), rec.as_ref()) {
-        print!(
-            "{}",
-            crate::report::summary::final_summary(
-                &app.model,
-                &app.header,
-                opts,
-                rec,
-                Some(&outcome)
-            )
-        );
+        out(&crate::report::summary::final_summary(
+            &app.model,
+            &app.header,
+            opts,
+            rec,
+            Some(&outcome),
+        ));
         if let Some(dir) = &d.screenshot {
             match screenshot_to(rec, Some(dir), d.ascii) {
-                Ok(p) => println!("screenshot: {}", join_paths(&p)),
-                Err(e) => eprintln!("copyscope: screenshot failed: {e}"),
+                Ok(p) => out(&format!("screenshot: {}\n", join_paths(&p))),
+                Err(e) => err(&format!("copyscope: screenshot failed: {e}")),
             }
         }
     } else {
-        print!("{}", crate::report::plain::summary_text(&outcome, d.binary));
+        out(&crate::report::plain::summary_text(&outcome, d.binary));
     }
     if let Some(p) = &d.record {
         match rec_err {
-            None => println!("recording: {}", p.display()),
-            Some(e) => eprintln!("copyscope: recording {}: {e}", p.display()),
+            None => out(&format!("recording: {}\n", p.display())),
+            Some(e) => err(&format!("copyscope: recording {}: {e}", p.display())),
         }
     }
     outcome

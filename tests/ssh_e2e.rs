@@ -95,12 +95,16 @@ fn temps_and_files(dst: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (temps, files)
 }
 
+/// A live copyscope process (argv[0] is the binary) whose arguments contain `marker`.
 fn copyscope_running(marker: &str) -> bool {
     fs::read_dir("/proc").unwrap().flatten().any(|p| {
         fs::read(p.path().join("cmdline"))
             .map(|c| {
-                let s = String::from_utf8_lossy(&c);
-                s.contains("copyscope") && s.contains(marker) && !s.contains("ssh")
+                let mut args = c
+                    .split(|b| *b == 0)
+                    .map(|a| String::from_utf8_lossy(a).into_owned());
+                let argv0 = args.next().unwrap_or_default();
+                argv0.ends_with("/copyscope") && args.any(|a| a.contains(marker))
             })
             .unwrap_or(false)
     })
@@ -114,7 +118,7 @@ fn ssh_drop_mid_copy_loses_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let sshd = start_sshd(tmp.path());
     let src = tmp.path().join("src");
-    let dst = tmp.path().join("dst-ssh-drop");
+    let dst = tmp.path().join("dst-dropped");
     fs::create_dir_all(&src).unwrap();
     let data: Vec<u8> = (0..48u32 << 20)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
@@ -171,7 +175,11 @@ fn ssh_drop_mid_copy_loses_nothing() {
     ssh.kill().unwrap(); // SIGKILL to the client: the connection just vanishes
     let _ = ssh.wait();
 
-    let marker = "dst-ssh-drop";
+    let marker = "dst-dropped";
+    assert!(
+        copyscope_running(marker) || dst.exists(),
+        "copyscope was started"
+    );
     let start = Instant::now();
     while copyscope_running(marker) {
         assert!(
