@@ -226,3 +226,85 @@ impl Drop for Mount {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
+
+/// A running `copyscope --json` whose stdout lines arrive on a channel.
+pub struct Running {
+    pub child: Child,
+    pub lines: std::sync::mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+/// Starts `copyscope --json --interval 50 ARGS` with the test throttle (bytes/s).
+pub fn start_json(args: &[&std::ffi::OsStr], throttle_bps: u64) -> Running {
+    let mut c = Command::new(bin());
+    c.args(["--json", "--interval", "50"]).args(args);
+    c.env("COPYSCOPE_TEST_THROTTLE_BPS", throttle_bps.to_string());
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    let mut child = c.spawn().expect("spawn");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Running {
+        child,
+        lines: rx,
+        seen: Vec::new(),
+    }
+}
+
+impl Running {
+    /// Waits (up to 30 s) for a line for which `pred` holds.
+    pub fn wait_for(&mut self, pred: impl Fn(&serde_json::Value) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                let v: serde_json::Value = serde_json::from_str(&l).unwrap_or_default();
+                self.seen.push(l);
+                if pred(&v) {
+                    return;
+                }
+            }
+        }
+        let _ = self.child.kill();
+        panic!("timed out; lines so far:\n{}", self.seen.join("\n"));
+    }
+
+    /// Waits until some data was copied.
+    pub fn wait_copying(&mut self) {
+        self.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 0);
+    }
+
+    pub fn signal(&self, sig: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("pid");
+        rustix::process::kill_process(pid, sig).expect("kill");
+    }
+
+    /// Waits for exit (30 s) and returns the code, the rest of stdout and stderr.
+    pub fn finish(mut self) -> (Option<i32>, String, String) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("did not exit; lines:\n{}", self.seen.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push(l);
+        }
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status.code(), self.seen.join("\n"), err)
+    }
+}
