@@ -36,7 +36,10 @@ fn same_file_including_through_a_hard_link_and_into_its_own_dir() {
     write(&f, b"precious");
     fs::hard_link(&f, t.path().join("g")).unwrap();
     assert_refused(&[f.as_os_str(), f.as_os_str()], "same file");
-    assert_refused(&[f.as_os_str(), t.path().join("g").as_os_str()], "same file");
+    assert_refused(
+        &[f.as_os_str(), t.path().join("g").as_os_str()],
+        "same file",
+    );
     assert_refused(&[f.as_os_str(), t.path().as_os_str()], "same file");
     assert_eq!(fs::read(&f).unwrap(), b"precious");
 }
@@ -48,11 +51,17 @@ fn directory_onto_a_file_and_file_onto_a_directory() {
     write(&d.join("f"), b"x");
     let f = t.path().join("file");
     write(&f, b"keep");
-    assert_refused(&[d.as_os_str(), f.as_os_str()], "cannot overwrite non-directory");
+    assert_refused(
+        &[d.as_os_str(), f.as_os_str()],
+        "cannot overwrite non-directory",
+    );
     assert_eq!(fs::read(&f).unwrap(), b"keep");
     let e = t.path().join("e");
     fs::create_dir(&e).unwrap();
-    assert_refused(&[OsStr::new("-T"), f.as_os_str(), e.as_os_str()], "cannot overwrite directory");
+    assert_refused(
+        &[OsStr::new("-T"), f.as_os_str(), e.as_os_str()],
+        "cannot overwrite directory",
+    );
 }
 
 #[test]
@@ -64,10 +73,16 @@ fn several_sources_onto_a_non_directory() {
     write(&b, b"b");
     let c = t.path().join("c");
     write(&c, b"c");
-    assert_refused(&[a.as_os_str(), b.as_os_str(), c.as_os_str()], "is not a directory");
+    assert_refused(
+        &[a.as_os_str(), b.as_os_str(), c.as_os_str()],
+        "is not a directory",
+    );
     assert_eq!(fs::read(&c).unwrap(), b"c");
     let missing = t.path().join("missing");
-    assert_refused(&[a.as_os_str(), b.as_os_str(), missing.as_os_str()], "is not a directory");
+    assert_refused(
+        &[a.as_os_str(), b.as_os_str(), missing.as_os_str()],
+        "is not a directory",
+    );
     assert!(!missing.exists());
 }
 
@@ -75,11 +90,17 @@ fn several_sources_onto_a_non_directory() {
 fn missing_source_and_operands() {
     let t = tempfile::tempdir().unwrap();
     let dst = t.path().join("d");
-    assert_refused(&[t.path().join("nope").as_os_str(), dst.as_os_str()], "cannot stat");
+    assert_refused(
+        &[t.path().join("nope").as_os_str(), dst.as_os_str()],
+        "cannot stat",
+    );
     assert!(!dst.exists());
     assert_refused(&[OsStr::new("only")], "missing destination");
     let x = t.path().join("x");
     write(&x, b"x");
-    assert_refused(&[x.as_os_str(), t.path().join("no/such/dir/y").as_os_str()], "does not exist");
+    assert_refused(
+        &[x.as_os_str(), t.path().join("no/such/dir/y").as_os_str()],
+        "does not exist",
+    );
     assert!(!t.path().join("no").exists());
 }

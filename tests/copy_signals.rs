@@ -26,7 +26,11 @@ fn cancelled_by(sig: Signal) {
     let (code, out, err) = r.finish();
     assert_eq!(code, Some(130), "{out}\n{err}");
     assert!(out.contains("\"status\":\"cancelled\""), "{out}");
-    assert!(temp_leftovers(&dst).is_empty(), "temporaries left: {:?}", temp_leftovers(&dst));
+    assert!(
+        temp_leftovers(&dst).is_empty(),
+        "temporaries left: {:?}",
+        temp_leftovers(&dst)
+    );
     // Complete files only: small files (copied in parallel) may be there, whole; the big one is not.
     if let Ok(b) = fs::read(dst.join("a_small")) {
         assert_eq!(b, data(1000, 1));
@@ -34,7 +38,10 @@ fn cancelled_by(sig: Signal) {
     if let Ok(b) = fs::read(dst.join("c_after")) {
         assert_eq!(b, data(1000, 3));
     }
-    assert!(!dst.join("b_big").exists(), "truncated file under its real name");
+    assert!(
+        !dst.join("b_big").exists(),
+        "truncated file under its real name"
+    );
     // The source is untouched.
     assert_eq!(fs::read(src.join("b_big")).unwrap(), data(6 << 20, 2));
 }
@@ -65,15 +72,25 @@ fn sigkill_leaves_only_temp_named_files() {
     r.signal(Signal::KILL);
     let (code, _, _) = r.finish();
     assert_eq!(code, None, "killed by a signal");
-    assert!(!dst.join("b_big").exists(), "truncated file under its real name");
+    assert!(
+        !dst.join("b_big").exists(),
+        "truncated file under its real name"
+    );
     let leftovers = temp_leftovers(&dst);
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
-    let name = leftovers[0].file_name().unwrap().to_string_lossy().into_owned();
+    let name = leftovers[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     assert!(name.starts_with(".b_big.copyscope-tmp-"), "{name}");
     for e in fs::read_dir(&dst).unwrap() {
         let e = e.unwrap();
         let n = e.file_name().to_string_lossy().into_owned();
-        assert!(n == "a_small" || n == "c_after" || n.contains(TEMP_MARKER), "unexpected {n}");
+        assert!(
+            n == "a_small" || n == "c_after" || n.contains(TEMP_MARKER),
+            "unexpected {n}"
+        );
     }
 }
 

@@ -39,7 +39,10 @@ fn tree_copy_keeps_content_modes_times_and_symlinks() {
     assert_same_tree(&src, &dst);
     assert!(temp_leftovers(&dst).is_empty());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("speed to cache") && out.contains("durable"), "{out}");
+    assert!(
+        out.contains("speed to cache") && out.contains("durable"),
+        "{out}"
+    );
     assert!(out.contains("in 6 files"), "{out}");
 }
 
@@ -58,7 +61,12 @@ fn copy_into_existing_dir_several_sources_and_t_and_big_t() {
     assert_eq!(fs::read(d.join("b/inner")).unwrap(), b"B");
     let e = t.path().join("e");
     fs::create_dir(&e).unwrap();
-    let o = copyscope(&[OsStr::new("-t"), e.as_os_str(), a.as_os_str(), b.as_os_str()]);
+    let o = copyscope(&[
+        OsStr::new("-t"),
+        e.as_os_str(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(e.join("a").is_file() && e.join("b/inner").is_file());
     // -T: DEST is the target even though it is an existing directory (merge).
@@ -130,7 +138,7 @@ fn fifo_socket_and_device_in_a_tree() {
     write(&src.join("f"), b"x");
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &src.join("fifo"),
+        src.join("fifo"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o640),
         0,
@@ -140,7 +148,7 @@ fn fifo_socket_and_device_in_a_tree() {
     let dev_made = is_root()
         && rustix::fs::mknodat(
             rustix::fs::CWD,
-            &src.join("null"),
+            src.join("null"),
             rustix::fs::FileType::CharacterDevice,
             rustix::fs::Mode::from_raw_mode(0o666),
             rustix::fs::makedev(1, 3),
@@ -157,10 +165,15 @@ fn fifo_socket_and_device_in_a_tree() {
     assert_eq!(fm.mode() & 0o777, 0o640);
     assert!(!d.join("sock").exists(), "sockets are skipped");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("sock") && err.contains("socket skipped"), "{err}");
+    assert!(
+        err.contains("sock") && err.contains("socket skipped"),
+        "{err}"
+    );
     if dev_made {
         let m = d.join("null").symlink_metadata().unwrap();
-        assert!(std::os::unix::fs::FileTypeExt::is_char_device(&m.file_type()));
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+            &m.file_type()
+        ));
         assert_eq!(m.rdev(), rustix::fs::makedev(1, 3));
     } else {
         eprintln!("device node part skipped: not root or mknod not permitted");
@@ -203,7 +216,13 @@ fn paths_deeper_than_path_max() {
         mkdirat(&fd, name.as_str(), Mode::from_raw_mode(0o755)).unwrap();
         fd = openat(&fd, name.as_str(), dir_flags, Mode::empty()).unwrap();
     }
-    let f = openat(&fd, "leaf", OFlags::WRONLY | OFlags::CREATE, Mode::from_raw_mode(0o644)).unwrap();
+    let f = openat(
+        &fd,
+        "leaf",
+        OFlags::WRONLY | OFlags::CREATE,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
     rustix::io::write(&f, b"deep data").unwrap();
     drop(f);
     let d = t.path().join("d");
@@ -240,8 +259,17 @@ fn sparse_file_keeps_its_holes() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let (ms, md) = (fs::metadata(&src).unwrap(), fs::metadata(&dst).unwrap());
     assert_eq!(md.len(), 1 << 30);
-    assert!(md.blocks() <= ms.blocks() + 16, "copy {} blocks, source {}", md.blocks(), ms.blocks());
-    assert!(md.blocks() < 4096, "holes were filled: {} blocks", md.blocks());
+    assert!(
+        md.blocks() <= ms.blocks() + 16,
+        "copy {} blocks, source {}",
+        md.blocks(),
+        ms.blocks()
+    );
+    assert!(
+        md.blocks() < 4096,
+        "holes were filled: {} blocks",
+        md.blocks()
+    );
     use std::os::unix::fs::FileExt;
     let g = fs::File::open(&dst).unwrap();
     let mut buf = vec![0u8; 65536];
@@ -259,12 +287,20 @@ fn archive_keeps_hard_links_and_ownership() {
     write(&src.join("one"), &data(10000, 3));
     fs::hard_link(src.join("one"), src.join("sub_two")).unwrap();
     if is_root() {
-        rustix::fs::chown(&src.join("one"), Some(rustix::fs::Uid::from_raw(65534)), Some(rustix::fs::Gid::from_raw(65534))).unwrap();
+        rustix::fs::chown(
+            src.join("one"),
+            Some(rustix::fs::Uid::from_raw(65534)),
+            Some(rustix::fs::Gid::from_raw(65534)),
+        )
+        .unwrap();
     }
     let d = t.path().join("d");
     let o = copyscope(&[OsStr::new("-a"), src.as_os_str(), d.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let (a, b) = (fs::metadata(d.join("one")).unwrap(), fs::metadata(d.join("sub_two")).unwrap());
+    let (a, b) = (
+        fs::metadata(d.join("one")).unwrap(),
+        fs::metadata(d.join("sub_two")).unwrap(),
+    );
     assert_eq!(a.ino(), b.ino(), "hard link kept");
     if is_root() {
         assert_eq!((a.uid(), a.gid()), (65534, 65534));
@@ -273,7 +309,10 @@ fn archive_keeps_hard_links_and_ownership() {
     let d2 = t.path().join("d2");
     let o = copyscope(&[src.as_os_str(), d2.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_ne!(fs::metadata(d2.join("one")).unwrap().ino(), fs::metadata(d2.join("sub_two")).unwrap().ino());
+    assert_ne!(
+        fs::metadata(d2.join("one")).unwrap().ino(),
+        fs::metadata(d2.join("sub_two")).unwrap().ino()
+    );
 }
 
 #[test]
@@ -293,9 +332,17 @@ fn overwrite_policies() {
     assert_eq!(fs::read(&dst).unwrap(), b"new", "source newer: updated");
     write(&dst, b"newest");
     set_mtime(&dst, 2_100_000_000);
-    let o = copyscope(&[OsStr::new("--overwrite=update"), src.as_os_str(), dst.as_os_str()]);
+    let o = copyscope(&[
+        OsStr::new("--overwrite=update"),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(fs::read(&dst).unwrap(), b"newest", "destination newer: kept");
+    assert_eq!(
+        fs::read(&dst).unwrap(),
+        b"newest",
+        "destination newer: kept"
+    );
     // Default without a terminal: overwrite, like cp.
     let o = copyscope(&[src.as_os_str(), dst.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -321,7 +368,12 @@ fn verify_fsync_no_sync_and_no_preserve() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("fsync per file"));
     let d3 = t.path().join("d3");
-    let o = copyscope(&[OsStr::new("--no-sync"), OsStr::new("--no-preserve"), src.as_os_str(), d3.as_os_str()]);
+    let o = copyscope(&[
+        OsStr::new("--no-sync"),
+        OsStr::new("--no-preserve"),
+        src.as_os_str(),
+        d3.as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("--no-sync"));
     let m = fs::metadata(d3.join("a.txt")).unwrap();
@@ -333,17 +385,29 @@ fn verify_fsync_no_sync_and_no_preserve() {
 fn reflink_always_fails_per_file_where_cloning_is_impossible() {
     let t = tempfile::tempdir().unwrap();
     let mnt = t.path().join("m");
-    let Some(_m) = (if is_root() { Mount::tmpfs(&mnt, "size=8m") } else { None }) else {
+    let Some(_m) = (if is_root() {
+        Mount::tmpfs(&mnt, "size=8m")
+    } else {
+        None
+    }) else {
         eprintln!("skipped: needs root to mount a tmpfs (which cannot clone)");
         return;
     };
     let src = t.path().join("f");
     write(&src, b"abc");
-    let o = copyscope(&[OsStr::new("--reflink=always"), src.as_os_str(), mnt.join("f").as_os_str()]);
+    let o = copyscope(&[
+        OsStr::new("--reflink=always"),
+        src.as_os_str(),
+        mnt.join("f").as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(!mnt.join("f").exists());
     assert!(temp_leftovers(&mnt).is_empty());
-    let o = copyscope(&[OsStr::new("--reflink=auto"), src.as_os_str(), mnt.join("f").as_os_str()]);
+    let o = copyscope(&[
+        OsStr::new("--reflink=auto"),
+        src.as_os_str(),
+        mnt.join("f").as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(fs::read(mnt.join("f")).unwrap(), b"abc");
 }
@@ -356,7 +420,13 @@ fn json_lines_are_valid_and_end_with_a_summary() {
     let d = t.path().join("d");
     // --plain and --json conflict: a bare command, not util::cmd().
     let mut c = std::process::Command::new(bin());
-    c.args([OsStr::new("--json"), OsStr::new("--interval"), OsStr::new("20"), src.as_os_str(), d.as_os_str()]);
+    c.args([
+        OsStr::new("--json"),
+        OsStr::new("--interval"),
+        OsStr::new("20"),
+        src.as_os_str(),
+        d.as_os_str(),
+    ]);
     let o = run_timeout(c, Duration::from_secs(60));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
@@ -367,7 +437,17 @@ fn json_lines_are_valid_and_end_with_a_summary() {
     assert_eq!(last["type"], "summary");
     assert_eq!(last["exit_code"], 0);
     assert_eq!(last["files_copied"], 6);
-    let kinds: Vec<&str> = lines.iter().filter(|v| v["type"] == "event").filter_map(|v| v["kind"].as_str()).collect();
-    assert!(kinds.contains(&"file_done") && kinds.contains(&"scan_done"), "{kinds:?}");
-    assert!(kinds.contains(&"flush_started") && kinds.contains(&"flush_done"), "{kinds:?}");
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter(|v| v["type"] == "event")
+        .filter_map(|v| v["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"file_done") && kinds.contains(&"scan_done"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"flush_started") && kinds.contains(&"flush_done"),
+        "{kinds:?}"
+    );
 }

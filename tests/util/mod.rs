@@ -31,7 +31,9 @@ pub fn cmd() -> Command {
 
 /// Runs to completion with a timeout (the child is killed if it hangs).
 pub fn run_timeout(mut c: Command, limit: Duration) -> Output {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let child = c.spawn().expect("spawn copyscope");
     wait_timeout(child, limit)
 }
@@ -92,9 +94,14 @@ pub fn write(p: &Path, bytes: &[u8]) {
 }
 
 pub fn set_mtime(p: &Path, secs: i64) {
-    let f = fs::File::options().write(true).open(p).or_else(|_| fs::File::open(p)).unwrap();
+    let f = fs::File::options()
+        .write(true)
+        .open(p)
+        .or_else(|_| fs::File::open(p))
+        .unwrap();
     let t = std::time::UNIX_EPOCH + Duration::from_secs(secs as u64);
-    f.set_times(fs::FileTimes::new().set_modified(t).set_accessed(t)).unwrap();
+    f.set_times(fs::FileTimes::new().set_modified(t).set_accessed(t))
+        .unwrap();
 }
 
 /// What we compare per entry.
@@ -155,7 +162,11 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, EntryInfo> {
                 kind: k,
                 mode: if k == "symlink" { 0 } else { m.mode() & 0o7777 },
                 mtime: (m.mtime(), m.mtime_nsec()),
-                size: if k == "file" || k == "symlink" { m.size() } else { 0 },
+                size: if k == "file" || k == "symlink" {
+                    m.size()
+                } else {
+                    0
+                },
                 blocks: if k == "file" { m.blocks() } else { 0 },
                 link: (k == "symlink").then(|| fs::read_link(e.path()).unwrap()),
                 rdev: m.rdev(),
@@ -187,7 +198,12 @@ pub fn assert_same_tree(src: &Path, dst: &Path) {
         assert_eq!(x.hash, y.hash, "{k:?} content");
         assert_eq!(x.rdev, y.rdev, "{k:?} rdev");
         if x.kind == "file" {
-            assert!(y.blocks <= x.blocks + 8, "{k:?}: copy uses {} blocks, source {}", y.blocks, x.blocks);
+            assert!(
+                y.blocks <= x.blocks + 8,
+                "{k:?}: copy uses {} blocks, source {}",
+                y.blocks,
+                x.blocks
+            );
         }
     }
 }
@@ -239,7 +255,9 @@ pub fn start_json(args: &[&std::ffi::OsStr], throttle_bps: u64) -> Running {
     let mut c = Command::new(bin());
     c.args(["--json", "--interval", "50"]).args(args);
     c.env("COPYSCOPE_TEST_THROTTLE_BPS", throttle_bps.to_string());
-    c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let mut child = c.spawn().expect("spawn");
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
