@@ -175,6 +175,9 @@ struct LinkItem {
     first_name: OsString,
 }
 
+/// Where the first name of a hard-linked file went: (directory, name).
+type FirstName = (Arc<DirNode>, OsString);
+
 /// Policy answers that stick ("Overwrite all", "Skip all").
 const ALL_NONE: u8 = 0;
 const ALL_OVERWRITE: u8 = 1;
@@ -202,7 +205,7 @@ pub(crate) struct Shared {
     pub big_lane: Mutex<()>,
     pause_announced: AtomicBool,
     links: Mutex<Vec<LinkItem>>,
-    link_map: Mutex<HashMap<(u64, u64), (Arc<DirNode>, OsString)>>,
+    link_map: Mutex<HashMap<(u64, u64), FirstName>>,
     sync_targets: Mutex<Vec<(u64, OwnedFd)>>,
     throttle: Mutex<(Option<Instant>, u64)>,
     pub verify_on_zfs: AtomicBool,

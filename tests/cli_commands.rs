@@ -1,0 +1,130 @@
+//! The command line: help with examples, completions, man page, demo, and the
+//! subcommand/default-command split (a file named `demo` can still be copied).
+
+mod util;
+
+use std::process::Command;
+use std::time::Duration;
+
+use util::*;
+
+fn run(args: &[&str]) -> std::process::Output {
+    let mut c = Command::new(bin());
+    c.args(args);
+    run_timeout(c, Duration::from_secs(60))
+}
+
+#[test]
+fn help_shows_usage_options_and_examples() {
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "SOURCE... DEST",
+        "--overwrite",
+        "--verify",
+        "--reflink",
+        "--jobs",
+        "Examples:",
+        "demo",
+        "Exit status",
+    ] {
+        assert!(s.contains(needle), "missing {needle} in help:\n{s}");
+    }
+    assert!(!s.contains("--sys-root"), "hidden option shown");
+}
+
+#[test]
+fn completions_and_man() {
+    let o = run(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("copyscope"));
+    let o = run(&["man"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(".TH copyscope"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&[]).status.code(), Some(2));
+    assert_eq!(
+        run(&["--overwrite=sometimes", "a", "b"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(run(&["--plain", "--json", "a", "b"]).status.code(), Some(2));
+    let o = run(&["replay", "/nonexistent/rec.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--record"));
+}
+
+#[test]
+fn a_file_named_demo_is_copied_after_double_dash() {
+    let t = tempfile::tempdir().unwrap();
+    write(&t.path().join("demo"), b"not a subcommand");
+    let mut c = Command::new(bin());
+    c.current_dir(t.path())
+        .args(["--plain", "--", "demo", "copy"]);
+    let o = run_timeout(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        std::fs::read(t.path().join("copy")).unwrap(),
+        b"not a subcommand"
+    );
+}
+
+#[test]
+fn demo_makes_copies_and_cleans_up() {
+    let t = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.env("TMPDIR", t.path())
+        .args(["demo", "--size", "20", "--plain"]);
+    let o = run_timeout(c, Duration::from_secs(120));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("copyscope: done: 20 MB"), "{s}");
+    assert!(s.contains("removing"), "{s}");
+    let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
+    assert!(left.is_empty(), "demo left {left:?}");
+}
+
+#[test]
+fn demo_is_cancelled_by_sigint_and_cleans_up() {
+    let t = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.env("TMPDIR", t.path())
+        .env("COPYSCOPE_TEST_THROTTLE_BPS", "2000000")
+        .args(["demo", "--size", "30", "--json", "--interval", "50"]);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    let r = Running {
+        child,
+        lines: {
+            let (tx, rx) = std::sync::mpsc::channel();
+            drop(tx);
+            rx
+        },
+        seen: Vec::new(),
+    };
+    // Wait until the copy phase has made the destination, then interrupt.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let copying = std::fs::read_dir(t.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.path().join("copy").exists());
+        if copying {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "demo never started copying"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    r.signal(rustix::process::Signal::INT);
+    let (code, _, err) = r.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
+    assert!(left.is_empty(), "demo left {left:?}");
+}

@@ -1,0 +1,107 @@
+//! Cancel by signal mid-copy: SIGINT, SIGTERM and SIGHUP end with exit 130, temporaries
+//! removed and no truncated file under a real name; SIGKILL leaves only temp-named files.
+//! The copy is slowed with the test-only COPYSCOPE_TEST_THROTTLE_BPS hook.
+
+mod util;
+
+use std::fs;
+
+use rustix::process::Signal;
+use util::*;
+
+fn tree(root: &std::path::Path) {
+    write(&root.join("a_small"), &data(1000, 1));
+    write(&root.join("b_big"), &data(6 << 20, 2));
+    write(&root.join("c_after"), &data(1000, 3));
+}
+
+fn cancelled_by(sig: Signal) {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    tree(&src);
+    let dst = t.path().join("dst");
+    let mut r = start_json(&[src.as_os_str(), dst.as_os_str()], 2 << 20);
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 100_000);
+    r.signal(sig);
+    let (code, out, err) = r.finish();
+    assert_eq!(code, Some(130), "{out}\n{err}");
+    assert!(out.contains("\"status\":\"cancelled\""), "{out}");
+    assert!(
+        temp_leftovers(&dst).is_empty(),
+        "temporaries left: {:?}",
+        temp_leftovers(&dst)
+    );
+    // Complete files only: small files (copied in parallel) may be there, whole; the big one is not.
+    if let Ok(b) = fs::read(dst.join("a_small")) {
+        assert_eq!(b, data(1000, 1));
+    }
+    if let Ok(b) = fs::read(dst.join("c_after")) {
+        assert_eq!(b, data(1000, 3));
+    }
+    assert!(
+        !dst.join("b_big").exists(),
+        "truncated file under its real name"
+    );
+    // The source is untouched.
+    assert_eq!(fs::read(src.join("b_big")).unwrap(), data(6 << 20, 2));
+}
+
+#[test]
+fn sigint_mid_copy() {
+    cancelled_by(Signal::INT);
+}
+
+#[test]
+fn sigterm_mid_copy() {
+    cancelled_by(Signal::TERM);
+}
+
+#[test]
+fn sighup_mid_copy() {
+    cancelled_by(Signal::HUP);
+}
+
+#[test]
+fn sigkill_leaves_only_temp_named_files() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    tree(&src);
+    let dst = t.path().join("dst");
+    let mut r = start_json(&[src.as_os_str(), dst.as_os_str()], 2 << 20);
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 100_000);
+    r.signal(Signal::KILL);
+    let (code, _, _) = r.finish();
+    assert_eq!(code, None, "killed by a signal");
+    assert!(
+        !dst.join("b_big").exists(),
+        "truncated file under its real name"
+    );
+    let leftovers = temp_leftovers(&dst);
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    let name = leftovers[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with(".b_big.copyscope-tmp-"), "{name}");
+    for e in fs::read_dir(&dst).unwrap() {
+        let e = e.unwrap();
+        let n = e.file_name().to_string_lossy().into_owned();
+        assert!(
+            n == "a_small" || n == "c_after" || n.contains(TEMP_MARKER),
+            "unexpected {n}"
+        );
+    }
+}
+
+#[test]
+fn throttled_copy_without_a_signal_completes() {
+    // A single small copy with the throttle: exits 0 and the file is whole.
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("f");
+    write(&src, &data(300_000, 9));
+    let r = start_json(&[src.as_os_str(), t.path().join("g").as_os_str()], 1 << 20);
+    let (code, out, err) = r.finish();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(fs::read(t.path().join("g")).unwrap(), data(300_000, 9));
+}
