@@ -50,7 +50,7 @@ O=/host/out
 cd /host
 uname -r > \$O/uname.txt; cat /sys/module/zfs/version > \$O/zfs-version.txt
 # A dm-linear device on a partitioned loop file, so the /sys graph has dm -> partition -> disk.
-modprobe dm-mod 2>/dev/null
+modprobe loop 2>/dev/null; modprobe dm-mod 2>/dev/null
 truncate -s 64M /tmp/dm.img
 python3 - <<'PY'
 import struct
@@ -67,7 +67,7 @@ zpool list -vHP tank > \$O/zpool-list-vHP-tank.txt
 python3 capture.py \$O/fixtures/before tank
 mkdir -p \$O/txgs-during
 ( for i in \$(seq 1 40); do sleep 0.7; cp /proc/spl/kstat/zfs/tank/txgs \$O/txgs-during/\$i.txt 2>/dev/null || true; done ) &
-( sleep 8; python3 capture.py \$O/fixtures/during tank ) &
+( sleep 4; python3 capture.py \$O/fixtures/during tank ) &
 ./sample_dump --dest /tank --source /mnt/dm --write-bytes $SIZE --seconds $SECONDS_ > \$O/samples.jsonl
 wait
 python3 capture.py \$O/fixtures/after tank

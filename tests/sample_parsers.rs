@@ -302,3 +302,100 @@ fn txg_transitions_match_lab_timeseries() {
     assert_eq!(started, committed[..started.len()].to_vec());
     assert!(started.len() >= committed.len());
 }
+
+#[test]
+fn zpool_list_vhp_real_scripted_output() {
+    let text = fixture("zfs-2.1/zpool-list-vHP.txt");
+    assert_eq!(
+        parse_zpool_list_vhp(&text, "tank"),
+        vec![
+            "/dev/disk/by-id/virtio-pool1-part1",
+            "/dev/disk/by-id/virtio-pool2-part1"
+        ]
+    );
+    assert!(parse_zpool_list_vhp(&text, "rpool").is_empty());
+}
+
+#[test]
+fn txgs_real_o_s_c_snapshots() {
+    for n in ["03", "05", "10", "15"] {
+        let t = parse_txgs(&fixture(&format!("zfs-2.1/txgs-during/{n}.txt"))).unwrap();
+        let states: String = t.rows.iter().map(|r| r.state).collect();
+        assert!(states.ends_with("CSO"), "{n}: {states}");
+        assert!(
+            t.rows
+                .iter()
+                .filter(|r| r.state == 'C')
+                .all(|r| r.stime > 0)
+        );
+    }
+}
+
+/// The lab run's sampler output: every line is a valid Sample (the recording contract), the
+/// objset intake reaches exactly the bytes written, and txg syncs and throttle delays show.
+#[test]
+fn lab_sample_dump_is_consistent() {
+    use copyscope::sample::Sample;
+    let text = fixture("zfs-2.1/sample-dump-40mbps.jsonl");
+    let samples: Vec<Sample> = text
+        .lines()
+        .filter(|l| l.starts_with("{\"t_ns\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(samples.len() > 300);
+    let written = samples.last().unwrap().engine.bytes_copied;
+    assert_eq!(written, 800 << 20);
+    let z_last = samples.last().unwrap().zfs.as_ref().unwrap();
+    let z_first = samples[0].zfs.as_ref().unwrap();
+    assert_eq!(
+        z_last.objset_nwritten.unwrap() - z_first.objset_nwritten.unwrap(),
+        written,
+        "objset nwritten counts exactly the logical bytes written"
+    );
+    assert!(
+        z_last.dmu_tx.dirty_delay > z_first.dmu_tx.dirty_delay,
+        "throttled at 40 MB/s"
+    );
+    let mut commits = Vec::new();
+    for w in samples.windows(2) {
+        let (a, b) = (w[0].zfs.as_ref().unwrap(), w[1].zfs.as_ref().unwrap());
+        for t in txg_transitions(&a.txgs, &b.txgs) {
+            if let TxgTransition::Committed { row } = t {
+                commits.push(row);
+            }
+        }
+        // birth is put on the sample clock: an open txg was born before its sample was
+        // read. The reads of one tick take a few ms in the emulated VM, so allow one tick.
+        if let Some(o) = b.txgs.iter().find(|r| r.state == 'O') {
+            let born = o.birth as i64 + b.birth_offset_ns;
+            assert!(
+                born <= w[1].t_ns as i64 + 100_000_000,
+                "open txg born in the future"
+            );
+        }
+        assert!(
+            (a.birth_offset_ns - b.birth_offset_ns).abs() < 100_000_000,
+            "stable offset"
+        );
+    }
+    // The txgs committed during the run dirtied what was written (plus a little metadata),
+    // each in a sync of seconds at 40 MB/s.
+    let dirtied: u64 = commits.iter().map(|r| r.ndirty).sum();
+    assert!(commits.len() >= 5, "{} commits", commits.len());
+    assert!(
+        dirtied >= written && dirtied < written + written / 20,
+        "{dirtied} vs {written}"
+    );
+    assert!(
+        commits
+            .iter()
+            .filter(|r| r.ndirty > 0)
+            .all(|r| r.stime > 1_000_000_000)
+    );
+    // ZFS data bypasses the page cache.
+    assert!(
+        samples
+            .iter()
+            .all(|s| s.page_cache.unwrap().dirty < 1 << 20)
+    );
+}
