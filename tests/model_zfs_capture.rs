@@ -156,34 +156,38 @@ fn load() -> Capture {
     Capture { samples }
 }
 
+enum Input<'a> {
+    Sample(&'a Sample),
+    Engine(u64, EngineEvent),
+}
+
 /// The capture as the TUI would see it: samples, with the flush phase's engine events
 /// where the lab's phase column changes (dd exited → sync → tail).
-fn stream(cap: &Capture) -> Vec<(Option<&Sample>, Option<(u64, EngineEvent)>)> {
+fn stream(cap: &Capture) -> Vec<Input<'_>> {
     let mut out = Vec::new();
     let mut phase = "";
     for (p, s) in &cap.samples {
         if p != phase {
             match p.as_str() {
-                "sync" => out.push((None, Some((s.t_ns, EngineEvent::FlushStarted)))),
-                "tail" => out.push((None, Some((s.t_ns, EngineEvent::FlushDone)))),
+                "sync" => out.push(Input::Engine(s.t_ns, EngineEvent::FlushStarted)),
+                "tail" => out.push(Input::Engine(s.t_ns, EngineEvent::FlushDone)),
                 _ => {}
             }
             phase = p;
         }
-        out.push((Some(s), None));
+        out.push(Input::Sample(s));
     }
     out
 }
 
 fn run(cap: &Capture) -> Model {
     let st = stream(cap);
-    let items = st.iter().map(|(s, e)| match (s, e) {
-        (Some(s), _) => ReplayItem::Sample(s),
-        (None, Some((t, ev))) => ReplayItem::Engine {
+    let items = st.iter().map(|i| match i {
+        Input::Sample(s) => ReplayItem::Sample(s),
+        Input::Engine(t, ev) => ReplayItem::Engine {
             t_ns: *t,
             event: ev,
         },
-        (None, None) => unreachable!(),
     });
     Model::replay_stream(ModelConfig::default(), env(), items)
 }
