@@ -214,6 +214,12 @@ impl Detector {
     }
 
     fn step_idle(&mut self, tick: SpeedTick, s: f64) -> Step {
+        // The median never exceeds the maximum: above ratio × max no drop is possible and
+        // the median (the costly part of a tick) is not needed.
+        let max = self.normal.iter().map(|e| e.bps).fold(0.0, f64::max);
+        if s >= self.cfg.drop_ratio * max {
+            return Step::Quiet;
+        }
         let Some(reference) = self.reference() else {
             return Step::Quiet;
         };
