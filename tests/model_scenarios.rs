@@ -60,7 +60,7 @@ impl Default for Levels {
 }
 
 enum Item {
-    Sample(Sample),
+    Sample(Box<Sample>),
     Engine(u64, EngineEvent),
 }
 
@@ -179,7 +179,7 @@ impl Scenario {
                 birth_offset_ns: 0,
             }),
         };
-        self.items.push(Item::Sample(sample));
+        self.items.push(Item::Sample(Box::new(sample)));
     }
 
     fn model(&self, env: Environment) -> Model {
