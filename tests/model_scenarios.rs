@@ -38,7 +38,7 @@ struct ZfsLevels {
     rows: Vec<TxgRow>,
     delays_per_tick: u64,
     over_max_per_tick: u64,
-    arc_anon: u64,
+    arc_anon: Option<u64>,
 }
 
 impl Default for Levels {
@@ -175,7 +175,7 @@ impl Scenario {
                     dirty_delay: self.delays,
                     dirty_over_max: self.over_max,
                 },
-                arc_anon: Some(z.arc_anon),
+                arc_anon: z.arc_anon,
                 birth_offset_ns: 0,
             }),
         };
@@ -453,7 +453,7 @@ fn stalled_reader_on_zfs_is_not_blamed_on_the_syncing_txg() {
         copy_mbps: 150.0,
         zfs: Some(ZfsLevels {
             rows: vec![before],
-            arc_anon: 300 * MB,
+            arc_anon: Some(300 * MB),
             ..Default::default()
         }),
         ..Default::default()
@@ -564,7 +564,7 @@ fn dmu_tx_deltas_are_a_zfs_throttle_and_the_page_cache_is_never_blamed_on_zfs() 
         dirty: 2300 * MB,
         writeback: 200 * MB,
         zfs: Some(ZfsLevels {
-            arc_anon: 2 << 30,
+            arc_anon: Some(2 << 30),
             ..Default::default()
         }),
         ..Default::default()
@@ -575,7 +575,7 @@ fn dmu_tx_deltas_are_a_zfs_throttle_and_the_page_cache_is_never_blamed_on_zfs() 
             l.write_share = 0.95;
             let z = l.zfs.as_mut().unwrap();
             z.delays_per_tick = 40;
-            z.arc_anon = 3500 * MB;
+            z.arc_anon = Some(3500 * MB);
         })
         // Dirty reaches zfs_dirty_data_max: hard waits too.
         .run(500, |l| {
@@ -587,7 +587,7 @@ fn dmu_tx_deltas_are_a_zfs_throttle_and_the_page_cache_is_never_blamed_on_zfs() 
             let z = l.zfs.as_mut().unwrap();
             z.delays_per_tick = 0;
             z.over_max_per_tick = 0;
-            z.arc_anon = 2 << 30;
+            z.arc_anon = Some(2 << 30);
         });
     let m = sc.model(zfs_env());
     let d = drops(&m);
@@ -828,4 +828,101 @@ fn a_million_samples_stay_bounded() {
     assert!(m.series().points().iter().any(|p| p.copy_min_bps == 0.0));
     // Events stay in time order.
     assert!(m.events().windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+}
+
+#[test]
+fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
+    // birth_offset 0: txg times are the model's times. Txg 1204 syncs from 3.0 s to 5.5 s;
+    // the writer stalls 3.0–4.5 s, so the drop closes before the txg commits.
+    let open = TxgRow {
+        txg: 1204,
+        birth: 1_000_000_000,
+        state: 'O',
+        ..Default::default()
+    };
+    let syncing = TxgRow {
+        state: 'S',
+        otime: 2_000_000_000,
+        ..open
+    };
+    let next = TxgRow {
+        txg: 1205,
+        birth: 3_000_000_000,
+        state: 'O',
+        ..Default::default()
+    };
+    let committed = TxgRow {
+        state: 'C',
+        ndirty: 300 * MB,
+        nwritten: 290 * MB,
+        writes: 2400,
+        stime: 2_500_000_000,
+        ..syncing
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 120.0,
+        zfs: Some(ZfsLevels {
+            rows: vec![open],
+            arc_anon: None,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(1500, |l| {
+            l.copy_mbps = 10.0;
+            l.write_share = 0.9;
+            l.zfs.as_mut().unwrap().rows = vec![syncing, next];
+        })
+        .run(1000, |l| {
+            l.copy_mbps = 120.0;
+            l.write_share = 0.4;
+        })
+        .run(2000, |l| {
+            l.zfs.as_mut().unwrap().rows = vec![committed, next];
+        });
+    let m = sc.model(zfs_env());
+    let d = drops(&m);
+    assert_eq!(
+        d,
+        vec![(
+            30 * TICK,
+            45 * TICK,
+            vec![Cause::TxgSync {
+                txg: 1204,
+                ndirty: 300 * MB,
+                stime_ns: 2_500_000_000,
+                // No arcstats: the percentage comes from ndirty against 4 GiB.
+                dirty_pct_of_max: Some(300e6 * 100.0 / (4u64 << 30) as f64),
+            }]
+        )]
+    );
+    let txg_events: Vec<(u64, &EventKind)> = m
+        .events()
+        .iter()
+        .filter(|e| e.kind.short().starts_with("txg"))
+        .map(|e| (e.t_ns, &e.kind))
+        .collect();
+    assert_eq!(
+        txg_events,
+        vec![
+            (30 * TICK, &EventKind::TxgSyncStarted { txg: 1204 }),
+            (
+                55 * TICK,
+                &EventKind::TxgCommitted {
+                    txg: 1204,
+                    ndirty: 300 * MB,
+                    nwritten: 290 * MB,
+                    stime_ns: 2_500_000_000
+                }
+            ),
+        ]
+    );
+    // Without arcstats the kernel panel estimates dirty data from the bytes copied since
+    // the open txg (1205, born at 3.0 s) began: 1.5 s × 10 + 3 s × 120 MB/s.
+    let z = m.kernel().zfs.unwrap();
+    assert_eq!(z.dirty_source, "written since txg open");
+    assert_eq!(z.dirty_estimate, Some(375 * MB));
+    assert_eq!((z.open_txg, z.syncing_txg), (Some(1205), None));
+    assert_eq!(z.last_sync, Some((1204, 300 * MB, 2_500_000_000)));
 }
