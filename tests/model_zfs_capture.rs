@@ -13,6 +13,11 @@ const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/scenarios/zfs-40mbps-zero"
 );
+/// The same run with the pool throttled to 100 MB/s.
+const DIR_100: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/scenarios/zfs-100mbps-zero"
+);
 /// dd wrote 3000 MiB (meta.txt).
 const TOTAL: u64 = 3000 << 20;
 /// vmstat thresholds of the same VM (4 GB RAM), from the lab's fixtures-80mbps-zero/before/vmstat.txt.
@@ -67,7 +72,11 @@ fn ns(t_s: &str) -> u64 {
 }
 
 fn load() -> Capture {
-    let raw = std::fs::read_to_string(format!("{DIR}/txgs-raw.log")).expect("txgs-raw.log");
+    load_from(DIR)
+}
+
+fn load_from(dir: &str) -> Capture {
+    let raw = std::fs::read_to_string(format!("{dir}/txgs-raw.log")).expect("txgs-raw.log");
     let mut blocks: Vec<(u64, Vec<TxgRow>)> = Vec::new();
     for line in raw.lines() {
         if let Some(t) = line.strip_prefix("## t=") {
@@ -93,7 +102,7 @@ fn load() -> Capture {
         .min()
         .expect("txgs born during the capture");
 
-    let csv = std::fs::read_to_string(format!("{DIR}/timeseries.csv")).expect("timeseries.csv");
+    let csv = std::fs::read_to_string(format!("{dir}/timeseries.csv")).expect("timeseries.csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
@@ -424,4 +433,30 @@ fn replay_is_deterministic_and_survives_a_json_round_trip() {
         assert_eq!(back.t_ns, e.t_ns);
         assert_eq!(back.describe(), e.describe());
     }
+}
+
+#[test]
+fn the_100_mbps_run_too() {
+    let m = run(&load_from(DIR_100));
+    let mut txgs = Vec::new();
+    for ev in drops(&m) {
+        let EventKind::Drop(d) = &ev.kind else {
+            unreachable!()
+        };
+        assert!(
+            d.causes
+                .iter()
+                .all(|c| matches!(c, Cause::TxgSync { .. } | Cause::ZfsThrottle { .. })),
+            "{}",
+            ev.describe()
+        );
+        let Cause::TxgSync { txg, ndirty, .. } = d.causes[0] else {
+            panic!("{}", ev.describe())
+        };
+        assert!(ndirty > 80_000_000, "{}", ev.describe());
+        txgs.push(txg);
+    }
+    // Txg 27 (89 MB, 0.9 s) synced while dd kept its speed: no drop then.
+    let expected: Vec<u64> = (12..=32).filter(|t| *t != 27).collect();
+    assert_eq!(txgs, expected);
 }
