@@ -183,10 +183,9 @@ impl Detector {
         }
         push_capped(&mut self.smooth, tick, self.cfg.smooth_ticks.max(1));
         push_capped(&mut self.recent, tick, RECENT_CAP);
-        let (b, d) = self
-            .smooth
-            .iter()
-            .fold((0u64, 0u64), |(b, d), t| (b + t.bytes, d + t.dt()));
+        let (b, d) = self.smooth.iter().fold((0u64, 0u64), |(b, d), t| {
+            (b.saturating_add(t.bytes), d + t.dt())
+        });
         self.smoothed = b as f64 * 1e9 / d as f64;
         let s = self.smoothed;
         let raw = tick.bps();
@@ -229,14 +228,14 @@ impl Detector {
         }
         // Backdate to the first raw tick of the slow run that dragged the mean down.
         let mut start = tick.t0;
-        let mut bytes = 0;
+        let mut bytes: u64 = 0;
         let mut last_below_end = None;
         for t in self.recent.iter().rev() {
             if t.bps() >= thr {
                 break;
             }
             start = t.t0;
-            bytes += t.bytes;
+            bytes = bytes.saturating_add(t.bytes);
             last_below_end.get_or_insert(t.t1);
         }
         if last_below_end.is_none() {
@@ -278,7 +277,7 @@ impl Detector {
         let drop_thr = self.cfg.drop_ratio * o.reference;
         let rec_thr = self.cfg.recover_ratio * o.reference;
         let bytes_before = o.bytes;
-        o.bytes += tick.bytes;
+        o.bytes = o.bytes.saturating_add(tick.bytes);
         o.min_bps = o.min_bps.min(s);
         if raw < drop_thr {
             o.last_below_end = tick.t1;

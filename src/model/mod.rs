@@ -22,7 +22,7 @@ pub use series::{Point, Series};
 
 use crate::copy::EngineEvent;
 use crate::sample::{Environment, PageCache, Sample};
-use attrib::{Context, Evidence, TickInfo, TxgHit};
+use attrib::{Context, Evidence, TickInfo, TxgHit, dirty_and_writeback, freerun};
 use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
 use txg::{TxgChange, TxgTracker};
 
@@ -440,7 +440,7 @@ impl Model {
         if let Some(p) = s.page_cache {
             // Already above at the start: the copy did not cause it, wait for a re-crossing.
             self.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
-            self.zone_armed = p.freerun() == 0 || p.dirty + p.writeback <= p.freerun();
+            self.zone_armed = freerun(&p) == 0 || dirty_and_writeback(&p) <= freerun(&p);
         }
         if let Some(z) = &s.zfs {
             self.txgs.update(s.t_ns, z);
@@ -601,8 +601,8 @@ impl Model {
                 self.wb_armed = true;
             }
         }
-        let freerun = p.freerun();
-        let dw = p.dirty + p.writeback;
+        let freerun = freerun(&p);
+        let dw = dirty_and_writeback(&p);
         if freerun > 0 {
             if self.zone_armed && dw > freerun {
                 self.zone_armed = false;
@@ -619,7 +619,7 @@ impl Model {
     fn delay_events(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         let due = |last: Option<u64>, t: u64| last.is_none_or(|l| t >= l + DELAY_EVENT_EVERY_NS);
         if tick.zfs_delays > 0 {
-            self.delay_pending += tick.zfs_delays;
+            self.delay_pending = self.delay_pending.saturating_add(tick.zfs_delays);
             self.delay_last_rise = tick.t1;
             if due(self.delay_last_emit, tick.t1) {
                 out.push(self.take_delays(tick.t1));
@@ -768,7 +768,7 @@ impl Model {
         if self.on_zfs() {
             s.zfs.as_ref().and_then(|z| z.arc_anon)
         } else {
-            s.page_cache.map(|p| p.dirty + p.writeback)
+            s.page_cache.map(|p| dirty_and_writeback(&p))
         }
     }
 
@@ -818,7 +818,7 @@ impl Model {
             .iter()
             .filter(|t| t.t0 >= start)
             .map(|t| t.bytes)
-            .sum();
+            .fold(0, u64::saturating_add);
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
@@ -861,10 +861,9 @@ impl Model {
                 0.0
             }
         };
-        let (b, d) = self
-            .now_ring
-            .iter()
-            .fold((0u64, 0u64), |(b, d), t| (b + t.bytes, d + t.dt()));
+        let (b, d) = self.now_ring.iter().fold((0u64, 0u64), |(b, d), t| {
+            (b.saturating_add(t.bytes), d + t.dt())
+        });
         let mut lost: Vec<(&'static str, f64)> = CAUSE_LABELS
             .iter()
             .zip(self.lost_by_cause)
@@ -923,12 +922,15 @@ impl Model {
                         .iter()
                         .filter(|t| t.t1 as i128 > born)
                         .map(|t| t.bytes)
-                        .sum();
+                        .fold(0, u64::saturating_add);
                     (Some(since), "written since txg open")
                 }
                 (None, None) => (None, "written since txg open"),
             };
-            let delays: u64 = window.iter().map(|t| t.zfs_delays).sum();
+            let delays = window
+                .iter()
+                .map(|t| t.zfs_delays)
+                .fold(0, u64::saturating_add);
             ZfsView {
                 pool: z.pool.clone(),
                 open_txg: open.map(|r| r.txg),
@@ -1006,7 +1008,7 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         (Some(a), Some(b))
             if b.sectors_written >= a.sectors_written && b.io_ticks_ms >= a.io_ticks_ms =>
         {
-            let bps = per_s(((b.sectors_written - a.sectors_written) * 512) as f64);
+            let bps = per_s((b.sectors_written - a.sectors_written) as f64 * 512.0);
             let busy_ns = (b.io_ticks_ms - a.io_ticks_ms) as f64 * 1e6;
             let util = busy_ns * 100.0 / (dt as f64 * b.disks.max(1) as f64);
             (Some(bps), Some(util.clamp(0.0, 100.0)))
