@@ -926,3 +926,37 @@ fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
     assert_eq!((z.open_txg, z.syncing_txg), (Some(1205), None));
     assert_eq!(z.last_sync, Some((1204, 300 * MB, 2_500_000_000)));
 }
+
+#[test]
+fn eta_counts_the_backlog_at_the_disk_rate() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 200.0,
+        dirty: 800 * MB,
+        writeback: 200 * MB,
+        dev_mbps: 100.0,
+        ..Default::default()
+    });
+    sc.run(5000, |_| {});
+    let mut m = Model::new(ModelConfig::default(), ext4());
+    for item in &sc.items {
+        if let Item::Sample(s) = item {
+            let mut s = (**s).clone();
+            // 1 GB copied of 3 GB; the scan is done.
+            s.engine.bytes_total = 3000 * MB;
+            s.engine.scan_done = true;
+            m.apply(&s);
+        }
+    }
+    // 2 GB at 200 MB/s, then 1 GB of dirty + writeback at the disk's 100 MB/s.
+    assert!((m.eta_secs(false).unwrap() - 10.0).abs() < 1e-6);
+    assert!((m.eta_secs(true).unwrap() - 20.0).abs() < 1e-3);
+    assert_eq!(m.backlog(), Some(1000 * MB));
+    // While scanning there is no honest ETA.
+    let mut m2 = Model::new(ModelConfig::default(), ext4());
+    for item in &sc.items {
+        if let Item::Sample(s) = item {
+            m2.apply(s);
+        }
+    }
+    assert_eq!(m2.eta_secs(true), None);
+}

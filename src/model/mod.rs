@@ -762,8 +762,46 @@ impl Model {
         out
     }
 
-    /// Data still to reach the disk: page-cache dirty + writeback, or on ZFS arc anon_size.
-    fn backlog(&self) -> Option<u64> {
+    /// Seconds until done (DESIGN §4): the bytes still to copy at the average speed, plus,
+    /// with `include_flush`, the data waiting in RAM at the rate the disks drain it (so a
+    /// 100 % bar never hangs unexplained). None while the total is unknown (scanning).
+    pub fn eta_secs(&self, include_flush: bool) -> Option<f64> {
+        let s = self.latest.as_ref()?;
+        let stats = self.stats();
+        let copy_secs = if self.copy_end.is_some() {
+            0.0
+        } else {
+            let e = &s.engine;
+            if !e.scan_done || e.bytes_total == 0 || stats.avg_bps <= 0.0 {
+                return None;
+            }
+            e.bytes_total.saturating_sub(e.bytes_copied) as f64 / stats.avg_bps
+        };
+        if !include_flush || self.flush_done.is_some() {
+            return Some(copy_secs);
+        }
+        let backlog = self.backlog().unwrap_or(0) as f64;
+        let drain = self.drain_bps().unwrap_or(stats.avg_bps);
+        Some(copy_secs + if drain > 0.0 { backlog / drain } else { 0.0 })
+    }
+
+    /// The rate data leaves RAM for the disks: the last txg's write rate on ZFS, else the
+    /// destination disks' write rate over the last second.
+    fn drain_bps(&self) -> Option<f64> {
+        if self.on_zfs() {
+            let z = self.latest.as_ref()?.zfs.as_ref()?;
+            let r = z
+                .txgs
+                .iter()
+                .rev()
+                .find(|r| r.state == 'C' && r.stime > 0)?;
+            return Some(r.nwritten as f64 * 1e9 / r.stime as f64).filter(|b| *b > 0.0);
+        }
+        self.kernel().device_bps.filter(|b| *b > 1e6)
+    }
+
+    /// Data still to reach the disk: page-cache Dirty + Writeback, or on ZFS arc anon_size.
+    pub fn backlog(&self) -> Option<u64> {
         let s = self.latest.as_ref()?;
         if self.on_zfs() {
             s.zfs.as_ref().and_then(|z| z.arc_anon)
