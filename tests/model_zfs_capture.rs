@@ -385,6 +385,8 @@ fn kernel_view_mid_stall() {
     let EventKind::Drop(d) = &open.kind else {
         unreachable!()
     };
+    assert_eq!(d.end_ns, 7_000_000_000);
+    assert!((d.bytes_lost - 115_343_360.0 * 2.3).abs() < 1.0);
     // Still syncing: no size yet, but the txg is named.
     assert!(matches!(
         d.causes[0],

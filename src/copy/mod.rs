@@ -89,24 +89,47 @@ pub struct Control {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EngineEvent {
-    FileStarted { path: PathBuf, size: u64 },
-    FileDone { path: PathBuf, bytes: u64 },
+    FileStarted {
+        path: PathBuf,
+        size: u64,
+    },
+    FileDone {
+        path: PathBuf,
+        bytes: u64,
+    },
     /// A per-file error: the copy goes on.
-    FileFailed { path: PathBuf, error: String },
+    FileFailed {
+        path: PathBuf,
+        error: String,
+    },
     /// Skipped on purpose (socket, device without root, conflict policy, ...).
-    FileSkipped { path: PathBuf, reason: String },
+    FileSkipped {
+        path: PathBuf,
+        reason: String,
+    },
     /// A file changed size while it was copied (reported, the copy still completes).
-    FileChanged { path: PathBuf, detail: String },
-    ScanDone { files: u64, bytes: u64 },
+    FileChanged {
+        path: PathBuf,
+        detail: String,
+    },
+    ScanDone {
+        files: u64,
+        bytes: u64,
+    },
     /// All data written; the flush (syncfs or per-file fsync) starts.
     FlushStarted,
     FlushDone,
     VerifyStarted,
-    VerifyDone { files: u64, mismatches: u64 },
+    VerifyDone {
+        files: u64,
+        mismatches: u64,
+    },
     Paused,
     Resumed,
     /// Fatal: the copy stops (disk full, destination gone).
-    Fatal { error: String },
+    Fatal {
+        error: String,
+    },
 }
 
 /// The user's answer to "destination exists" under `--overwrite=ask`.

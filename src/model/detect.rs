@@ -127,6 +127,11 @@ impl Detector {
         self.open.map(|o| o.reference)
     }
 
+    /// Bytes copied since the open drop started.
+    pub fn open_bytes(&self) -> Option<u64> {
+        self.open.map(|o| o.bytes)
+    }
+
     /// Lowest smoothed speed of the open drop.
     pub fn open_min(&self) -> Option<f64> {
         self.open.map(|o| o.min_bps)

@@ -851,12 +851,7 @@ impl Model {
         let e = self.evidence.as_ref()?;
         let reference = self.detector.open_reference().unwrap_or(0.0);
         let secs = now.saturating_sub(start) as f64 / 1e9;
-        let copied: u64 = self
-            .recent
-            .iter()
-            .filter(|t| t.t0 >= start)
-            .map(|t| t.bytes)
-            .fold(0, u64::saturating_add);
+        let copied = self.detector.open_bytes().unwrap_or(0);
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
