@@ -719,6 +719,11 @@ fn pause_is_not_a_drop_and_closes_an_open_one() {
         ]
     );
     assert_eq!(drops(&m)[0].1, 40 * TICK);
+    assert_eq!(
+        m.drop_spans().collect::<Vec<_>>(),
+        vec![(30 * TICK, 40 * TICK)]
+    );
+    assert_eq!(m.open_drop_start(), None);
     let s = m.stats();
     assert_eq!(s.drops, 1);
     // 3 s × 200 + 1 s × 20 + 3 s × 200 MB over 7 s of copying (the pause does not count).

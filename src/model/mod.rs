@@ -839,6 +839,15 @@ impl Model {
         &self.events
     }
 
+    /// Spans `(start, end)` of the stored drops, oldest first, for highlighting (the one
+    /// in progress is [`Model::open_drop_start`] → now).
+    pub fn drop_spans(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.events.iter().filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e.t_ns, d.end_ns)),
+            _ => None,
+        })
+    }
+
     /// Start of a drop in progress (confirmed, not yet recovered).
     pub fn open_drop_start(&self) -> Option<u64> {
         self.detector.open_drop_start()
