@@ -27,6 +27,16 @@ pub const TXG_OVERLAP_FRACTION: f64 = 0.5;
 /// ramps up just before the writer stops.
 pub const ZFS_LOOKBACK_NS: u64 = 1_000_000_000;
 
+/// (thresh + bg) / 2 without overflow on garbage input.
+pub(crate) fn freerun(p: &PageCache) -> u64 {
+    ((p.thresh as u128 + p.bg_thresh as u128) / 2) as u64
+}
+
+/// What the kernel counts against the limits: Dirty + Writeback.
+pub(crate) fn dirty_and_writeback(p: &PageCache) -> u64 {
+    p.dirty.saturating_add(p.writeback)
+}
+
 /// Derived figures of one tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct TickInfo {
@@ -92,8 +102,8 @@ impl Evidence {
                 dev_ns += t.dt();
             }
             if t.t1 + ZFS_LOOKBACK_NS > start {
-                e.zfs_delays += t.zfs_delays;
-                e.zfs_over_max += t.zfs_over_max;
+                e.zfs_delays = e.zfs_delays.saturating_add(t.zfs_delays);
+                e.zfs_over_max = e.zfs_over_max.saturating_add(t.zfs_over_max);
                 e.note_anon(t.arc_anon);
             }
             if let Some(p) = t.page {
@@ -115,12 +125,12 @@ impl Evidence {
     pub fn fold(&mut self, t: &TickInfo) {
         let dt = t.dt();
         self.span_ns += dt;
-        self.read_ns += t.read_ns;
-        self.write_ns += t.write_ns;
+        self.read_ns = self.read_ns.saturating_add(t.read_ns);
+        self.write_ns = self.write_ns.saturating_add(t.write_ns);
         if let Some(p) = t.page {
             self.page_ns += dt;
-            let dw = p.dirty + p.writeback;
-            let freerun = p.freerun();
+            let dw = dirty_and_writeback(&p);
+            let freerun = freerun(&p);
             if freerun > 0 && dw > freerun {
                 self.above_freerun_ns += dt;
             }
@@ -144,8 +154,8 @@ impl Evidence {
             self.cpu_ns += dt;
         }
         self.source_disk |= t.source_disk;
-        self.zfs_delays += t.zfs_delays;
-        self.zfs_over_max += t.zfs_over_max;
+        self.zfs_delays = self.zfs_delays.saturating_add(t.zfs_delays);
+        self.zfs_over_max = self.zfs_over_max.saturating_add(t.zfs_over_max);
         self.note_anon(t.arc_anon);
     }
 

@@ -63,7 +63,6 @@ struct RefEntry {
     t1: u64,
     dt: u64,
     bps: f64,
-    in_drop: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -81,7 +80,7 @@ struct Open {
     recovering_since: Option<(u64, u64)>,
 }
 
-/// Cap on reference entries (10 s at 100 ms is 100; faster ticks are covered by the cap).
+/// Cap on kept ticks per ring (10 s at 100 ms is 100; faster ticks are covered by the cap).
 const REF_CAP: usize = 600;
 /// Recent raw ticks kept for backdating a candidate's start.
 const RECENT_CAP: usize = 16;
@@ -90,7 +89,12 @@ const RECENT_CAP: usize = 16;
 pub(crate) struct Detector {
     cfg: DetectConfig,
     smooth: VecDeque<SpeedTick>,
-    reference: VecDeque<RefEntry>,
+    /// Ticks of normal copying, the newest `reference_window_ns` of them: the window counts
+    /// copying time, not wall time, so a copy that stalls most of the time keeps a reference.
+    normal: VecDeque<RefEntry>,
+    normal_ns: u64,
+    /// Ticks of the open candidate or drop (the newest window of them).
+    in_drop: VecDeque<RefEntry>,
     recent: VecDeque<SpeedTick>,
     open: Option<Open>,
     scratch: Vec<f64>,
@@ -103,7 +107,9 @@ impl Detector {
         Detector {
             cfg,
             smooth: VecDeque::with_capacity(cfg.smooth_ticks.max(1)),
-            reference: VecDeque::new(),
+            normal: VecDeque::new(),
+            normal_ns: 0,
+            in_drop: VecDeque::new(),
             recent: VecDeque::with_capacity(RECENT_CAP),
             open: None,
             scratch: Vec::new(),
@@ -121,28 +127,58 @@ impl Detector {
         self.open.map(|o| o.reference)
     }
 
+    /// Bytes copied since the open drop started.
+    pub fn open_bytes(&self) -> Option<u64> {
+        self.open.map(|o| o.bytes)
+    }
+
     /// Lowest smoothed speed of the open drop.
     pub fn open_min(&self) -> Option<f64> {
         self.open.map(|o| o.min_bps)
     }
 
-    /// The current reference, if enough non-drop history exists.
+    /// The current reference, once enough normal copying has been seen.
     pub fn reference(&mut self) -> Option<f64> {
-        let anchor = self.reference.iter().rev().find(|e| !e.in_drop)?.t1;
-        let from = anchor.saturating_sub(self.cfg.reference_window_ns);
-        self.scratch.clear();
-        let mut covered = 0u64;
-        for e in self.reference.iter().filter(|e| !e.in_drop && e.t1 > from) {
-            self.scratch.push(e.bps);
-            covered += e.dt;
-        }
-        if covered < self.cfg.min_reference_ns || self.scratch.is_empty() {
+        if self.normal_ns < self.cfg.min_reference_ns || self.normal.is_empty() {
             return None;
         }
-        let mid = self.scratch.len() / 2;
-        let (_, m, _) = self.scratch.select_nth_unstable_by(mid, f64::total_cmp);
-        let m = *m;
+        let m = median(&mut self.scratch, self.normal.iter().map(|e| e.bps));
         (m > 0.0).then_some(m)
+    }
+
+    fn push_normal(&mut self, e: RefEntry) {
+        self.normal_ns += e.dt;
+        self.normal.push_back(e);
+        while let Some(front) = self.normal.front() {
+            let over = self.normal_ns - front.dt >= self.cfg.reference_window_ns;
+            if over || self.normal.len() > REF_CAP {
+                self.normal_ns -= front.dt;
+                self.normal.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn push_in_drop(&mut self, e: RefEntry) {
+        self.in_drop.push_back(e);
+        let from = e.t1.saturating_sub(self.cfg.reference_window_ns);
+        while let Some(front) = self.in_drop.front() {
+            if front.t1 <= from || self.in_drop.len() > REF_CAP {
+                self.in_drop.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Moves the drop ticks that end after `t` back to normal copying (recovery ticks, an
+    /// abandoned candidate, a rebase) and forgets the rest.
+    fn release_in_drop(&mut self, after: u64) {
+        let ticks: Vec<RefEntry> = self.in_drop.drain(..).filter(|e| e.t1 > after).collect();
+        for e in ticks {
+            self.push_normal(e);
+        }
     }
 
     /// Feeds one tick while detection is allowed.
@@ -152,30 +188,42 @@ impl Detector {
         }
         push_capped(&mut self.smooth, tick, self.cfg.smooth_ticks.max(1));
         push_capped(&mut self.recent, tick, RECENT_CAP);
-        let (b, d) = self
-            .smooth
-            .iter()
-            .fold((0u64, 0u64), |(b, d), t| (b + t.bytes, d + t.dt()));
+        let (b, d) = self.smooth.iter().fold((0u64, 0u64), |(b, d), t| {
+            (b.saturating_add(t.bytes), d + t.dt())
+        });
         self.smoothed = b as f64 * 1e9 / d as f64;
         let s = self.smoothed;
         let raw = tick.bps();
-
-        let step = match self.open {
-            None => self.step_idle(tick, s),
-            Some(open) => self.step_open(open, tick, raw, s),
-        };
-        let in_drop = self.open.is_some();
-        self.reference.push_back(RefEntry {
+        let entry = RefEntry {
             t1: tick.t1,
             dt: tick.dt(),
             bps: raw,
-            in_drop,
-        });
-        self.evict();
-        step
+        };
+
+        match self.open {
+            None => {
+                let step = self.step_idle(tick, s);
+                if self.open.is_some() {
+                    self.push_in_drop(entry);
+                } else {
+                    self.push_normal(entry);
+                }
+                step
+            }
+            Some(open) => {
+                self.push_in_drop(entry);
+                self.step_open(open, tick, raw, s)
+            }
+        }
     }
 
     fn step_idle(&mut self, tick: SpeedTick, s: f64) -> Step {
+        // The median never exceeds the maximum: above ratio × max no drop is possible and
+        // the median (the costly part of a tick) is not needed.
+        let max = self.normal.iter().map(|e| e.bps).fold(0.0, f64::max);
+        if s >= self.cfg.drop_ratio * max {
+            return Step::Quiet;
+        }
         let Some(reference) = self.reference() else {
             return Step::Quiet;
         };
@@ -185,25 +233,28 @@ impl Detector {
         }
         // Backdate to the first raw tick of the slow run that dragged the mean down.
         let mut start = tick.t0;
-        let mut bytes = 0;
+        let mut bytes: u64 = 0;
         let mut last_below_end = None;
         for t in self.recent.iter().rev() {
             if t.bps() >= thr {
                 break;
             }
             start = t.t0;
-            bytes += t.bytes;
+            bytes = bytes.saturating_add(t.bytes);
             last_below_end.get_or_insert(t.t1);
         }
         if last_below_end.is_none() {
             bytes = tick.bytes;
         }
-        // Ticks already entered as non-drop inside the candidate no longer count.
-        for e in self.reference.iter_mut().rev() {
-            if e.t1 <= start {
+        // Ticks already taken as normal inside the candidate move to the drop.
+        while let Some(back) = self.normal.back() {
+            if back.t1 <= start {
                 break;
             }
-            e.in_drop = true;
+            self.normal_ns -= back.dt;
+            let e = *back;
+            self.normal.pop_back();
+            self.in_drop.push_front(e);
         }
         self.open = Some(Open {
             confirmed: false,
@@ -231,7 +282,7 @@ impl Detector {
         let drop_thr = self.cfg.drop_ratio * o.reference;
         let rec_thr = self.cfg.recover_ratio * o.reference;
         let bytes_before = o.bytes;
-        o.bytes += tick.bytes;
+        o.bytes = o.bytes.saturating_add(tick.bytes);
         o.min_bps = o.min_bps.min(s);
         if raw < drop_thr {
             o.last_below_end = tick.t1;
@@ -246,12 +297,7 @@ impl Detector {
             if s >= drop_thr {
                 self.open = None;
                 // The candidate's ticks were ordinary after all.
-                for e in self.reference.iter_mut().rev() {
-                    if e.t1 <= o.start {
-                        break;
-                    }
-                    e.in_drop = false;
-                }
+                self.release_in_drop(0);
                 return Step::Abandoned;
             }
             self.open = Some(o);
@@ -260,46 +306,25 @@ impl Detector {
 
         if s >= rec_thr {
             let (end, bytes) = o.recovering_since.unwrap_or((tick.t1, o.bytes));
+            let end = end.max(o.start);
             self.open = None;
-            return Step::Ended(span(&o, end.max(o.start), bytes));
+            // The recovery ticks are normal copying again.
+            self.release_in_drop(end);
+            return Step::Ended(span(&o, end, bytes));
         }
         if tick.t1.saturating_sub(o.start) >= self.cfg.rebase_after_ns
-            && self.in_drop_median() > 0.0
+            && median(&mut self.scratch, self.in_drop.iter().map(|e| e.bps)) > 0.0
         {
             // A long drop that still moves is a new normal (e.g. from large files to small
             // ones): close it here and let the recent level become the reference.
             self.open = None;
-            let from = tick.t1.saturating_sub(self.cfg.reference_window_ns);
-            for e in self.reference.iter_mut().rev() {
-                if e.t1 <= from {
-                    break;
-                }
-                e.in_drop = false;
-            }
+            self.normal.clear();
+            self.normal_ns = 0;
+            self.release_in_drop(0);
             return Step::Ended(span(&o, tick.t1, o.bytes));
         }
         self.open = Some(o);
         Step::Quiet
-    }
-
-    /// Median raw speed of the drop's ticks within the reference window.
-    fn in_drop_median(&mut self) -> f64 {
-        let Some(last) = self.reference.back().map(|e| e.t1) else {
-            return 0.0;
-        };
-        let from = last.saturating_sub(self.cfg.reference_window_ns);
-        self.scratch.clear();
-        self.scratch.extend(
-            self.reference
-                .iter()
-                .filter(|e| e.in_drop && e.t1 > from)
-                .map(|e| e.bps),
-        );
-        if self.scratch.is_empty() {
-            return 0.0;
-        }
-        let mid = self.scratch.len() / 2;
-        *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1
     }
 
     /// Stops detection at `t` (pause, end of the copy phase): an open drop ends there, a
@@ -307,38 +332,33 @@ impl Detector {
     pub fn interrupt(&mut self, t: u64) -> Option<DropSpan> {
         self.smooth.clear();
         self.recent.clear();
-        let o = self.open.take()?;
-        if !o.confirmed {
-            return None;
+        let o = self.open.take();
+        match o {
+            Some(o) if o.confirmed => {
+                self.in_drop.clear();
+                Some(span(&o, t.max(o.start), o.bytes))
+            }
+            _ => {
+                self.release_in_drop(0);
+                None
+            }
         }
-        let end = t.max(o.start);
-        Some(span(&o, end, o.bytes))
     }
 
     /// Latest smoothed speed.
     pub fn smoothed(&self) -> f64 {
         self.smoothed
     }
+}
 
-    fn evict(&mut self) {
-        let anchor = self
-            .reference
-            .iter()
-            .rev()
-            .find(|e| !e.in_drop)
-            .map(|e| e.t1);
-        let keep_from = anchor
-            .unwrap_or(0)
-            .saturating_sub(self.cfg.reference_window_ns);
-        while let Some(front) = self.reference.front() {
-            let too_old = anchor.is_some() && front.t1 <= keep_from;
-            if too_old || self.reference.len() > REF_CAP {
-                self.reference.pop_front();
-            } else {
-                break;
-            }
-        }
+fn median(scratch: &mut Vec<f64>, values: impl Iterator<Item = f64>) -> f64 {
+    scratch.clear();
+    scratch.extend(values);
+    if scratch.is_empty() {
+        return 0.0;
     }
+    let mid = scratch.len() / 2;
+    *scratch.select_nth_unstable_by(mid, f64::total_cmp).1
 }
 
 fn span(o: &Open, end: u64, bytes_until_end: u64) -> DropSpan {

@@ -75,6 +75,11 @@ pub fn fmt_rate_with(bps: f64, binary: bool) -> String {
 pub fn fmt_rate_pair(from: f64, to: f64) -> String {
     let hi = from.max(to).max(0.0);
     let (_, unit) = scaled(hi, false);
+    let lo = from.min(to);
+    if lo > 0.0 && scaled(lo, false).1 != unit {
+        // "1.2 GB/s → 3.0 MB/s": one unit would round the smaller rate to zero.
+        return format!("{} → {}", fmt_rate(from), fmt_rate(to));
+    }
     let div = match unit {
         "B" => 1.0,
         "kB" => 1e3,
@@ -121,7 +126,7 @@ pub fn fmt_count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(' ');
         }
         out.push(c);
@@ -167,6 +172,8 @@ mod tests {
         assert_eq!(fmt_rate_pair(118e6, 3.4e6), "118 → 3.4 MB/s");
         assert_eq!(fmt_rate_pair(118e6, 0.0), "118 → 0 MB/s");
         assert_eq!(fmt_rate_pair(118e6, 12.4e6), "118 → 12 MB/s");
+        assert_eq!(fmt_rate_pair(1.2e9, 3e6), "1.2 GB/s → 3.0 MB/s");
+        assert_eq!(fmt_rate_pair(1.2e9, 0.0), "1.2 → 0 GB/s");
     }
 
     #[test]

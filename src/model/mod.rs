@@ -22,7 +22,7 @@ pub use series::{Point, Series};
 
 use crate::copy::EngineEvent;
 use crate::sample::{Environment, PageCache, Sample};
-use attrib::{Context, Evidence, TickInfo, TxgHit};
+use attrib::{Context, Evidence, TickInfo, TxgHit, dirty_and_writeback, freerun};
 use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
 use txg::{TxgChange, TxgTracker};
 
@@ -440,7 +440,7 @@ impl Model {
         if let Some(p) = s.page_cache {
             // Already above at the start: the copy did not cause it, wait for a re-crossing.
             self.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
-            self.zone_armed = p.freerun() == 0 || p.dirty + p.writeback <= p.freerun();
+            self.zone_armed = freerun(&p) == 0 || dirty_and_writeback(&p) <= freerun(&p);
         }
         if let Some(z) = &s.zfs {
             self.txgs.update(s.t_ns, z);
@@ -601,8 +601,8 @@ impl Model {
                 self.wb_armed = true;
             }
         }
-        let freerun = p.freerun();
-        let dw = p.dirty + p.writeback;
+        let freerun = freerun(&p);
+        let dw = dirty_and_writeback(&p);
         if freerun > 0 {
             if self.zone_armed && dw > freerun {
                 self.zone_armed = false;
@@ -619,7 +619,7 @@ impl Model {
     fn delay_events(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         let due = |last: Option<u64>, t: u64| last.is_none_or(|l| t >= l + DELAY_EVENT_EVERY_NS);
         if tick.zfs_delays > 0 {
-            self.delay_pending += tick.zfs_delays;
+            self.delay_pending = self.delay_pending.saturating_add(tick.zfs_delays);
             self.delay_last_rise = tick.t1;
             if due(self.delay_last_emit, tick.t1) {
                 out.push(self.take_delays(tick.t1));
@@ -762,13 +762,51 @@ impl Model {
         out
     }
 
-    /// Data still to reach the disk: page-cache dirty + writeback, or on ZFS arc anon_size.
-    fn backlog(&self) -> Option<u64> {
+    /// Seconds until done (DESIGN §4): the bytes still to copy at the average speed, plus,
+    /// with `include_flush`, the data waiting in RAM at the rate the disks drain it (so a
+    /// 100 % bar never hangs unexplained). None while the total is unknown (scanning).
+    pub fn eta_secs(&self, include_flush: bool) -> Option<f64> {
+        let s = self.latest.as_ref()?;
+        let stats = self.stats();
+        let copy_secs = if self.copy_end.is_some() {
+            0.0
+        } else {
+            let e = &s.engine;
+            if !e.scan_done || e.bytes_total == 0 || stats.avg_bps <= 0.0 {
+                return None;
+            }
+            e.bytes_total.saturating_sub(e.bytes_copied) as f64 / stats.avg_bps
+        };
+        if !include_flush || self.flush_done.is_some() {
+            return Some(copy_secs);
+        }
+        let backlog = self.backlog().unwrap_or(0) as f64;
+        let drain = self.drain_bps().unwrap_or(stats.avg_bps);
+        Some(copy_secs + if drain > 0.0 { backlog / drain } else { 0.0 })
+    }
+
+    /// The rate data leaves RAM for the disks: the last txg's write rate on ZFS, else the
+    /// destination disks' write rate over the last second.
+    fn drain_bps(&self) -> Option<f64> {
+        if self.on_zfs() {
+            let z = self.latest.as_ref()?.zfs.as_ref()?;
+            let r = z
+                .txgs
+                .iter()
+                .rev()
+                .find(|r| r.state == 'C' && r.stime > 0)?;
+            return Some(r.nwritten as f64 * 1e9 / r.stime as f64).filter(|b| *b > 0.0);
+        }
+        self.kernel().device_bps.filter(|b| *b > 1e6)
+    }
+
+    /// Data still to reach the disk: page-cache Dirty + Writeback, or on ZFS arc anon_size.
+    pub fn backlog(&self) -> Option<u64> {
         let s = self.latest.as_ref()?;
         if self.on_zfs() {
             s.zfs.as_ref().and_then(|z| z.arc_anon)
         } else {
-            s.page_cache.map(|p| p.dirty + p.writeback)
+            s.page_cache.map(|p| dirty_and_writeback(&p))
         }
     }
 
@@ -801,6 +839,15 @@ impl Model {
         &self.events
     }
 
+    /// Spans `(start, end)` of the stored drops, oldest first, for highlighting (the one
+    /// in progress is [`Model::open_drop_start`] → now).
+    pub fn drop_spans(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.events.iter().filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e.t_ns, d.end_ns)),
+            _ => None,
+        })
+    }
+
     /// Start of a drop in progress (confirmed, not yet recovered).
     pub fn open_drop_start(&self) -> Option<u64> {
         self.detector.open_drop_start()
@@ -813,12 +860,7 @@ impl Model {
         let e = self.evidence.as_ref()?;
         let reference = self.detector.open_reference().unwrap_or(0.0);
         let secs = now.saturating_sub(start) as f64 / 1e9;
-        let copied: u64 = self
-            .recent
-            .iter()
-            .filter(|t| t.t0 >= start)
-            .map(|t| t.bytes)
-            .sum();
+        let copied = self.detector.open_bytes().unwrap_or(0);
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
@@ -861,10 +903,9 @@ impl Model {
                 0.0
             }
         };
-        let (b, d) = self
-            .now_ring
-            .iter()
-            .fold((0u64, 0u64), |(b, d), t| (b + t.bytes, d + t.dt()));
+        let (b, d) = self.now_ring.iter().fold((0u64, 0u64), |(b, d), t| {
+            (b.saturating_add(t.bytes), d + t.dt())
+        });
         let mut lost: Vec<(&'static str, f64)> = CAUSE_LABELS
             .iter()
             .zip(self.lost_by_cause)
@@ -923,12 +964,15 @@ impl Model {
                         .iter()
                         .filter(|t| t.t1 as i128 > born)
                         .map(|t| t.bytes)
-                        .sum();
+                        .fold(0, u64::saturating_add);
                     (Some(since), "written since txg open")
                 }
                 (None, None) => (None, "written since txg open"),
             };
-            let delays: u64 = window.iter().map(|t| t.zfs_delays).sum();
+            let delays = window
+                .iter()
+                .map(|t| t.zfs_delays)
+                .fold(0, u64::saturating_add);
             ZfsView {
                 pool: z.pool.clone(),
                 open_txg: open.map(|r| r.txg),
@@ -1006,7 +1050,7 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         (Some(a), Some(b))
             if b.sectors_written >= a.sectors_written && b.io_ticks_ms >= a.io_ticks_ms =>
         {
-            let bps = per_s(((b.sectors_written - a.sectors_written) * 512) as f64);
+            let bps = per_s((b.sectors_written - a.sectors_written) as f64 * 512.0);
             let busy_ns = (b.io_ticks_ms - a.io_ticks_ms) as f64 * 1e6;
             let util = busy_ns * 100.0 / (dt as f64 * b.disks.max(1) as f64);
             (Some(bps), Some(util.clamp(0.0, 100.0)))

@@ -1,0 +1,967 @@
+//! Scenario tests of the model: sequences of 100 ms samples over time, each built to
+//! show one cause of a drop with the signal levels of ../shared/reference/signals.md
+//! (§4.2 example machine: 16 GiB, ~14 GiB dirtyable → bg 1.4 GiB, thresh 2.8 GiB,
+//! freerun 2.1 GiB), run through the model, asserting the exact events and attributions.
+
+use copyscope::copy::{EngineEvent, ProgressSnapshot};
+use copyscope::model::{Cause, Event, EventKind, Model, ModelConfig, ReplayItem};
+use copyscope::sample::{
+    Cpu, DiskCounters, DmuTx, Environment, PageCache, Psi, Sample, TxgRow, ZfsSample,
+};
+
+const TICK: u64 = 100_000_000;
+const MB: u64 = 1_000_000;
+const GIB: f64 = (1u64 << 30) as f64;
+/// 10 % and 20 % of 14 GiB dirtyable (signals.md §4.2).
+const BG: u64 = (1.4 * GIB) as u64;
+const THRESH: u64 = (2.8 * GIB) as u64;
+const FREERUN: u64 = (BG + THRESH) / 2;
+
+/// Signal levels that hold until changed.
+#[derive(Debug, Clone)]
+struct Levels {
+    copy_mbps: f64,
+    read_share: f64,
+    write_share: f64,
+    dirty: u64,
+    writeback: u64,
+    dev_mbps: f64,
+    util_pct: f64,
+    separate_source: bool,
+    cpu_pct: f32,
+    psi_pct: f64,
+    zfs: Option<ZfsLevels>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ZfsLevels {
+    rows: Vec<TxgRow>,
+    delays_per_tick: u64,
+    over_max_per_tick: u64,
+    arc_anon: Option<u64>,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Levels {
+            copy_mbps: 0.0,
+            read_share: 0.3,
+            write_share: 0.4,
+            dirty: 200 * MB,
+            writeback: 10 * MB,
+            dev_mbps: 100.0,
+            util_pct: 50.0,
+            separate_source: true,
+            cpu_pct: 20.0,
+            psi_pct: 5.0,
+            zfs: None,
+        }
+    }
+}
+
+enum Item {
+    Sample(Box<Sample>),
+    Engine(u64, EngineEvent),
+}
+
+/// Builds the interleaved input of one scenario.
+struct Scenario {
+    t: u64,
+    lv: Levels,
+    bytes: f64,
+    read_ns: u64,
+    write_ns: u64,
+    sectors: f64,
+    io_ticks_ms: f64,
+    psi_us: f64,
+    delays: u64,
+    over_max: u64,
+    items: Vec<Item>,
+}
+
+impl Scenario {
+    fn new(lv: Levels) -> Scenario {
+        let mut s = Scenario {
+            t: 0,
+            lv,
+            bytes: 0.0,
+            read_ns: 0,
+            write_ns: 0,
+            sectors: 0.0,
+            io_ticks_ms: 0.0,
+            psi_us: 0.0,
+            delays: 1000,
+            over_max: 7,
+            items: Vec::new(),
+        };
+        s.emit();
+        s
+    }
+
+    /// Changes the levels, then samples for `ms`.
+    fn run(&mut self, ms: u64, change: impl FnOnce(&mut Levels)) -> &mut Self {
+        change(&mut self.lv);
+        for _ in 0..ms * 1_000_000 / TICK {
+            self.t += TICK;
+            let secs = TICK as f64 / 1e9;
+            self.bytes += self.lv.copy_mbps * 1e6 * secs;
+            self.read_ns += (self.lv.read_share * TICK as f64) as u64;
+            self.write_ns += (self.lv.write_share * TICK as f64) as u64;
+            self.sectors += self.lv.dev_mbps * 1e6 * secs / 512.0;
+            self.io_ticks_ms += self.lv.util_pct / 100.0 * secs * 1e3;
+            self.psi_us += self.lv.psi_pct / 100.0 * secs * 1e6;
+            if let Some(z) = &self.lv.zfs {
+                self.delays += z.delays_per_tick;
+                self.over_max += z.over_max_per_tick;
+            }
+            self.emit();
+        }
+        self
+    }
+
+    fn engine(&mut self, ev: EngineEvent) -> &mut Self {
+        self.items.push(Item::Engine(self.t, ev));
+        self
+    }
+
+    fn emit(&mut self) {
+        let lv = &self.lv;
+        let disk = DiskCounters {
+            sectors_read: 0,
+            sectors_written: self.sectors.round() as u64,
+            io_ticks_ms: self.io_ticks_ms.round() as u64,
+            weighted_ms: 0,
+            disks: 1,
+        };
+        let sample = Sample {
+            t_ns: self.t,
+            engine: ProgressSnapshot {
+                bytes_copied: self.bytes.round() as u64,
+                files_done: 0,
+                files_failed: 0,
+                bytes_total: 0,
+                files_total: 0,
+                scan_done: false,
+                read_ns: self.read_ns,
+                write_ns: self.write_ns,
+            },
+            page_cache: Some(PageCache {
+                dirty: lv.dirty,
+                writeback: lv.writeback,
+                bg_thresh: BG,
+                thresh: THRESH,
+                written: 0,
+            }),
+            dest_disk: Some(disk),
+            source_disk: lv.separate_source.then_some(DiskCounters {
+                disks: 1,
+                ..Default::default()
+            }),
+            psi_io: Some(Psi {
+                some_us: self.psi_us.round() as u64,
+                full_us: 0,
+            }),
+            cpu: Some(Cpu {
+                busy_pct: lv.cpu_pct,
+                max_core_pct: lv.cpu_pct,
+            }),
+            zfs: lv.zfs.as_ref().map(|z| ZfsSample {
+                pool: "tank".into(),
+                txgs: z.rows.clone(),
+                dmu_tx: DmuTx {
+                    assigned: 0,
+                    delay: 0,
+                    dirty_throttle: 0,
+                    dirty_delay: self.delays,
+                    dirty_over_max: self.over_max,
+                },
+                arc_anon: z.arc_anon,
+                birth_offset_ns: 0,
+            }),
+        };
+        self.items.push(Item::Sample(Box::new(sample)));
+    }
+
+    fn model(&self, env: Environment) -> Model {
+        Model::replay_stream(
+            ModelConfig::default(),
+            env,
+            self.items.iter().map(|i| match i {
+                Item::Sample(s) => ReplayItem::Sample(s),
+                Item::Engine(t, e) => ReplayItem::Engine { t_ns: *t, event: e },
+            }),
+        )
+    }
+}
+
+fn ext4() -> Environment {
+    Environment {
+        fs_type: Some("ext4".into()),
+        mount_source: Some("/dev/sda1".into()),
+        mount_point: Some("/".into()),
+        dest_disks: vec!["sda".into()],
+        page_size: 4096,
+        ..Default::default()
+    }
+}
+
+fn zfs_env() -> Environment {
+    Environment {
+        fs_type: Some("zfs".into()),
+        mount_source: Some("tank/backup".into()),
+        zfs_pool: Some("tank".into()),
+        zfs_dataset: Some("tank/backup".into()),
+        zfs_dirty_data_max: Some(4 << 30),
+        zfs_sync_percent: Some(20),
+        zfs_delay_percent: Some(60),
+        page_size: 4096,
+        ..Default::default()
+    }
+}
+
+fn drops(m: &Model) -> Vec<(u64, u64, Vec<Cause>)> {
+    m.events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e.t_ns, d.end_ns, d.causes.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn non_drop(m: &Model) -> Vec<&Event> {
+    m.events()
+        .iter()
+        .filter(|e| !matches!(e.kind, EventKind::Drop(_)))
+        .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+/// Share of the evidence span (the drop plus the recovery ticks until it closed).
+fn weighted(parts: &[(f64, f64)]) -> f64 {
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    parts.iter().map(|p| p.0 * p.1).sum::<f64>() / total
+}
+
+#[test]
+fn dirty_above_freerun_with_the_writer_in_write() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 300.0,
+        read_share: 0.2,
+        write_share: 0.5,
+        dirty: 900 * MB,
+        writeback: 50 * MB,
+        dev_mbps: 120.0,
+        util_pct: 60.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        // Dirty passes the background threshold: the flusher starts.
+        .run(2000, |l| {
+            l.dirty = 1600 * MB;
+            l.writeback = 100 * MB;
+            l.dev_mbps = 130.0;
+            l.util_pct = 70.0;
+        })
+        // Dirty + writeback above freerun: balance_dirty_pages pauses the writer, which
+        // now sits in write() and copies at about the disk's rate.
+        .run(3000, |l| {
+            l.copy_mbps = 110.0;
+            l.read_share = 0.03;
+            l.write_share = 0.95;
+            l.dirty = 2200 * MB;
+            l.writeback = 300 * MB;
+            l.dev_mbps = 125.0;
+            l.util_pct = 97.0;
+            l.psi_pct = 40.0;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 300.0;
+            l.read_share = 0.2;
+            l.write_share = 0.5;
+            l.dirty = 1000 * MB;
+            l.writeback = 100 * MB;
+            l.dev_mbps = 120.0;
+            l.util_pct = 60.0;
+            l.psi_pct = 5.0;
+        });
+    let m = sc.model(ext4());
+
+    let others = non_drop(&m);
+    assert_eq!(others.len(), 2, "{others:?}");
+    assert_eq!(
+        *others[0],
+        Event {
+            t_ns: 31 * TICK,
+            kind: EventKind::WritebackStarted {
+                dirty: 1600 * MB,
+                bg_thresh: BG
+            }
+        }
+    );
+    assert_eq!(
+        *others[1],
+        Event {
+            t_ns: 51 * TICK,
+            kind: EventKind::DirtyThrottleZone {
+                dirty: 2500 * MB,
+                freerun: FREERUN
+            }
+        }
+    );
+
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    let (start, end, causes) = &d[0];
+    assert_eq!((*start, *end), (50 * TICK, 80 * TICK));
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    // Evidence runs until the smoothed speed is back (3 recovery ticks).
+    let Cause::DirtyThrottle {
+        dirty,
+        freerun,
+        write_share,
+    } = causes[0]
+    else {
+        panic!("{causes:?}")
+    };
+    assert_eq!((dirty, freerun), (2500 * MB, FREERUN));
+    assert!(close(write_share, weighted(&[(0.95, 3.0), (0.5, 0.3)])));
+    let Cause::DeviceSaturated {
+        util_pct,
+        device_bps,
+    } = causes[1]
+    else {
+        panic!("{causes:?}")
+    };
+    assert!((util_pct - weighted(&[(97.0, 3.0), (60.0, 0.3)])).abs() < 0.05);
+    assert!((device_bps - weighted(&[(125e6, 3.0), (120e6, 0.3)])).abs() < 1e3);
+    let k = m.kernel();
+    assert!((k.device_bps.unwrap() - 120e6).abs() < 1e3);
+    assert!((k.device_util_pct.unwrap() - 60.0).abs() < 0.5);
+    assert!((k.psi_some_pct.unwrap() - 5.0).abs() < 0.01);
+    assert_eq!(k.cpu_pct, Some(20.0));
+    assert!(k.zfs.is_none());
+}
+
+#[test]
+fn saturated_device_alone() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 200.0,
+        write_share: 0.5,
+        dev_mbps: 200.0,
+        util_pct: 70.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        // Another job hammers the disk: our writes wait in the queue.
+        .run(2000, |l| {
+            l.copy_mbps = 40.0;
+            l.write_share = 0.9;
+            l.read_share = 0.05;
+            l.dev_mbps = 45.0;
+            l.util_pct = 99.5;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 200.0;
+            l.write_share = 0.5;
+            l.read_share = 0.3;
+            l.dev_mbps = 200.0;
+            l.util_pct = 70.0;
+        });
+    let m = sc.model(ext4());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].0, d[0].1), (30 * TICK, 50 * TICK));
+    let [Cause::DeviceSaturated { util_pct, .. }] = d[0].2[..] else {
+        panic!("{:?}", d[0].2)
+    };
+    assert!((util_pct - weighted(&[(99.5, 2.0), (70.0, 0.3)])).abs() < 0.05);
+    assert!(non_drop(&m).is_empty());
+}
+
+#[test]
+fn stalled_reader() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 150.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        // The source (an NFS mount, a dying disk) stops delivering; the destination idles.
+        .run(1500, |l| {
+            l.copy_mbps = 5.0;
+            l.read_share = 0.97;
+            l.write_share = 0.01;
+            l.dev_mbps = 3.0;
+            l.util_pct = 5.0;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 150.0;
+            l.read_share = 0.3;
+            l.write_share = 0.4;
+            l.dev_mbps = 100.0;
+            l.util_pct = 50.0;
+        });
+    let m = sc.model(ext4());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].0, d[0].1), (30 * TICK, 45 * TICK));
+    let [Cause::SourceStall { read_share }] = d[0].2[..] else {
+        panic!("{:?}", d[0].2)
+    };
+    assert!(close(read_share, weighted(&[(0.97, 1.5), (0.3, 0.3)])));
+    let ev = m
+        .events()
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Drop(_)))
+        .unwrap();
+    assert_eq!(
+        ev.describe(),
+        "drop 150 → 5 MB/s for 1.5 s: source stalled: reading 86 % of the time"
+    );
+}
+
+#[test]
+fn stalled_reader_on_zfs_is_not_blamed_on_the_syncing_txg() {
+    // A txg syncs right through the read stall (signals.md §1.7 row layout): the writer
+    // was not waiting on it, so it is no cause.
+    let syncing = TxgRow {
+        txg: 1204,
+        birth: 1_000_000_000,
+        state: 'S',
+        otime: 2_012_345_678,
+        qtime: 39_876,
+        wtime: 1_234_567,
+        ..Default::default()
+    };
+    let open = TxgRow {
+        txg: 1205,
+        birth: 3_013_620_121,
+        state: 'O',
+        ..Default::default()
+    };
+    let before = TxgRow {
+        state: 'O',
+        otime: 0,
+        qtime: 0,
+        wtime: 0,
+        ..syncing
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 150.0,
+        zfs: Some(ZfsLevels {
+            rows: vec![before],
+            arc_anon: Some(300 * MB),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {}).run(1500, |l| {
+        l.copy_mbps = 5.0;
+        l.read_share = 0.97;
+        l.write_share = 0.01;
+        l.zfs.as_mut().unwrap().rows = vec![syncing, open];
+    });
+    sc.run(3000, |l| {
+        l.copy_mbps = 150.0;
+        l.read_share = 0.3;
+        l.write_share = 0.4;
+    });
+    let m = sc.model(zfs_env());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    assert!(
+        matches!(d[0].2[..], [Cause::SourceStall { .. }]),
+        "{:?}",
+        d[0].2
+    );
+    // The sync itself is still an event.
+    assert!(
+        m.events()
+            .iter()
+            .any(|e| e.kind == EventKind::TxgSyncStarted { txg: 1204 })
+    );
+}
+
+#[test]
+fn busy_cpu() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 300.0,
+        cpu_pct: 40.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(2000, |l| {
+            l.copy_mbps = 90.0;
+            l.cpu_pct = 98.0;
+            l.read_share = 0.25;
+            l.write_share = 0.25;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 300.0;
+            l.cpu_pct = 40.0;
+            l.read_share = 0.3;
+            l.write_share = 0.4;
+        });
+    let m = sc.model(ext4());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].0, d[0].1), (30 * TICK, 50 * TICK));
+    let [Cause::CpuSaturated { busy_pct }] = d[0].2[..] else {
+        panic!("{:?}", d[0].2)
+    };
+    assert!(close(busy_pct, weighted(&[(98.0, 2.0), (40.0, 0.3)])));
+}
+
+#[test]
+fn nothing_explains_it() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 200.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        // The engine neither reads nor writes much, the disk and CPU are idle, dirty is low.
+        .run(1000, |l| {
+            l.copy_mbps = 20.0;
+            l.read_share = 0.1;
+            l.write_share = 0.1;
+            l.util_pct = 20.0;
+            l.dev_mbps = 20.0;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 200.0;
+            l.read_share = 0.3;
+            l.write_share = 0.4;
+            l.util_pct = 50.0;
+            l.dev_mbps = 100.0;
+        });
+    let m = sc.model(ext4());
+    let d = drops(&m);
+    assert_eq!(d, vec![(30 * TICK, 40 * TICK, vec![Cause::Unknown])]);
+    let ev = m
+        .events()
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Drop(_)))
+        .unwrap();
+    assert_eq!(
+        ev.describe(),
+        "drop 200 → 20 MB/s for 1.0 s: no signal explains it"
+    );
+    assert_eq!(m.stats().lost_secs_by_cause[0].0, "unknown");
+    // 180 MB/s × 1 s lost against 200 MB/s: 0.9 s.
+    assert!((m.stats().lost_secs_by_cause[0].1 - 0.9).abs() < 1e-9);
+}
+
+#[test]
+fn dmu_tx_deltas_are_a_zfs_throttle_and_the_page_cache_is_never_blamed_on_zfs() {
+    // zfs_txg_history = 0: no txg rows, only the dmu_tx counters. Meanwhile another writer
+    // keeps the page cache above freerun (on another filesystem): not our cause on ZFS.
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 120.0,
+        write_share: 0.6,
+        dirty: 2300 * MB,
+        writeback: 200 * MB,
+        zfs: Some(ZfsLevels {
+            arc_anon: Some(2 << 30),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(1500, |l| {
+            l.copy_mbps = 30.0;
+            l.write_share = 0.95;
+            let z = l.zfs.as_mut().unwrap();
+            z.delays_per_tick = 40;
+            z.arc_anon = Some(3500 * MB);
+        })
+        // Dirty reaches zfs_dirty_data_max: hard waits too.
+        .run(500, |l| {
+            l.zfs.as_mut().unwrap().over_max_per_tick = 2;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 120.0;
+            l.write_share = 0.6;
+            let z = l.zfs.as_mut().unwrap();
+            z.delays_per_tick = 0;
+            z.over_max_per_tick = 0;
+            z.arc_anon = Some(2 << 30);
+        });
+    let m = sc.model(zfs_env());
+    let d = drops(&m);
+    assert_eq!(
+        d,
+        vec![(
+            30 * TICK,
+            50 * TICK,
+            vec![Cause::ZfsThrottle {
+                delays: 800,
+                over_max: 10
+            }]
+        )]
+    );
+    // Delay events: the first at once, then at most one per second, the rest flushed at the
+    // last rise; together they count every delay.
+    let delays: Vec<(u64, u64)> = m
+        .events()
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ZfsDelay { delays } => Some((e.t_ns, delays)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        delays,
+        vec![(31 * TICK, 40), (41 * TICK, 400), (50 * TICK, 360)]
+    );
+    // Already above freerun at the start: no page-cache events either.
+    assert!(
+        m.events()
+            .iter()
+            .all(|e| matches!(e.kind, EventKind::Drop(_) | EventKind::ZfsDelay { .. }))
+    );
+    let z = m.kernel().zfs.unwrap();
+    assert_eq!(z.dirty_estimate, Some(2 << 30));
+    assert_eq!(z.delays_per_s, 0.0);
+}
+
+#[test]
+fn writeback_burst_on_a_shared_disk() {
+    // Source and destination on one disk (no separate source counters): the flusher's
+    // burst competes with our reads.
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 150.0,
+        read_share: 0.4,
+        write_share: 0.3,
+        dirty: 600 * MB,
+        writeback: 20 * MB,
+        dev_mbps: 100.0,
+        util_pct: 60.0,
+        separate_source: false,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(1500, |l| {
+            l.copy_mbps = 40.0;
+            l.read_share = 0.8;
+            l.write_share = 0.1;
+            l.dirty = 300 * MB;
+            l.writeback = 450 * MB;
+            l.dev_mbps = 260.0;
+            l.util_pct = 85.0;
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 150.0;
+            l.read_share = 0.4;
+            l.write_share = 0.3;
+            l.dirty = 600 * MB;
+            l.writeback = 20 * MB;
+            l.dev_mbps = 100.0;
+            l.util_pct = 60.0;
+        });
+    let m = sc.model(ext4());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].0, d[0].1), (30 * TICK, 45 * TICK));
+    let [
+        Cause::WritebackBurst {
+            writeback,
+            device_bps,
+        },
+        Cause::SourceStall { read_share },
+    ] = d[0].2[..]
+    else {
+        panic!("{:?}", d[0].2)
+    };
+    assert_eq!(writeback, 450 * MB);
+    assert!((device_bps - weighted(&[(260e6, 1.5), (100e6, 0.3)])).abs() < 1e3);
+    assert!(close(read_share, weighted(&[(0.8, 1.5), (0.4, 0.3)])));
+}
+
+#[test]
+fn pause_is_not_a_drop_and_closes_an_open_one() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 200.0,
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(1000, |l| {
+            l.copy_mbps = 20.0;
+            l.read_share = 0.1;
+            l.write_share = 0.1;
+        })
+        .engine(EngineEvent::Paused)
+        .run(2000, |l| {
+            l.copy_mbps = 0.0;
+            l.read_share = 0.0;
+            l.write_share = 0.0;
+        })
+        .engine(EngineEvent::Resumed)
+        .run(3000, |l| {
+            l.copy_mbps = 200.0;
+            l.read_share = 0.3;
+            l.write_share = 0.4;
+        });
+    let m = sc.model(ext4());
+    let kinds: Vec<(u64, &str)> = m
+        .events()
+        .iter()
+        .map(|e| (e.t_ns, e.kind.short()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (30 * TICK, "drop"),
+            (40 * TICK, "paused"),
+            (60 * TICK, "resumed")
+        ]
+    );
+    assert_eq!(drops(&m)[0].1, 40 * TICK);
+    assert_eq!(
+        m.drop_spans().collect::<Vec<_>>(),
+        vec![(30 * TICK, 40 * TICK)]
+    );
+    assert_eq!(m.open_drop_start(), None);
+    let s = m.stats();
+    assert_eq!(s.drops, 1);
+    // 3 s × 200 + 1 s × 20 + 3 s × 200 MB over 7 s of copying (the pause does not count).
+    assert_eq!(s.bytes, 1220 * MB);
+    assert!(close(s.avg_bps, 1220e6 / 7.0));
+    assert!(close(s.peak_bps, 200e6));
+}
+
+#[test]
+fn engine_events_map_to_model_events() {
+    let mut m = Model::new(ModelConfig::default(), ext4());
+    let t = 5 * TICK;
+    let e = m.engine_event(
+        t,
+        &EngineEvent::FileFailed {
+            path: "photos/a.jpg".into(),
+            error: "Permission denied (os error 13)".into(),
+        },
+    );
+    assert_eq!(
+        e.unwrap().describe(),
+        "photos/a.jpg: Permission denied (os error 13)"
+    );
+    let e = m.engine_event(
+        t,
+        &EngineEvent::ScanDone {
+            files: 14_139,
+            bytes: 6_800_000_000,
+        },
+    );
+    assert_eq!(e.unwrap().describe(), "scan done: 14 139 files, 6.8 GB");
+    assert!(
+        m.engine_event(
+            t,
+            &EngineEvent::FileStarted {
+                path: "x".into(),
+                size: 1
+            }
+        )
+        .is_none()
+    );
+    m.engine_event(6 * TICK, &EngineEvent::FlushStarted);
+    let e = m.engine_event(26 * TICK, &EngineEvent::FlushDone).unwrap();
+    assert_eq!(e.kind, EventKind::FlushDone { secs: 2.0 });
+    assert_eq!(m.stats().flush_secs, Some(2.0));
+    let e = m
+        .engine_event(
+            27 * TICK,
+            &EngineEvent::Fatal {
+                error: "No space left on device".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(e.kind.glyph(), '!');
+    assert_eq!(e.describe(), "error: No space left on device");
+    assert_eq!(m.events().len(), 5);
+}
+
+#[test]
+fn a_million_samples_stay_bounded() {
+    // 27.8 h at 100 ms: every minute a 3 s stall while dirty crosses the background
+    // threshold, so both drops and markers keep coming.
+    let cfg = ModelConfig::default();
+    let mut m = Model::new(cfg, ext4());
+    let mut bytes = 0u64;
+    let mut stalls = 0;
+    for i in 0..1_000_000u64 {
+        let in_minute = i % 600;
+        let stalled = (500..530).contains(&in_minute);
+        if stalled && in_minute == 500 {
+            stalls += 1;
+        }
+        if !stalled {
+            bytes += 10 * MB;
+        }
+        let s = Sample {
+            t_ns: i * TICK,
+            engine: ProgressSnapshot {
+                bytes_copied: bytes,
+                write_ns: i * TICK / 2,
+                ..Default::default()
+            },
+            page_cache: Some(PageCache {
+                dirty: if stalled { 1600 * MB } else { 500 * MB },
+                writeback: 10 * MB,
+                bg_thresh: BG,
+                thresh: THRESH,
+                written: 0,
+            }),
+            ..Default::default()
+        };
+        m.apply(&s);
+    }
+    let stats = m.stats();
+    assert_eq!(stats.drops, stalls);
+    assert_eq!(m.events().len(), cfg.max_events);
+    // Drops are kept in preference to markers: all of them are still there.
+    let kept_drops = m
+        .events()
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Drop(_)))
+        .count();
+    assert_eq!(kept_drops, stalls);
+    assert!(m.series().len() <= cfg.max_points);
+    assert_eq!(m.series().span_ns(), 999_999 * TICK);
+    // Every stall is still visible as a zero minimum somewhere in the compacted series.
+    assert!(m.series().points().iter().any(|p| p.copy_min_bps == 0.0));
+    // Events stay in time order.
+    assert!(m.events().windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+}
+
+#[test]
+fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
+    // birth_offset 0: txg times are the model's times. Txg 1204 syncs from 3.0 s to 5.5 s;
+    // the writer stalls 3.0–4.5 s, so the drop closes before the txg commits.
+    let open = TxgRow {
+        txg: 1204,
+        birth: 1_000_000_000,
+        state: 'O',
+        ..Default::default()
+    };
+    let syncing = TxgRow {
+        state: 'S',
+        otime: 2_000_000_000,
+        ..open
+    };
+    let next = TxgRow {
+        txg: 1205,
+        birth: 3_000_000_000,
+        state: 'O',
+        ..Default::default()
+    };
+    let committed = TxgRow {
+        state: 'C',
+        ndirty: 300 * MB,
+        nwritten: 290 * MB,
+        writes: 2400,
+        stime: 2_500_000_000,
+        ..syncing
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 120.0,
+        zfs: Some(ZfsLevels {
+            rows: vec![open],
+            arc_anon: None,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(1500, |l| {
+            l.copy_mbps = 10.0;
+            l.write_share = 0.9;
+            l.zfs.as_mut().unwrap().rows = vec![syncing, next];
+        })
+        .run(1000, |l| {
+            l.copy_mbps = 120.0;
+            l.write_share = 0.4;
+        })
+        .run(2000, |l| {
+            l.zfs.as_mut().unwrap().rows = vec![committed, next];
+        });
+    let m = sc.model(zfs_env());
+    let d = drops(&m);
+    assert_eq!(
+        d,
+        vec![(
+            30 * TICK,
+            45 * TICK,
+            vec![Cause::TxgSync {
+                txg: 1204,
+                ndirty: 300 * MB,
+                stime_ns: 2_500_000_000,
+                // No arcstats: the percentage comes from ndirty against 4 GiB.
+                dirty_pct_of_max: Some(300e6 * 100.0 / (4u64 << 30) as f64),
+            }]
+        )]
+    );
+    let txg_events: Vec<(u64, &EventKind)> = m
+        .events()
+        .iter()
+        .filter(|e| e.kind.short().starts_with("txg"))
+        .map(|e| (e.t_ns, &e.kind))
+        .collect();
+    assert_eq!(
+        txg_events,
+        vec![
+            (30 * TICK, &EventKind::TxgSyncStarted { txg: 1204 }),
+            (
+                55 * TICK,
+                &EventKind::TxgCommitted {
+                    txg: 1204,
+                    ndirty: 300 * MB,
+                    nwritten: 290 * MB,
+                    stime_ns: 2_500_000_000
+                }
+            ),
+        ]
+    );
+    // Without arcstats the kernel panel estimates dirty data from the bytes copied since
+    // the open txg (1205, born at 3.0 s) began: 1.5 s × 10 + 3 s × 120 MB/s.
+    let z = m.kernel().zfs.unwrap();
+    assert_eq!(z.dirty_source, "written since txg open");
+    assert_eq!(z.dirty_estimate, Some(375 * MB));
+    assert_eq!((z.open_txg, z.syncing_txg), (Some(1205), None));
+    assert_eq!(z.last_sync, Some((1204, 300 * MB, 2_500_000_000)));
+}
+
+#[test]
+fn eta_counts_the_backlog_at_the_disk_rate() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 200.0,
+        dirty: 800 * MB,
+        writeback: 200 * MB,
+        dev_mbps: 100.0,
+        ..Default::default()
+    });
+    sc.run(5000, |_| {});
+    let mut m = Model::new(ModelConfig::default(), ext4());
+    for item in &sc.items {
+        if let Item::Sample(s) = item {
+            let mut s = (**s).clone();
+            // 1 GB copied of 3 GB; the scan is done.
+            s.engine.bytes_total = 3000 * MB;
+            s.engine.scan_done = true;
+            m.apply(&s);
+        }
+    }
+    // 2 GB at 200 MB/s, then 1 GB of dirty + writeback at the disk's 100 MB/s.
+    assert!((m.eta_secs(false).unwrap() - 10.0).abs() < 1e-6);
+    assert!((m.eta_secs(true).unwrap() - 20.0).abs() < 1e-3);
+    assert_eq!(m.backlog(), Some(1000 * MB));
+    // While scanning there is no honest ETA.
+    let mut m2 = Model::new(ModelConfig::default(), ext4());
+    for item in &sc.items {
+        if let Item::Sample(s) = item {
+            m2.apply(s);
+        }
+    }
+    assert_eq!(m2.eta_secs(true), None);
+}
