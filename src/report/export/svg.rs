@@ -162,6 +162,34 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     );
     let _ = writeln!(o, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
 
+    // Invisible frames naming the plot and the marker lanes, for tools and tests that
+    // measure the picture.
+    let _ = writeln!(
+        o,
+        r#"<rect id="plot-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" data-ymax-bps="{}" data-duration-s="{}"/>"#,
+        l.plot_left,
+        l.plot_top,
+        l.plot_right - l.plot_left,
+        l.plot_bottom - l.plot_top,
+        sc.ymax,
+        sc.duration
+    );
+    let _ = writeln!(
+        o,
+        r#"<rect id="lanes-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
+        l.plot_left,
+        l.lanes_top,
+        l.plot_right - l.plot_left,
+        lanes as f64 * l.lane_h
+    );
+    let _ = writeln!(
+        o,
+        r#"<rect id="title-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
+        l.pad,
+        l.pad,
+        l.w - 2.0 * l.pad,
+        36.0 * s
+    );
     header(&mut o, data, &l);
     spans(&mut o, data, &l, &sc);
     grid(&mut o, &l, &sc, step, ymax_units, unit.label);
