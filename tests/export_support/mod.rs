@@ -115,7 +115,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
             };
             sectors += dev * TICK / 512.0;
         }
-        let t_ns = (i as u64) * 100_000_000;
+        let t_ns = i * 100_000_000;
         let committed = (1..=12u64).filter(|n| txg_window(*n).1 <= t).count() as u64;
         let txgs: Vec<TxgRow> = (committed.saturating_sub(2).max(1)..=committed)
             .map(|n| {
