@@ -223,3 +223,34 @@ fn real_zfs_lab_recording_loads() {
         .count();
     assert_eq!(rec.summary.as_ref().map(|s| s.drops as usize), Some(drops));
 }
+
+proptest::proptest! {
+    /// The loader never panics: garbage, cut or spliced files give a value or an error.
+    #[test]
+    fn loader_never_panics(cut in 0usize..4000, junk in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+        let text = std::fs::read(fixture_path("v1-handwritten.jsonl")).expect("fixture");
+        let mut bytes = text[..cut.min(text.len())].to_vec();
+        bytes.extend_from_slice(&junk);
+        let _ = Recording::read(&bytes[..]);
+    }
+}
+
+#[test]
+fn cutting_anywhere_keeps_every_complete_line() {
+    let text = std::fs::read_to_string(fixture_path("v1-handwritten.jsonl")).expect("fixture");
+    let header_end = text.find('\n').expect("newline") + 1;
+    for cut in header_end..text.len() {
+        let rec = Recording::parse(&text[..cut]).expect("any cut after the header loads");
+        let complete_lines = text[..cut].matches('\n').count();
+        let kept = 1
+            + rec.samples.len()
+            + rec.events.len()
+            + rec.engine_events.len()
+            + usize::from(rec.summary.is_some());
+        // A cut exactly at a line end, or just after a complete JSON object, keeps it.
+        assert!(
+            kept >= complete_lines,
+            "cut {cut}: kept {kept} of {complete_lines}"
+        );
+    }
+}
