@@ -209,39 +209,60 @@ impl Recording {
         }
     }
 
-    /// Reads and parses a recording file.
+    /// Reads and parses a recording file, line by line (a day-long recording is large).
     pub fn load(path: &Path) -> Result<Recording, RecordingError> {
-        let text = std::fs::read(path).map_err(|source| RecordingError::Io {
+        let file = File::open(path).map_err(|source| RecordingError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Recording::parse(&String::from_utf8_lossy(&text))
+        Recording::read(std::io::BufReader::new(file)).map_err(|e| match e {
+            RecordingError::Io { source, .. } => RecordingError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })
     }
 
     /// Parses the text of a recording. Tolerates unknown line types and fields, blank
     /// lines, and an unparseable last line without a newline (a crash mid-write); any
     /// other bad line is an error naming its line number.
     pub fn parse(text: &str) -> Result<Recording, RecordingError> {
+        Recording::read(text.as_bytes())
+    }
+
+    /// Parses a recording from a reader; see [`Recording::parse`].
+    pub fn read(mut input: impl std::io::BufRead) -> Result<Recording, RecordingError> {
         let mut recording: Option<Recording> = None;
         let mut unknown = 0usize;
-        let ends_with_newline = text.ends_with('\n');
-        let lines: Vec<&str> = text.lines().collect();
-        let last_index = lines.len().saturating_sub(1);
-        for (index, raw) in lines.iter().enumerate() {
-            let number = index + 1;
-            let line = raw.trim();
+        let mut buf = Vec::new();
+        let mut number = 0usize;
+        loop {
+            buf.clear();
+            let n = input
+                .read_until(b'\n', &mut buf)
+                .map_err(|source| RecordingError::Io {
+                    path: PathBuf::new(),
+                    source,
+                })?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            // Only the last line of a file can lack its newline: a write cut short.
+            let complete = buf.ends_with(b"\n");
+            let text = String::from_utf8_lossy(&buf);
+            let line = text.trim();
             if line.is_empty() {
                 continue;
             }
             let parsed: Line = match serde_json::from_str(line) {
                 Ok(parsed) => parsed,
                 Err(err) => {
-                    if index == last_index && !ends_with_newline && recording.is_some() {
-                        if let Some(rec) = recording.as_mut() {
-                            rec.warnings.push(format!(
-                                "line {number}: incomplete last line ignored (the run was interrupted while writing): {err}"
-                            ));
-                        }
+                    if let (false, Some(rec)) = (complete, recording.as_mut()) {
+                        rec.warnings.push(format!(
+                            "line {number}: incomplete last line ignored (the run was interrupted while writing): {err}"
+                        ));
                         break;
                     }
                     return Err(RecordingError::Parse {
@@ -523,6 +544,21 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2026-11-30T04:20:55Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339_utc(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn header_for_this_run_describes_this_machine() {
+        let h = Header::for_this_run(
+            vec!["copyscope".into()],
+            vec!["a".into()],
+            "b".into(),
+            Environment::default(),
+            100,
+        );
+        assert_eq!(h.format_version, FORMAT_VERSION);
+        assert!(!h.kernel.is_empty());
+        assert_eq!(h.started_at.len(), 20);
+        assert!(h.started_at.ends_with('Z'));
     }
 
     #[test]

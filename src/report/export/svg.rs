@@ -8,8 +8,8 @@ use crate::model::EventKind;
 
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::units::{
-    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_clock, fmt_rate, fmt_secs, fmt_tick, nice_step,
-    rate_unit, time_step,
+    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, nice_step, rate_unit,
+    time_step,
 };
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
 
@@ -51,7 +51,11 @@ struct Layout {
 
 impl Layout {
     fn new(w: f64, h: f64, lanes: usize) -> Layout {
-        let s = (w / 1600.0).min(h / 900.0).max(0.25);
+        // Everything scales with the picture, but text stays readable on small pictures
+        // (at least 0.62 of the 1600×900 sizes) as long as the plot keeps 80 px.
+        let per_unit = 2.0 * 28.0 + 86.0 + 150.0 + 18.0 + 32.0 + 18.0 + lanes as f64 * 18.0 + 8.0;
+        let raw = (w / 1600.0).min(h / 900.0);
+        let s = raw.max(0.62f64.min((h - 80.0) / per_unit)).max(0.2);
         let pad = 28.0 * s;
         let stats_h = 150.0 * s;
         let stats_top = h - pad - stats_h;
@@ -162,6 +166,34 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     );
     let _ = writeln!(o, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
 
+    // Invisible frames naming the plot and the marker lanes, for tools and tests that
+    // measure the picture.
+    let _ = writeln!(
+        o,
+        r#"<rect id="plot-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" data-ymax-bps="{}" data-duration-s="{}"/>"#,
+        l.plot_left,
+        l.plot_top,
+        l.plot_right - l.plot_left,
+        l.plot_bottom - l.plot_top,
+        sc.ymax,
+        sc.duration
+    );
+    let _ = writeln!(
+        o,
+        r#"<rect id="lanes-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
+        l.plot_left,
+        l.lanes_top,
+        l.plot_right - l.plot_left,
+        lanes as f64 * l.lane_h
+    );
+    let _ = writeln!(
+        o,
+        r#"<rect id="title-area" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
+        l.pad,
+        l.pad,
+        l.w - 2.0 * l.pad,
+        36.0 * s
+    );
     header(&mut o, data, &l);
     spans(&mut o, data, &l, &sc);
     grid(&mut o, &l, &sc, step, ymax_units, unit.label);
@@ -648,42 +680,55 @@ fn lanes_and_markers(
     o.push_str("</g>\n");
 }
 
+/// What a legend entry shows as its swatch.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Fill,
+    Device,
+    Average,
+    DropSpan,
+    Marker(MarkerKind),
+}
+
 fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let s = l.s;
-    let size = 13.0 * s;
     let y = l.legend_base;
+    let mut items: Vec<(Swatch, &str)> = vec![(Swatch::Fill, "copy speed")];
+    if data.device_source != DeviceSource::None {
+        items.push((Swatch::Device, data.device_source.legend()));
+    }
+    items.push((Swatch::Average, "average"));
+    if data.stats.drops > 0 || data.drops().next().is_some() {
+        items.push((Swatch::DropSpan, "speed drop (numbered)"));
+    }
+    for kind in kinds {
+        let label = match kind {
+            MarkerKind::Txg => "txg sync window",
+            other => other.label(),
+        };
+        items.push((Swatch::Marker(*kind), label));
+    }
+    // Shrink the text and gaps (not the swatches) when the row would overflow.
+    let size = 13.0 * s;
+    let fixed = items.len() as f64 * 24.0 * s;
+    let flexible: f64 = items.iter().map(|(_, t)| text_w(t, size) + 22.0 * s).sum();
+    let avail = l.plot_right - l.plot_left;
+    let k = ((avail - fixed) / flexible).clamp(0.55, 1.0);
     let mut x = l.plot_left;
     o.push_str("<g id=\"legend\">\n");
-    let item = |o: &mut String, x: &mut f64, swatch: &dyn Fn(&mut String, f64), text: &str| {
-        swatch(o, *x);
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{y:.1}" font-size="{size:.1}" fill="{INK}">{}</text>"#,
-            *x + 24.0 * s,
-            esc(text)
-        );
-        *x += 24.0 * s + text_w(text, size) + 22.0 * s;
-    };
-    item(
-        o,
-        &mut x,
-        &|o, x| {
-            let _ = writeln!(
-                o,
-                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{FILL}" stroke="{FILL_LINE}" stroke-width="{:.2}"/>"#,
-                y - 11.0 * s,
-                18.0 * s,
-                12.0 * s,
-                s
-            );
-        },
-        "copy speed",
-    );
-    if data.device_source != DeviceSource::None {
-        item(
-            o,
-            &mut x,
-            &|o, x| {
+    for (swatch, text) in items {
+        match swatch {
+            Swatch::Fill => {
+                let _ = writeln!(
+                    o,
+                    r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{FILL}" stroke="{FILL_LINE}" stroke-width="{:.2}"/>"#,
+                    y - 11.0 * s,
+                    18.0 * s,
+                    12.0 * s,
+                    s
+                );
+            }
+            Swatch::Device => {
                 let _ = writeln!(
                     o,
                     r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{DEVICE}" stroke-width="{:.1}"/>"#,
@@ -692,32 +737,20 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
                     y - 5.0 * s,
                     2.5 * s
                 );
-            },
-            data.device_source.legend(),
-        );
-    }
-    item(
-        o,
-        &mut x,
-        &|o, x| {
-            let _ = writeln!(
-                o,
-                r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{AVERAGE}" stroke-width="{:.1}" stroke-dasharray="{:.1} {:.1}"/>"#,
-                y - 5.0 * s,
-                x + 18.0 * s,
-                y - 5.0 * s,
-                2.0 * s,
-                5.0 * s,
-                3.0 * s
-            );
-        },
-        "average",
-    );
-    if data.stats.drops > 0 || data.drops().next().is_some() {
-        item(
-            o,
-            &mut x,
-            &|o, x| {
+            }
+            Swatch::Average => {
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{AVERAGE}" stroke-width="{:.1}" stroke-dasharray="{:.1} {:.1}"/>"#,
+                    y - 5.0 * s,
+                    x + 18.0 * s,
+                    y - 5.0 * s,
+                    2.0 * s,
+                    5.0 * s,
+                    3.0 * s
+                );
+            }
+            Swatch::DropSpan => {
                 let _ = writeln!(
                     o,
                     r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{DROP_SHADE}" stroke="{}" stroke-width="{:.2}"/>"#,
@@ -727,21 +760,19 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
                     MarkerKind::Drop.colour(),
                     0.8 * s
                 );
-            },
-            "speed drop (numbered)",
-        );
-    }
-    for kind in kinds {
-        let label = match kind {
-            MarkerKind::Txg => "txg sync window",
-            other => other.label(),
-        };
-        item(
+            }
+            Swatch::Marker(kind) => {
+                glyph(o, kind, x + 9.0 * s, y - 5.0 * s, 5.5 * s, "legend-glyph");
+            }
+        }
+        let _ = writeln!(
             o,
-            &mut x,
-            &|o, x| glyph(o, *kind, x + 9.0 * s, y - 5.0 * s, 5.5 * s, "legend-glyph"),
-            label,
+            r#"<text x="{:.1}" y="{y:.1}" font-size="{:.1}" fill="{INK}">{}</text>"#,
+            x + 24.0 * s,
+            size * k,
+            esc(text)
         );
+        x += 24.0 * s + (text_w(text, size) + 22.0 * s) * k;
     }
     o.push_str("</g>\n");
 }
@@ -884,20 +915,26 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             None => drop_label(d).to_string(),
         };
         let unit = rate_unit(d.reference_bps.max(1e6));
+        // The number already places the drop on the chart: lead with what it cost.
         let text = format!(
-            "#{n}  {}  {}→{} {}  {}  {}",
-            fmt_clock(e.t_ns as f64 / 1e9),
+            "#{n}  {}  {}→{} {}  {}",
+            fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
             fmt_tick((d.reference_bps / unit.divisor).round()),
             fmt_tick((d.min_bps / unit.divisor).round()),
             unit.label,
-            fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
             cause
         );
         let max_chars = ((col_w - 24.0 * s) / (row * 0.6)) as usize;
+        let text = if text.chars().count() > max_chars {
+            let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+            format!("{cut}…")
+        } else {
+            text
+        };
         let _ = writeln!(
             o,
             r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{INK}">{}</text>"#,
-            esc(&ellipsize_middle(&text, max_chars))
+            esc(&text)
         );
     }
 }
