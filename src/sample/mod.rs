@@ -73,7 +73,8 @@ pub struct PageCache {
 impl PageCache {
     /// (thresh + bg) / 2: below this the kernel never pauses a writer.
     pub fn freerun(&self) -> u64 {
-        (self.thresh + self.bg_thresh) / 2
+        // Halve first: the sum of two u64 values from an arbitrary file can overflow.
+        self.thresh / 2 + self.bg_thresh / 2 + (self.thresh % 2 + self.bg_thresh % 2) / 2
     }
 }
 

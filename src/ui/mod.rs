@@ -69,7 +69,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
     let points = app.model.series().points();
     let events = app.model.events();
     let marks = markers::markers(events, t.ascii(), |t_ns| progress_at(points, t_ns));
-    let spans = markers::drop_spans(events, app.model.open_drop_start(), app.now_ns);
+    let spans = markers::drop_spans(&app.model, app.now_ns);
     if let Some(chart_area) = rows.chart {
         let stats = app.model.stats();
         SpeedChart {

@@ -106,33 +106,9 @@ pub fn fraction_done(app: &App) -> Option<f64> {
     (p.bytes_total > 0).then(|| (p.bytes_copied as f64 / p.bytes_total as f64).clamp(0.0, 1.0))
 }
 
-/// Seconds until durable: bytes left at the recent average, plus the dirty backlog still in RAM
-/// at the device's measured rate (so a 100 % bar never hangs unexplained).
+/// Seconds until durable, including the backlog still in RAM (the model decides how).
 pub fn eta_secs(app: &App) -> Option<f64> {
-    let p = &app.progress;
-    if !p.scan_done {
-        return None;
-    }
-    let s = app.model.stats();
-    let k = app.model.kernel();
-    let left = p.bytes_total.saturating_sub(p.bytes_copied) as f64;
-    let copy = if left > 0.0 {
-        if s.avg_bps <= 0.0 {
-            return None;
-        }
-        left / s.avg_bps
-    } else {
-        0.0
-    };
-    let backlog = match (&k.page_cache, &k.zfs) {
-        (Some(pc), None) => (pc.dirty + pc.writeback) as f64,
-        _ => 0.0,
-    };
-    let drain_rate = k
-        .device_bps
-        .filter(|d| *d > 1e5)
-        .unwrap_or(s.avg_bps.max(1.0));
-    Some(copy + backlog / drain_rate)
+    app.model.eta_secs(true)
 }
 
 fn gauge(width: usize, frac: f64, app: &App) -> (String, String) {
