@@ -98,7 +98,12 @@ fn make_data(src: &Path, size_mb: u64, control: &Control) -> std::io::Result<(u6
 }
 
 /// Runs the demo and returns the copy's exit status.
-pub fn run(size_mb: u64, settings: PlainSettings) -> ExitStatus {
+pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
+    let settings = PlainSettings {
+        json: config.display.json,
+        interval: config.display.interval,
+        binary: config.display.binary,
+    };
     let control = Arc::new(Control::default());
     let _signals = match install_signal_handlers(control.clone()) {
         Ok(g) => g,
@@ -154,7 +159,13 @@ pub fn run(size_mb: u64, settings: PlainSettings) -> ExitStatus {
             return ExitStatus::Fatal;
         }
     };
-    let outcome = plain::run_copy(job, settings, control);
+    let outcome = crate::run::run_planned(
+        config,
+        job,
+        vec![src.display().to_string()],
+        dst.display().to_string(),
+        control,
+    );
     if !settings.json {
         println!("copyscope demo: removing {}", tmp.path().display());
     }

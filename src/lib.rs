@@ -17,6 +17,7 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod session;
 pub mod tui;
 pub mod ui;
 

@@ -1,20 +1,17 @@
-//! A live copy session: starts the engine, the sampler and the recording, then hands them to
-//! a frontend (the TUI here). Every run is recorded — to `--record FILE`, or else to a
-//! temporary file that `s` can save — so nobody has to decide in advance.
+//! The TUI frontend of a copy: runs a [`Session`] under the live loop, takes screenshots on `s`,
+//! and prints the summary once the terminal is restored.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::config::{Config, Display};
-use crate::copy::{
-    Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy, Progress, spawn_engine,
-};
+use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy};
 use crate::exit::ExitStatus;
-use crate::model::{Event, Model, ModelConfig};
+use crate::model::{Event, Model};
 use crate::report::export::{ChartData, write_screenshot_set};
-use crate::report::recording::{Header, Recording, RecordingWriter, Summary};
-use crate::sample::{Environment, Sample, SysRoot, probe_environment, spawn_sampler};
+use crate::report::recording::Recording;
+use crate::sample::Sample;
+use crate::session::{Recorder, Session, fs_label, model_config, summary_of};
 use crate::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
 use crate::ui::app::{App, Header as UiHeader, RunState, UiOptions};
 use crate::ui::theme::Theme;
@@ -22,16 +19,6 @@ use crate::ui::units::Units;
 
 /// Default PNG/SVG size for screenshots.
 pub const SCREENSHOT_SIZE: (u32, u32) = (1600, 900);
-
-/// Model thresholds from the command line.
-pub fn model_config(d: &Display) -> ModelConfig {
-    ModelConfig {
-        drop_ratio: d.drop_ratio,
-        recover_ratio: d.recover_ratio,
-        min_drop_ns: d.min_drop.as_nanos() as u64,
-        ..ModelConfig::default()
-    }
-}
 
 /// Colours unless NO_COLOR is set (https://no-color.org: any non-empty value).
 pub fn ui_options(d: &Display) -> UiOptions {
@@ -44,139 +31,6 @@ pub fn ui_options(d: &Display) -> UiOptions {
             Units::Decimal
         },
         compact: d.compact,
-    }
-}
-
-/// "zfs tank/backup", "ext4 /dev/vda1", or "".
-pub fn fs_label(env: &Environment) -> String {
-    match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
-        (Some(t), Some(ds), _) => format!("{t} {ds}"),
-        (Some(t), None, Some(src)) => format!("{t} {src}"),
-        (Some(t), None, None) => t.clone(),
-        _ => String::new(),
-    }
-}
-
-/// The recording of the run in progress: to the user's file or to a temporary one.
-pub struct Recorder {
-    writer: Option<RecordingWriter>,
-    /// Set when recording to a temporary file (removed when the session ends).
-    _temp: Option<tempfile::TempDir>,
-    path: PathBuf,
-    failed: Option<String>,
-}
-
-impl Recorder {
-    /// Opens the recording: `record` if given, else a temporary file.
-    pub fn open(record: Option<&Path>, header: &Header) -> Recorder {
-        let (path, temp) = match record {
-            Some(p) => (p.to_path_buf(), None),
-            None => match tempfile::Builder::new().prefix("copyscope-run-").tempdir() {
-                Ok(d) => (d.path().join("run.jsonl"), Some(d)),
-                Err(e) => {
-                    return Recorder {
-                        writer: None,
-                        _temp: None,
-                        path: PathBuf::new(),
-                        failed: Some(format!("cannot create a temporary recording: {e}")),
-                    };
-                }
-            },
-        };
-        match RecordingWriter::create(&path, header) {
-            Ok(w) => Recorder {
-                writer: Some(w),
-                _temp: temp,
-                path,
-                failed: None,
-            },
-            Err(e) => Recorder {
-                writer: None,
-                _temp: temp,
-                path,
-                failed: Some(e.to_string()),
-            },
-        }
-    }
-
-    fn guard(&mut self, r: Result<(), crate::report::recording::RecordingError>) {
-        if let Err(e) = r {
-            self.failed.get_or_insert(e.to_string());
-            self.writer = None;
-        }
-    }
-
-    pub fn sample(&mut self, s: &Sample) {
-        if let Some(w) = self.writer.as_mut() {
-            let r = w.write_sample(s);
-            self.guard(r);
-        }
-    }
-
-    pub fn event(&mut self, e: &Event) {
-        if let Some(w) = self.writer.as_mut() {
-            let r = w.write_event(e);
-            self.guard(r);
-        }
-    }
-
-    pub fn engine_event(&mut self, t_ns: u64, e: &EngineEvent) {
-        if let Some(w) = self.writer.as_mut() {
-            let r = w.write_engine_event(t_ns, e);
-            self.guard(r);
-        }
-    }
-
-    /// The run so far, read back from disk (flushes first).
-    pub fn snapshot(&mut self) -> Option<Recording> {
-        let w = self.writer.as_mut()?;
-        let r = w.flush();
-        self.guard(r);
-        Recording::load(&self.path).ok()
-    }
-
-    /// Copies the run so far to `dest`.
-    pub fn save_to(&mut self, dest: &Path) -> Result<(), String> {
-        match self.writer.as_mut() {
-            Some(w) => w.save_copy_to(dest).map_err(|e| e.to_string()),
-            None => Err(self.failed.clone().unwrap_or_else(|| "no recording".into())),
-        }
-    }
-
-    /// Writes the summary line and closes the file; returns the recording for the summary.
-    pub fn finish(mut self, summary: &Summary) -> (Option<Recording>, Option<String>) {
-        if let Some(w) = self.writer.take()
-            && let Err(e) = w.finish(summary)
-        {
-            self.failed.get_or_insert(e.to_string());
-        }
-        let rec = Recording::load(&self.path).ok();
-        (rec, self.failed)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// The summary line of a recording, from the engine's outcome and the model.
-pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
-    let st = model.stats();
-    Summary {
-        bytes: o.bytes_copied,
-        files: o.files_copied,
-        failed: o.failures.len() as u64,
-        elapsed_secs: o.copy_secs,
-        durable_secs: o.flush_secs.map(|f| o.copy_secs + f),
-        to_cache_bps: o.to_cache_bps,
-        durable_bps: o.durable_bps,
-        drops: st.drops as u64,
-        lost_secs_by_cause: st
-            .lost_secs_by_cause
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
-        exit_code: i32::from(o.status.code()),
     }
 }
 
@@ -202,7 +56,7 @@ pub fn screenshot_to(
 }
 
 /// Screenshot from a replayed recording's file (replay's `s`).
-pub fn screenshot_now(app: &App, _env: &Environment, rec: Option<&Recording>) -> String {
+pub fn screenshot_now(app: &App, rec: Option<&Recording>) -> String {
     match rec {
         Some(r) => match screenshot_to(r, None, app.opts.theme.ascii()) {
             Ok(p) => format!("wrote {}", join_paths(&p)),
@@ -245,9 +99,7 @@ impl LiveHooks for Hooks<'_> {
         self.recorder.sample(s);
     }
     fn on_events(&mut self, evs: &[Event]) {
-        for e in evs {
-            self.recorder.event(e);
-        }
+        self.recorder.events(evs);
     }
     fn on_engine_event(&mut self, t_ns: u64, ev: &EngineEvent) {
         self.recorder.engine_event(t_ns, ev);
@@ -279,37 +131,9 @@ pub fn run_copy_tui(
     job: CopyJob,
     sources: Vec<String>,
     dest: String,
+    control: Arc<Control>,
 ) -> CopyOutcome {
     let d = &config.display;
-    let root = SysRoot::new(d.sys_root.clone());
-    let src_paths: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
-    let env = probe_environment(&root, &src_paths, Path::new(&dest));
-    let header = Header::for_this_run(
-        std::env::args().collect(),
-        sources.clone(),
-        dest.clone(),
-        env.clone(),
-        d.interval.as_millis() as u64,
-    );
-    let mut recorder = Recorder::open(d.record.as_deref(), &header);
-    let opts = ui_options(d);
-    let model = Model::new(model_config(d), env.clone());
-    let app = App::new(
-        model,
-        UiHeader {
-            source: sources.join(", "),
-            dest: dest.clone(),
-            fs: fs_label(&env),
-        },
-        opts,
-    );
-
-    let progress = Arc::new(Progress::default());
-    let control = Arc::new(Control::default());
-    let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (s_tx, s_rx) = tokio::sync::mpsc::unbounded_channel();
-    let start = Instant::now();
-    let mut sampler = spawn_sampler(root, &env, progress.clone(), d.interval, start, s_tx);
     let ask_needed = job.options.overwrite == OverwritePolicy::Ask;
     let (ask, conflicts) = if ask_needed {
         let (a, rx) = TuiConflictAsk::new();
@@ -317,21 +141,39 @@ pub fn run_copy_tui(
     } else {
         (None, None)
     };
-    let engine = spawn_engine(job, progress.clone(), control.clone(), ev_tx, ask);
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let outcome = engine
-            .join()
-            .unwrap_or_else(|_| CopyOutcome::crashed("the copy engine panicked"));
-        let _ = done_tx.send(outcome);
-    });
+    let header = UiHeader {
+        source: sources.join(", "),
+        dest: dest.clone(),
+        fs: String::new(),
+    };
+    let sess = Session::start(d, job, sources, dest, control.clone(), ask);
+    let opts = ui_options(d);
+    let model = Model::new(model_config(d), sess.env.clone());
+    let app = App::new(
+        model,
+        UiHeader {
+            fs: fs_label(&sess.env),
+            ..header
+        },
+        opts,
+    );
+    let Session {
+        mut recorder,
+        progress,
+        samples,
+        engine_events,
+        done,
+        mut sampler,
+        start,
+        ..
+    } = sess;
     let io = LiveIo {
-        samples: s_rx,
-        engine_events: ev_rx,
+        samples,
+        engine_events,
         conflicts,
         control: control.clone(),
         progress,
-        done: done_rx,
+        done,
         start,
         frame_interval: FRAME_INTERVAL,
     };
@@ -375,9 +217,8 @@ pub fn run_copy_tui(
     let outcome = outcome.unwrap_or_else(|| CopyOutcome::crashed("the copy did not report back"));
     if let Some(app) = app.as_mut() {
         let t = app.now_ns;
-        for e in app.model.finish(t) {
-            recorder.event(&e);
-        }
+        let evs = app.model.finish(t);
+        recorder.events(&evs);
     }
     let summary = app
         .as_ref()

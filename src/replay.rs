@@ -162,7 +162,7 @@ pub async fn run_tui(
                         Action::SeekStart => seek_to = Some(0),
                         Action::SeekEnd => seek_to = Some(total),
                         Action::Screenshot => {
-                            let msg = crate::live::screenshot_now(&app, &rec.header.environment, Some(&rec));
+                            let msg = crate::live::screenshot_now(&app, Some(&rec));
                             app.status = Some((msg, app.now_ns));
                         }
                         _ => {}

@@ -8,7 +8,6 @@ use crate::cli::Cli;
 use crate::config::{Command, Config};
 use crate::copy::{Control, CopyJob, install_signal_handlers};
 use crate::exit::ExitStatus;
-use crate::report::plain::{self, PlainSettings};
 
 /// Which output a copy uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,11 +53,18 @@ fn endpoints(request: &crate::copy::CopyRequest) -> (Vec<String>, String) {
     (sources, dest)
 }
 
-fn settings(config: &Config) -> PlainSettings {
-    PlainSettings {
-        json: choose_frontend(config) == Frontend::Json,
-        interval: config.display.interval,
-        binary: config.display.binary,
+/// Runs a planned copy with the frontend the configuration calls for.
+pub fn run_planned(
+    config: &Config,
+    job: CopyJob,
+    sources: Vec<String>,
+    dest: String,
+    control: Arc<Control>,
+) -> crate::copy::CopyOutcome {
+    if choose_frontend(config) == Frontend::Tui {
+        crate::live::run_copy_tui(config, job, sources, dest, control)
+    } else {
+        crate::report::stream::run_copy(&config.display, job, sources, dest, control)
     }
 }
 
@@ -73,10 +79,6 @@ pub fn run(config: Config) -> ExitStatus {
                     return ExitStatus::Fatal;
                 }
             };
-            if choose_frontend(&config) == Frontend::Tui {
-                let (sources, dest) = endpoints(request);
-                return crate::live::run_copy_tui(&config, job, sources, dest).status;
-            }
             let control = Arc::new(Control::default());
             let _signals = match install_signal_handlers(control.clone()) {
                 Ok(g) => g,
@@ -85,9 +87,10 @@ pub fn run(config: Config) -> ExitStatus {
                     return ExitStatus::Fatal;
                 }
             };
-            plain::run_copy(job, settings(&config), control).status
+            let (sources, dest) = endpoints(request);
+            run_planned(&config, job, sources, dest, control).status
         }
-        Command::Demo { size_mb } => crate::demo::run(*size_mb, settings(&config)),
+        Command::Demo { size_mb } => crate::demo::run(*size_mb, &config),
         Command::Completions(shell) => {
             let mut cmd = Cli::command();
             clap_complete::generate(*shell, &mut cmd, "copyscope", &mut std::io::stdout());
@@ -104,7 +107,7 @@ pub fn run(config: Config) -> ExitStatus {
             }
         }
         Command::Replay { file, speed } => {
-            let cfg = crate::live::model_config(&config.display);
+            let cfg = crate::session::model_config(&config.display);
             let opts = crate::live::ui_options(&config.display);
             if choose_frontend(&config) == Frontend::Tui {
                 let rt = tokio::runtime::Builder::new_current_thread()

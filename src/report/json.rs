@@ -12,7 +12,7 @@ fn lossy(p: &std::path::Path) -> PathBuf {
 }
 
 /// The event with every path made UTF-8 (serde refuses non-UTF-8 paths).
-fn lossy_event(ev: &EngineEvent) -> EngineEvent {
+pub fn lossy_event(ev: &EngineEvent) -> EngineEvent {
     use EngineEvent::*;
     match ev {
         FileStarted { path, size } => FileStarted {

@@ -5,4 +5,5 @@ pub mod export;
 pub mod json;
 pub mod plain;
 pub mod recording;
+pub mod stream;
 pub mod summary;

@@ -1,0 +1,224 @@
+//! The frontend without a terminal UI (`--plain`, `--json`, or stdout not a terminal): a
+//! progress line every 2 s (JSON: every interval), each diagnosis the model makes (drops with
+//! their causes, writeback and throttling) as it happens, and the summary. Runs the same session
+//! (engine, sampler, model, recording) as the TUI. Write errors on stdout are ignored: after an
+//! SSH drop the copy must still finish its cleanup.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::oneshot::error::TryRecvError;
+
+use crate::config::Display;
+use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
+use crate::model::format::fmt_clock;
+use crate::model::{Event, EventKind, Model};
+use crate::report::json;
+use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
+use crate::session::{Session, model_config, summary_of};
+
+fn emit(line: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{line}");
+    let _ = o.flush();
+}
+
+fn emit_err(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Which model events a plain log prints (JSON prints all): the ones that explain the speed.
+fn worth_a_line(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Drop(_)
+            | EventKind::WritebackStarted { .. }
+            | EventKind::DirtyThrottleZone { .. }
+            | EventKind::FlushDone { .. }
+            | EventKind::Note { .. }
+    )
+}
+
+struct Printer {
+    json: bool,
+}
+
+impl Printer {
+    fn model_events(&self, evs: &[Event]) {
+        for e in evs {
+            if self.json {
+                let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({}));
+                if let serde_json::Value::Object(m) = &mut v {
+                    m.insert("type".into(), json!("diagnosis"));
+                    m.insert("t".into(), json!((e.t_ns as f64 / 1e6).round() / 1e3));
+                    m.insert("text".into(), json!(e.describe()));
+                }
+                emit(&v.to_string());
+            } else if worth_a_line(&e.kind) {
+                emit(&format!("[{}] {}", fmt_clock(e.t_ns), e.describe()));
+            }
+        }
+    }
+
+    fn engine_event(&self, t_ns: u64, ev: &EngineEvent) {
+        if self.json {
+            emit(&json::event_json(t_ns as f64 / 1e9, ev).to_string());
+            return;
+        }
+        match ev {
+            EngineEvent::FileFailed { path, error } => {
+                emit_err(&format!("copyscope: {}: {error}", path.display()))
+            }
+            EngineEvent::FileSkipped { path, reason } => {
+                emit_err(&format!("copyscope: {}: {reason}", path.display()))
+            }
+            EngineEvent::FileChanged { path, detail } => {
+                emit_err(&format!("copyscope: {}: {detail}", path.display()))
+            }
+            EngineEvent::Fatal { error } => emit_err(&format!("copyscope: {error}")),
+            _ => {}
+        }
+    }
+}
+
+/// Runs a planned copy with plain or JSON output and returns its outcome. The caller installs
+/// signal handlers on `control` (see [`crate::copy::install_signal_handlers`]).
+pub fn run_copy(
+    d: &Display,
+    job: CopyJob,
+    sources: Vec<String>,
+    dest: String,
+    control: Arc<Control>,
+) -> CopyOutcome {
+    let p = Printer { json: d.json };
+    let mut sess = Session::start(d, job, sources, dest, control, None);
+    let mut model = Model::new(model_config(d), sess.env.clone());
+    let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
+    let mut next = Instant::now() + period;
+    let mut phase = Phase::Copying;
+    let mut snap = ProgressSnapshot::default();
+    let outcome = loop {
+        let finished = match sess.done.try_recv() {
+            Ok(o) => Some(o),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
+        };
+        drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
+        if let Some(o) = finished {
+            break o;
+        }
+        let now = Instant::now();
+        if now >= next {
+            let st = model.stats();
+            let elapsed = now.duration_since(sess.start);
+            if d.json {
+                let cur = sess.progress.current();
+                let eta = model.eta_secs(true);
+                emit(
+                    &json::progress_json(
+                        elapsed.as_secs_f64(),
+                        phase.as_str(),
+                        &snap,
+                        st.now_bps,
+                        st.avg_bps,
+                        eta,
+                        cur.as_ref(),
+                    )
+                    .to_string(),
+                );
+            } else {
+                emit(&progress_line(
+                    elapsed, phase, &snap, st.now_bps, st.avg_bps, d.binary,
+                ));
+            }
+            while next <= now {
+                next += period;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    sess.sampler.stop();
+    drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
+    finish_model(&mut sess, &mut model, &p);
+    let summary = summary_of(&outcome, &model);
+    let Session { recorder, env, .. } = sess;
+    let (_, rec_err) = recorder.finish(&summary);
+    if d.json {
+        let mut v = json::summary_json(&outcome);
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("drops".into(), json!(summary.drops));
+            m.insert(
+                "lost_secs_by_cause".into(),
+                json!(summary.lost_secs_by_cause),
+            );
+            m.insert("notes".into(), json!(env.notes));
+        }
+        emit(&v.to_string());
+    } else {
+        let mut text = summary_text(&outcome, d.binary);
+        let st = model.stats();
+        if st.drops > 0 {
+            let lost: Vec<String> = st
+                .lost_secs_by_cause
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1} s"))
+                .collect();
+            text.push_str(&format!("  drops: {} ({})\n", st.drops, lost.join(", ")));
+        }
+        for n in &env.notes {
+            text.push_str(&format!("  note: {n}\n"));
+        }
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+    if let Some(path) = &d.record {
+        match rec_err {
+            None if !d.json => emit(&format!("recording: {}", path.display())),
+            None => {}
+            Some(e) => emit_err(&format!("copyscope: recording {}: {e}", path.display())),
+        }
+    }
+    outcome
+}
+
+/// Takes every queued sample and engine event through the recording, the model and the printer.
+fn drain(
+    sess: &mut Session,
+    model: &mut Model,
+    p: &Printer,
+    phase: &mut Phase,
+    snap: &mut ProgressSnapshot,
+) {
+    while let Ok(s) = sess.samples.try_recv() {
+        sess.recorder.sample(&s);
+        *snap = s.engine;
+        let evs = model.apply(&s);
+        sess.recorder.events(&evs);
+        p.model_events(&evs);
+    }
+    while let Ok(ev) = sess.engine_events.try_recv() {
+        let t = sess.now_ns();
+        sess.recorder.engine_event(t, &ev);
+        match &ev {
+            EngineEvent::Paused => *phase = Phase::Paused,
+            EngineEvent::Resumed => *phase = Phase::Copying,
+            EngineEvent::FlushStarted => *phase = Phase::Flushing,
+            EngineEvent::FlushDone => *phase = Phase::Done,
+            _ => {}
+        }
+        p.engine_event(t, &ev);
+        let evs = model.engine_events(t, &ev);
+        sess.recorder.events(&evs);
+        p.model_events(&evs);
+    }
+}
+
+/// Closes the model (an open drop at the end is still reported).
+fn finish_model(sess: &mut Session, model: &mut Model, p: &Printer) {
+    let evs = model.finish(sess.now_ns());
+    sess.recorder.events(&evs);
+    p.model_events(&evs);
+}

@@ -1,0 +1,231 @@
+//! A running copy: the engine, the sampler and the recording started together, with the
+//! channels a frontend (TUI or plain/JSON) listens to. Every run is recorded — to `--record
+//! FILE`, or else to a temporary file that the TUI's `s` can save — so nobody has to decide in
+//! advance.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Display;
+use crate::copy::{
+    ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progress, spawn_engine,
+};
+use crate::model::{Event, Model, ModelConfig};
+use crate::report::recording::{Header, Recording, RecordingError, RecordingWriter, Summary};
+use crate::sample::{
+    Environment, Sample, SamplerHandle, SysRoot, probe_environment, spawn_sampler,
+};
+
+/// Model thresholds from the command line.
+pub fn model_config(d: &Display) -> ModelConfig {
+    ModelConfig {
+        drop_ratio: d.drop_ratio,
+        recover_ratio: d.recover_ratio,
+        min_drop_ns: d.min_drop.as_nanos() as u64,
+        ..ModelConfig::default()
+    }
+}
+
+/// "zfs tank/backup", "ext4 /dev/vda1", or "".
+pub fn fs_label(env: &Environment) -> String {
+    match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
+        (Some(t), Some(ds), _) => format!("{t} {ds}"),
+        (Some(t), None, Some(src)) => format!("{t} {src}"),
+        (Some(t), None, None) => t.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The recording of the run in progress: to the user's file or to a temporary one. A write
+/// error stops recording (and is reported at the end); it never stops the copy.
+pub struct Recorder {
+    writer: Option<RecordingWriter>,
+    /// Holds the temporary directory alive (removed when the recorder is dropped).
+    _temp: Option<tempfile::TempDir>,
+    path: PathBuf,
+    failed: Option<String>,
+}
+
+impl Recorder {
+    /// Opens the recording: `record` if given, else a temporary file.
+    pub fn open(record: Option<&Path>, header: &Header) -> Recorder {
+        let (path, temp) = match record {
+            Some(p) => (p.to_path_buf(), None),
+            None => match tempfile::Builder::new().prefix("copyscope-run-").tempdir() {
+                Ok(d) => (d.path().join("run.jsonl"), Some(d)),
+                Err(e) => {
+                    return Recorder {
+                        writer: None,
+                        _temp: None,
+                        path: PathBuf::new(),
+                        failed: Some(format!("cannot create a temporary recording: {e}")),
+                    };
+                }
+            },
+        };
+        match RecordingWriter::create(&path, header) {
+            Ok(w) => Recorder {
+                writer: Some(w),
+                _temp: temp,
+                path,
+                failed: None,
+            },
+            Err(e) => Recorder {
+                writer: None,
+                _temp: temp,
+                path,
+                failed: Some(e.to_string()),
+            },
+        }
+    }
+
+    fn write(&mut self, f: impl FnOnce(&mut RecordingWriter) -> Result<(), RecordingError>) {
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = f(w) {
+                self.failed.get_or_insert(e.to_string());
+                self.writer = None;
+            }
+        }
+    }
+
+    pub fn sample(&mut self, s: &Sample) {
+        self.write(|w| w.write_sample(s));
+    }
+
+    pub fn event(&mut self, e: &Event) {
+        self.write(|w| w.write_event(e));
+    }
+
+    pub fn events(&mut self, evs: &[Event]) {
+        for e in evs {
+            self.event(e);
+        }
+    }
+
+    /// Engine events carry paths; non-UTF-8 ones are written lossily (JSON has no other way).
+    pub fn engine_event(&mut self, t_ns: u64, e: &EngineEvent) {
+        let e = crate::report::json::lossy_event(e);
+        self.write(|w| w.write_engine_event(t_ns, &e));
+    }
+
+    /// The run so far, read back from disk (flushes first).
+    pub fn snapshot(&mut self) -> Option<Recording> {
+        self.write(|w| w.flush());
+        self.writer.as_ref()?;
+        Recording::load(&self.path).ok()
+    }
+
+    /// Copies the run so far to `dest`.
+    pub fn save_to(&mut self, dest: &Path) -> Result<(), String> {
+        match self.writer.as_mut() {
+            Some(w) => w.save_copy_to(dest).map_err(|e| e.to_string()),
+            None => Err(self.failed.clone().unwrap_or_else(|| "no recording".into())),
+        }
+    }
+
+    /// Writes the summary line and closes the file; returns the recording as written and the
+    /// first error, if any.
+    pub fn finish(mut self, summary: &Summary) -> (Option<Recording>, Option<String>) {
+        if let Some(w) = self.writer.take() {
+            if let Err(e) = w.finish(summary) {
+                self.failed.get_or_insert(e.to_string());
+            }
+        }
+        let rec = Recording::load(&self.path).ok();
+        (rec, self.failed)
+    }
+}
+
+/// The summary line of a recording, from the engine's outcome and the model.
+pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
+    let st = model.stats();
+    Summary {
+        bytes: o.bytes_copied,
+        files: o.files_copied,
+        failed: o.failures.len() as u64,
+        elapsed_secs: o.copy_secs,
+        durable_secs: o.flush_secs.map(|f| o.copy_secs + f),
+        to_cache_bps: o.to_cache_bps,
+        durable_bps: o.durable_bps,
+        drops: st.drops as u64,
+        lost_secs_by_cause: st
+            .lost_secs_by_cause
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        exit_code: i32::from(o.status.code()),
+    }
+}
+
+/// Everything a frontend needs while a copy runs.
+pub struct Session {
+    pub env: Environment,
+    pub header: Header,
+    pub recorder: Recorder,
+    pub progress: Arc<Progress>,
+    pub control: Arc<Control>,
+    pub samples: mpsc::UnboundedReceiver<Sample>,
+    pub engine_events: mpsc::UnboundedReceiver<EngineEvent>,
+    /// Resolves with the engine's outcome (a panicking engine reports a crash).
+    pub done: oneshot::Receiver<CopyOutcome>,
+    pub sampler: SamplerHandle,
+    /// The instant every `t_ns` counts from.
+    pub start: Instant,
+}
+
+impl Session {
+    /// Probes the destination, opens the recording, starts the sampler and the engine.
+    pub fn start(
+        d: &Display,
+        job: CopyJob,
+        sources: Vec<String>,
+        dest: String,
+        control: Arc<Control>,
+        ask: Option<Arc<dyn ConflictAsk>>,
+    ) -> Session {
+        let root = SysRoot::new(d.sys_root.clone());
+        let src_paths: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
+        let env = probe_environment(&root, &src_paths, Path::new(&dest));
+        let header = Header::for_this_run(
+            std::env::args().collect(),
+            sources,
+            dest,
+            env.clone(),
+            d.interval.as_millis() as u64,
+        );
+        let recorder = Recorder::open(d.record.as_deref(), &header);
+        let progress = Arc::new(Progress::default());
+        let (ev_tx, engine_events) = mpsc::unbounded_channel();
+        let (s_tx, samples) = mpsc::unbounded_channel();
+        let start = Instant::now();
+        let sampler = spawn_sampler(root, &env, progress.clone(), d.interval, start, s_tx);
+        let engine = spawn_engine(job, progress.clone(), control.clone(), ev_tx, ask);
+        let (done_tx, done) = oneshot::channel();
+        std::thread::spawn(move || {
+            let outcome = engine
+                .join()
+                .unwrap_or_else(|_| CopyOutcome::crashed("the copy engine panicked"));
+            let _ = done_tx.send(outcome);
+        });
+        Session {
+            env,
+            header,
+            recorder,
+            progress,
+            control,
+            samples,
+            engine_events,
+            done,
+            sampler,
+            start,
+        }
+    }
+
+    /// Nanoseconds since the start.
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
