@@ -83,11 +83,11 @@ impl Recorder {
     }
 
     fn write(&mut self, f: impl FnOnce(&mut RecordingWriter) -> Result<(), RecordingError>) {
-        if let Some(w) = self.writer.as_mut() {
-            if let Err(e) = f(w) {
-                self.failed.get_or_insert(e.to_string());
-                self.writer = None;
-            }
+        if let Some(w) = self.writer.as_mut()
+            && let Err(e) = f(w)
+        {
+            self.failed.get_or_insert(e.to_string());
+            self.writer = None;
         }
     }
 
@@ -129,10 +129,10 @@ impl Recorder {
     /// Writes the summary line and closes the file; returns the recording as written and the
     /// first error, if any.
     pub fn finish(mut self, summary: &Summary) -> (Option<Recording>, Option<String>) {
-        if let Some(w) = self.writer.take() {
-            if let Err(e) = w.finish(summary) {
-                self.failed.get_or_insert(e.to_string());
-            }
+        if let Some(w) = self.writer.take()
+            && let Err(e) = w.finish(summary)
+        {
+            self.failed.get_or_insert(e.to_string());
         }
         let rec = Recording::load(&self.path).ok();
         (rec, self.failed)

@@ -310,24 +310,6 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wrap_words_splits_at_spaces_and_cuts_long_words() {
-        assert_eq!(
-            wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
-            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
-        );
-        assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
-        assert_eq!(
-            ellipsize_start("photos/2019/IMG_2231.CR2", 10, "…"),
-            "…_2231.CR2"
-        );
-    }
-}
-
 /// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
 pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
     let t = app.opts.theme;
@@ -487,6 +469,24 @@ pub fn tiny(area: Rect, buf: &mut Buffer, app: &App) {
             l,
             area.width as usize,
             Style::new(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_words_splits_at_spaces_and_cuts_long_words() {
+        assert_eq!(
+            wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
+            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
+        );
+        assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(
+            ellipsize_start("photos/2019/IMG_2231.CR2", 10, "…"),
+            "…_2231.CR2"
         );
     }
 }
