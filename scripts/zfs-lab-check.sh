@@ -76,4 +76,25 @@ GUEST
 "$LAB/run.sh" --disk-mbps "$MBPS" --share "$SHARE" --timeout 600 -v --script "$SHARE/guest.sh"
 mkdir -p "$OUT"
 cp -r "$SHARE/out/." "$OUT/"
+# A short summary of what the sampler saw, so a run can be judged at a glance.
+python3 - "$OUT/samples.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+env = lines[0]["environment"]
+s = [l for l in lines if "t_ns" in l]
+stats = lines[-1].get("sampler_stats", {})
+z0, z1 = s[0]["zfs"], s[-1]["zfs"]
+first = {r["txg"] for r in z0["txgs"] if r["state"] == "C"}
+done = {}
+for x in s:
+    for r in x["zfs"]["txgs"]:
+        if r["state"] == "C" and r["txg"] not in first:
+            done[r["txg"]] = r
+print(f"pool {env['zfs_pool']} disks {env['dest_disks']} notes {env['notes']}")
+print(f"{len(s)} samples over {s[-1]['t_ns']/1e9:.1f} s; wrote {s[-1]['engine']['bytes_copied']>>20} MiB")
+print(f"dmu_tx_dirty_delay +{z1['dmu_tx']['dirty_delay']-z0['dmu_tx']['dirty_delay']}, over_max +{z1['dmu_tx']['dirty_over_max']-z0['dmu_tx']['dirty_over_max']}")
+for t, r in sorted(done.items()):
+    print(f"  txg {t}: ndirty {r['ndirty']>>20} MiB, nwritten {r['nwritten']>>20} MiB, stime {r['stime']/1e9:.2f} s")
+print(f"sampler (emulated guest): {stats}")
+PY
 echo "zfs-lab-check: output in $OUT"

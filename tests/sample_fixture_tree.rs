@@ -283,3 +283,30 @@ fn dm_device_is_followed_through_its_slaves_to_the_disk() {
         vec![dev(254, 16, "vdb"), dev(254, 32, "vdc")]
     );
 }
+
+#[test]
+fn anonymous_st_dev_with_a_device_source_uses_the_source() {
+    // btrfs reports st_dev 0:N; its mountinfo source still names the partition.
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(host_root().path(), tmp.path());
+    let root = SysRoot::new(tmp.path());
+    let mi = root.join("proc/self/mountinfo");
+    let mut text = std::fs::read_to_string(&mi).unwrap();
+    text.push_str("99 22 0:77 / /data rw,relatime - btrfs /dev/loop0p1 rw,space_cache=v2\n");
+    text.push_str("98 22 0:78 / /ram rw - tmpfs tmpfs rw\n");
+    std::fs::write(&mi, text).unwrap();
+    // The fixture has no dev/ directory, so the name comes from the path itself.
+    let env = probe_environment(&root, &[PathBuf::from("/ram/x")], Path::new("/data/x"));
+    assert_eq!(env.fs_type.as_deref(), Some("btrfs"));
+    assert_eq!(env.dest_devices, vec![dev(7, 0, "loop0")]);
+    assert!(env.source_devices.is_empty(), "tmpfs has no disk");
+    let env = probe_environment(&root, &[], Path::new("/ram/x"));
+    assert!(env.dest_devices.is_empty());
+    assert!(
+        env.notes
+            .iter()
+            .any(|n| n.contains("tmpfs has no block device")),
+        "{:?}",
+        env.notes
+    );
+}

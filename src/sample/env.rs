@@ -109,7 +109,14 @@ pub fn probe_environment_with(
         env.zfs_pool = Some(pool);
     } else {
         let dev = device_of(root, &dest_abs, dest_mount.as_ref());
+        // btrfs and similar report an anonymous 0:N st_dev although they sit on a real
+        // device: the mount source names it.
+        let by_source = match (dev, &dest_mount) {
+            (Some((0, _)), Some(m)) => disks_of_source(root, &m.source),
+            _ => Vec::new(),
+        };
         match dev {
+            Some((0, _)) if !by_source.is_empty() => env.dest_devices = by_source,
             Some((0, _)) => env.notes.push(format!(
                 "device n/a: {} has no block device of its own (major 0); device rate and utilisation are not shown",
                 env.fs_type.as_deref().unwrap_or("the destination filesystem")
@@ -141,13 +148,15 @@ pub fn probe_environment_with(
                     src.extend(d);
                 }
             }
-            _ => {
-                if let Some((ma, mi)) = device_of(root, &abs, m.as_ref())
-                    && ma != 0
-                {
-                    src.extend(disks_for_dev(root, ma, mi));
+            _ => match device_of(root, &abs, m.as_ref()) {
+                Some((0, _)) => {
+                    if let Some(m) = &m {
+                        src.extend(disks_of_source(root, &m.source));
+                    }
                 }
-            }
+                Some((ma, mi)) => src.extend(disks_for_dev(root, ma, mi)),
+                None => {}
+            },
         }
     }
     let src: Vec<BlockDev> = src.into_iter().collect();
@@ -213,6 +222,17 @@ fn device_of(root: &SysRoot, path: &Path, mount: Option<&MountEntry>) -> Option<
         }
     }
     mount.map(|m| (m.major, m.minor))
+}
+
+/// The disks behind a mount source that is a device path (`/dev/sda2`, `/dev/mapper/vg-lv`);
+/// empty for sources such as `tmpfs`, `server:/export` or `pool/dataset`.
+fn disks_of_source(root: &SysRoot, source: &str) -> Vec<BlockDev> {
+    if !source.starts_with("/dev/") {
+        return Vec::new();
+    }
+    block_name_of_path(root, Path::new(source))
+        .map(|name| disks_for_name(root, &name))
+        .unwrap_or_default()
 }
 
 /// The `objset-0x…` kstat whose `dataset_name` is `dataset`.

@@ -1,4 +1,5 @@
-//! Errors of the signal readers and parsers.
+//! Errors of the signal parsers. (Readers never fail: a missing source is n/a in the
+//! Sample and a note in the Environment, DESIGN §5.)
 
 use thiserror::Error;
 
@@ -20,17 +21,4 @@ pub enum ParseError {
         file: &'static str,
         field: &'static str,
     },
-}
-
-/// Errors of reading signals (I/O plus parsing).
-#[derive(Debug, Error)]
-pub enum SampleError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Parse(#[from] ParseError),
 }

@@ -23,7 +23,7 @@ pub mod zfs;
 
 pub use blockdev::BlockDev;
 pub use env::{probe_environment, probe_environment_with};
-pub use error::{ParseError, SampleError};
+pub use error::ParseError;
 pub use reader::{SignalReader, read_sample};
 pub use root::SysRoot;
 pub use sampler::{SamplerHandle, SamplerStats, spawn_sampler};
