@@ -4,7 +4,12 @@
 
 use std::path::Path;
 
-use copyscope::report::export::{ChartData, DEFAULT_SIZE, write_screenshot_set};
+use std::time::Instant;
+
+use copyscope::report::export::{
+    ChartData, DEFAULT_SIZE, render_markdown, render_png, render_svg, render_text,
+    write_screenshot_set,
+};
 use copyscope::report::recording::Recording;
 
 #[test]
@@ -14,6 +19,22 @@ fn regenerate_assets() {
     let rec = Recording::load(&root.join("tests/fixtures/recordings/zfs-40mbps-zero.jsonl"))
         .expect("fixture loads");
     let data = ChartData::from_recording(&rec);
+    // Timings for the record (the TUI's `s` key runs the same code).
+    let (w, h) = DEFAULT_SIZE;
+    let t = Instant::now();
+    let svg = render_svg(&data, w, h);
+    let t_svg = t.elapsed();
+    let t = Instant::now();
+    let png = render_png(&data, w, h).expect("png");
+    let t_png = t.elapsed();
+    let t = Instant::now();
+    let _ = (render_text(&data, 100, false), render_markdown(&data));
+    println!(
+        "svg {} B in {t_svg:?}, png {} B in {t_png:?} (svg + raster), text + markdown in {:?}",
+        svg.len(),
+        png.len(),
+        t.elapsed()
+    );
     let written = write_screenshot_set(
         &data,
         &root.join("assets"),

@@ -285,3 +285,21 @@ fn write_previews() {
         println!("{}", p.display());
     }
 }
+
+#[test]
+fn a_sync_still_running_at_the_end_gets_its_own_tick() {
+    use copyscope::model::{Event, EventKind};
+    let mut rec = built_recording(true);
+    rec.events.push(Event {
+        t_ns: 59_000_000_000,
+        kind: EventKind::TxgSyncStarted { txg: 999 },
+    });
+    let svg = render_svg(&ChartData::from_recording(&rec), 1600, 900);
+    let doc = roxmltree::Document::parse(&svg).expect("xml");
+    let ticks = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("marker marker-txg-sync"))
+        .count();
+    // 12 commits plus the open sync; the 12 committed syncs' starts are drawn as windows.
+    assert_eq!(ticks, 13);
+}

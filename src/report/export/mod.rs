@@ -589,7 +589,8 @@ fn derive_stats(rec: &Recording, points: &[ChartPoint], events: &[Event]) -> Cha
     stats
 }
 
-/// Which files to write; `None` skips that format.
+/// Which files to write; `None` skips that format. A text or Markdown path of `-` means
+/// standard output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportTargets {
     pub png: Option<PathBuf>,
@@ -654,12 +655,24 @@ pub fn write_targets(
             written.push(p.clone());
         }
     }
+    // Text and Markdown may go to stdout ("-"), for pasting straight into a post.
+    let write_or_print = |path: &Path, text: &str| -> anyhow::Result<()> {
+        if path == Path::new("-") {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing to stdout")
+        } else {
+            write(path, text.as_bytes())
+        }
+    };
     if let Some(p) = &targets.text {
-        write(p, render_text(data, 100, ascii).as_bytes())?;
+        write_or_print(p, &render_text(data, 100, ascii))?;
         written.push(p.clone());
     }
     if let Some(p) = &targets.markdown {
-        write(p, render_markdown(data).as_bytes())?;
+        write_or_print(p, &render_markdown(data))?;
         written.push(p.clone());
     }
     Ok(written)

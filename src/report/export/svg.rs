@@ -659,14 +659,18 @@ fn lanes_and_markers(
                 );
             }
         }
+        let committed: Vec<u64> = data.txg_spans().iter().map(|(_, _, txg)| *txg).collect();
         let mut last_x = f64::NEG_INFINITY;
         for e in data
             .events
             .iter()
             .filter(|e| MarkerKind::of(&e.kind) == *kind)
         {
-            // A sync start is drawn by its window once the txg commits.
-            if matches!(e.kind, EventKind::TxgSyncStarted { .. }) {
+            // A sync start is drawn by its window once the txg commits; only a sync still
+            // running at the end gets a tick of its own.
+            if let EventKind::TxgSyncStarted { txg } = e.kind
+                && committed.contains(&txg)
+            {
                 continue;
             }
             let x = sc.x(e.t_ns as f64 / 1e9);
