@@ -94,6 +94,7 @@ fn sample() -> impl Strategy<Value = (u64, Sample)> {
                         },
                         arc_anon,
                         birth_offset_ns,
+                        ..Default::default()
                     }),
                 };
                 (dt, s)

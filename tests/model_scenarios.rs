@@ -177,6 +177,7 @@ impl Scenario {
                 },
                 arc_anon: z.arc_anon,
                 birth_offset_ns: 0,
+                ..Default::default()
             }),
         };
         self.items.push(Item::Sample(Box::new(sample)));

@@ -157,6 +157,7 @@ fn load_from(dir: &str) -> Capture {
                 },
                 arc_anon: Some(num(c_anon)),
                 birth_offset_ns: offset,
+                ..Default::default()
             }),
             ..Default::default()
         };

@@ -80,6 +80,7 @@ fn header() -> Header {
             zfs_delay_percent: Some(60),
             page_size: 4096,
             notes: vec![],
+            ..Default::default()
         },
         interval_ms: 100,
     }
@@ -184,6 +185,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
                 arc_anon: Some(300_000_000),
                 // Births above are offset by 1000 s on the raw clock.
                 birth_offset_ns: -1_000_000_000_000,
+                ..Default::default()
             }),
         });
     }
