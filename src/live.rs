@@ -164,7 +164,6 @@ pub fn run_copy_tui(
         engine_events,
         done,
         mut sampler,
-        start,
         ..
     } = sess;
     let io = LiveIo {
@@ -174,7 +173,6 @@ pub fn run_copy_tui(
         control: control.clone(),
         progress,
         done,
-        start,
         frame_interval: FRAME_INTERVAL,
     };
     let mut hooks = Hooks {

@@ -200,7 +200,8 @@ fn drain(
         p.model_events(&evs);
     }
     while let Ok(ev) = sess.engine_events.try_recv() {
-        let t = sess.now_ns();
+        // Stamped with the newest sample's time so the recording replays in lived order.
+        let t = model.latest().map_or(0, |s| s.t_ns);
         sess.recorder.engine_event(t, &ev);
         match &ev {
             EngineEvent::Paused => *phase = Phase::Paused,
@@ -218,7 +219,7 @@ fn drain(
 
 /// Closes the model (an open drop at the end is still reported).
 fn finish_model(sess: &mut Session, model: &mut Model, p: &Printer) {
-    let evs = model.finish(sess.now_ns());
+    let evs = model.finish(model.latest().map_or(0, |s| s.t_ns));
     sess.recorder.events(&evs);
     p.model_events(&evs);
 }

@@ -176,8 +176,12 @@ impl App {
         self.model.apply(s)
     }
 
-    /// Feeds one engine event; keeps the run state in step.
-    pub fn on_engine(&mut self, t_ns: u64, ev: &EngineEvent) -> Option<Event> {
+    /// Feeds one engine event; keeps the run state in step. Returns the model's new events
+    /// (the mapped one, plus a drop the event closed, e.g. by a pause).
+    ///
+    /// Engine events are stamped with the newest sample's time (`now_ns`), not the wall clock,
+    /// so that a recording replays in exactly the order it was lived.
+    pub fn on_engine(&mut self, t_ns: u64, ev: &EngineEvent) -> Vec<Event> {
         match ev {
             EngineEvent::ScanDone { .. } if self.state == RunState::Scanning => {
                 self.state = RunState::Copying;
@@ -202,7 +206,7 @@ impl App {
             EngineEvent::Fatal { .. } => self.state = RunState::Failed,
             _ => {}
         }
-        self.model.engine_event(t_ns, ev)
+        self.model.engine_events(t_ns, ev)
     }
 
     /// The visible time window on the time axis.
