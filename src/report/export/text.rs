@@ -24,7 +24,9 @@ fn ascii_block(eighths: usize) -> char {
 }
 
 /// Replaces the few non-ASCII characters the labels use.
-fn asciify(s: &str) -> String {
+/// Replaces the few non-ASCII characters copyscope writes by ASCII look-alikes, and anything
+/// else (e.g. in file names) by `?`.
+pub fn asciify(s: &str) -> String {
     s.replace('→', "->")
         .replace('…', "...")
         .replace('·', "-")
