@@ -223,6 +223,18 @@ pub fn run_copy_tui(
         .map(|a| summary_of(&outcome, &a.model))
         .unwrap_or_default();
     let (rec, rec_err) = recorder.finish(&summary);
+    if crate::tui::panicked() {
+        // The hook restored the terminal and printed the panic; the copy was stopped and its
+        // temporary files removed. Say so, and fail.
+        err(
+            "copyscope: internal error (see above): the copy was stopped safely; files already \
+             copied are complete, the unfinished one was removed",
+        );
+        return CopyOutcome {
+            status: ExitStatus::Fatal,
+            ..outcome
+        };
+    }
     if hung_up {
         return outcome;
     }

@@ -182,3 +182,82 @@ fn completed_copy_leaves_summary_in_scrollback() {
         fs::read(dst.join("big.bin")).unwrap()
     );
 }
+
+/// Runs a paced copy in tmux, applies `disrupt` once the copy screen is up, and returns
+/// (exit code, tmux, src, dst) after copyscope has exited.
+fn disrupted_copy(
+    tag: &str,
+    extra_env: &[(&str, &str)],
+    disrupt: impl Fn(&Tmux, &Path),
+) -> (String, Tmux, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join(format!("dst-{tag}"));
+    make_source(&src, 48);
+    let exit_file = tmp.path().join("exit");
+    let cmd = format!(
+        "{BIN} {} {}; echo $? > {}; sleep 60",
+        src.display(),
+        dst.display(),
+        exit_file.display()
+    );
+    let mut env = vec![
+        ("COPYSCOPE_TEST_THROTTLE_BPS", "6000000"),
+        ("TERM", "xterm-256color"),
+    ];
+    env.extend_from_slice(extra_env);
+    let t = Tmux::start(tag, 80, 24, &cmd, &env);
+    t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+        s.contains("copying")
+    });
+    disrupt(&t, &dst);
+    let code = wait_file(&exit_file, Duration::from_secs(30)).expect("copyscope exited");
+    (code.trim().to_string(), t, tmp)
+}
+
+fn copyscope_pid(marker: &Path) -> Option<i32> {
+    let marker = marker.display().to_string();
+    fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
+        let cmd = fs::read(p.path().join("cmdline")).ok()?;
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        (args.first()?.ends_with("/copyscope") && args.iter().any(|a| *a == marker))
+            .then(|| p.file_name().to_string_lossy().parse().ok())
+            .flatten()
+    })
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_lose_nothing() {
+    for (tag, sig) in [("term", "TERM"), ("hup", "HUP")] {
+        let (code, t, tmp) = disrupted_copy(tag, &[], |_, dst| {
+            let pid = copyscope_pid(dst).expect("copyscope runs");
+            std::process::Command::new("kill")
+                .args([&format!("-{sig}"), &pid.to_string()])
+                .status()
+                .unwrap();
+        });
+        assert_eq!(code, "130", "SIG{sig} cancels");
+        assert!(!t.alternate_on(), "terminal restored after SIG{sig}");
+        assert_nothing_lost(
+            &tmp.path().join("src"),
+            &tmp.path().join(format!("dst-{tag}")),
+        );
+    }
+}
+
+#[test]
+fn a_panic_on_another_thread_ends_cleanly() {
+    let (code, t, tmp) = disrupted_copy(
+        "panic",
+        &[("COPYSCOPE_TEST_PANIC_AFTER_MS", "1500")],
+        |_, _| {},
+    );
+    assert_eq!(code, "2", "a panic is a fatal error");
+    assert!(!t.alternate_on(), "terminal restored after the panic");
+    let screen = t.capture_history();
+    assert!(screen.contains("stopped safely"), "{screen}");
+    assert_nothing_lost(&tmp.path().join("src"), &tmp.path().join("dst-panic"));
+}
