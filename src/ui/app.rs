@@ -111,8 +111,10 @@ impl Default for ViewState {
 
 /// The smallest round axis length that holds `t_ns`.
 pub fn axis_span_ns(t_ns: u64) -> u64 {
-    const STEPS_S: [u64; 17] =
-        [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400, 172_800, 604_800];
+    const STEPS_S: [u64; 17] = [
+        10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400, 172_800,
+        604_800,
+    ];
     STEPS_S
         .iter()
         .map(|s| s * 1_000_000_000)

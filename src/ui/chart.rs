@@ -326,7 +326,10 @@ impl Widget for SpeedChart<'_> {
         if let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) {
             let y = row_of(avg).clamp(top, marker_y - 1);
             // Only under the history: the right part of a growing axis is the future.
-            let last = cols.iter().rposition(Option::is_some).map_or(0, |c| c as u16 + 1);
+            let last = cols
+                .iter()
+                .rposition(Option::is_some)
+                .map_or(0, |c| c as u16 + 1);
             for x in plot_x..plot_x + last.min(plot_w) {
                 if buf[(x, y)].symbol() == " " {
                     buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
