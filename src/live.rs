@@ -239,12 +239,13 @@ pub fn run_copy_tui(
         return outcome;
     }
     if let (Some(app), Some(rec)) = (app.as_ref(), rec.as_ref()) {
+        let width = crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).clamp(40, 100));
         out(&crate::report::summary::final_summary(
             &app.model,
-            &app.header,
             opts,
             rec,
             Some(&outcome),
+            width,
         ));
         if let Some(dir) = &d.screenshot {
             match screenshot_to(rec, Some(dir), d.ascii) {

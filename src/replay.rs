@@ -213,8 +213,7 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     let rec = Recording::load(path)
         .with_context(|| format!("cannot read recording {}", path.display()))?;
     let model = replay_model(&rec, cfg);
-    let header = header_of(&rec);
     Ok(crate::report::summary::final_summary(
-        &model, &header, opts, &rec, None,
+        &model, opts, &rec, None, 100,
     ))
 }

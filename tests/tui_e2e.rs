@@ -261,3 +261,34 @@ fn a_panic_on_another_thread_ends_cleanly() {
     assert!(screen.contains("stopped safely"), "{screen}");
     assert_nothing_lost(&tmp.path().join("src"), &tmp.path().join("dst-panic"));
 }
+
+#[test]
+fn replay_plays_seeks_and_quits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exit_file = tmp.path().join("exit");
+    let rec = std::fs::canonicalize("assets/slowdev-40mbps-ext4.jsonl").unwrap();
+    let cmd = format!(
+        "{BIN} replay --speed 10 {}; echo $? > {}; sleep 60",
+        rec.display(),
+        exit_file.display()
+    );
+    let t = Tmux::start("replay", 100, 32, &cmd, &[("TERM", "xterm-256color")]);
+    // At 10x the recording's first drop (at 5 s) is on screen within a few seconds.
+    let s = t.wait_for("a drop in the events panel", Duration::from_secs(20), |s| {
+        s.contains("drop 42")
+    });
+    assert!(s.contains("dirty"), "{s}");
+    t.send("End");
+    let s = t.wait_for("the end of the recording", Duration::from_secs(10), |s| {
+        s.contains("flushed in")
+    });
+    assert!(s.contains("done"), "state at the end:\n{s}");
+    t.send("Home");
+    t.wait_for("back at the start", Duration::from_secs(10), |s| {
+        !s.contains("flushed in")
+    });
+    t.send("q");
+    let code = wait_file(&exit_file, Duration::from_secs(10)).expect("replay exited");
+    assert_eq!(code.trim(), "0");
+    assert!(!t.alternate_on());
+}

@@ -215,7 +215,11 @@ impl App {
                     .and_then(|s| s.page_cache)
                     .map(|p| p.dirty + p.writeback);
             }
+            EngineEvent::FlushDone if self.state == RunState::Flushing => {
+                self.state = RunState::Done
+            }
             EngineEvent::VerifyStarted => self.state = RunState::Verifying,
+            EngineEvent::VerifyDone { .. } => self.state = RunState::Done,
             EngineEvent::Fatal { .. } => self.state = RunState::Failed,
             _ => {}
         }
