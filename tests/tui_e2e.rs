@@ -223,7 +223,7 @@ fn copyscope_pid(marker: &Path) -> Option<i32> {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        (args.first()?.ends_with("/copyscope") && args.iter().any(|a| *a == marker))
+        (args.first()?.ends_with("/copyscope") && args.contains(&marker))
             .then(|| p.file_name().to_string_lossy().parse().ok())
             .flatten()
     })
