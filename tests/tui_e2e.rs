@@ -102,6 +102,14 @@ fn pause_resume_and_cancel_in_tmux() {
     });
     assert!(screen.contains("copyscope"), "{screen}");
     assert!(t.alternate_on(), "TUI runs on the alternate screen");
+    let raw = std::process::Command::new("tmux")
+        .args(["-L", &t.socket, "capture-pane", "-e", "-p", "-t", &t.name])
+        .output()
+        .unwrap();
+    assert!(
+        sets_a_colour(&String::from_utf8_lossy(&raw.stdout)),
+        "colour without NO_COLOR"
+    );
 
     t.send("p");
     t.wait_for("paused state", Duration::from_secs(5), |s| {
@@ -291,4 +299,82 @@ fn replay_plays_seeks_and_quits() {
     let code = wait_file(&exit_file, Duration::from_secs(10)).expect("replay exited");
     assert_eq!(code.trim(), "0");
     assert!(!t.alternate_on());
+}
+
+#[test]
+fn overwrite_dialog_skips_and_overwrites_as_answered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.txt"), "new a").unwrap();
+    fs::write(src.join("b.txt"), "new b").unwrap();
+    let dst = tmp.path().join("dst");
+    fs::create_dir_all(dst.join("src")).unwrap();
+    fs::write(dst.join("src/a.txt"), "old a").unwrap();
+    fs::write(dst.join("src/b.txt"), "old b").unwrap();
+    let exit_file = tmp.path().join("exit");
+    // DEST is an existing directory: the tree goes to dst/src, where both files exist.
+    let cmd = format!(
+        "{BIN} --jobs 1 {} {}; echo $? > {}; sleep 60",
+        src.display(),
+        dst.display(),
+        exit_file.display()
+    );
+    let t = Tmux::start(
+        "ask",
+        80,
+        24,
+        &cmd,
+        &[("TERM", "xterm-256color"), ("NO_COLOR", "1")],
+    );
+    let s = t.wait_for("the overwrite dialog", Duration::from_secs(20), |s| {
+        s.contains("already exists")
+    });
+    let first_is_a = s.contains("a.txt");
+    t.send("s"); // skip the first
+    t.wait_for("the second question", Duration::from_secs(10), |s| {
+        s.contains("already exists") && s.contains(if first_is_a { "b.txt" } else { "a.txt" })
+    });
+    // NO_COLOR: no colour escapes on the screen.
+    let out = std::process::Command::new("tmux")
+        .args(["-L", &t.socket, "capture-pane", "-e", "-p", "-t", &t.name])
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !sets_a_colour(&raw),
+        "colour escapes with NO_COLOR:\n{raw:?}"
+    );
+    t.send("o"); // overwrite the second
+    let code = wait_file(&exit_file, Duration::from_secs(20)).expect("copyscope exited");
+    assert_eq!(code.trim(), "0");
+    let (skipped, overwritten) = if first_is_a {
+        ("a.txt", "b.txt")
+    } else {
+        ("b.txt", "a.txt")
+    };
+    assert!(
+        fs::read_to_string(dst.join("src").join(skipped))
+            .unwrap()
+            .starts_with("old")
+    );
+    assert!(
+        fs::read_to_string(dst.join("src").join(overwritten))
+            .unwrap()
+            .starts_with("new")
+    );
+}
+
+/// True when `s` holds an SGR sequence that sets a foreground or background colour (30–37,
+/// 38;…, 40–47, 48;…, 90–97, 100–107); resets (39, 49) and bold do not count.
+fn sets_a_colour(s: &str) -> bool {
+    s.split("\x1b[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or("");
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
 }
