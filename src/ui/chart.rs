@@ -176,12 +176,19 @@ impl SpeedChart<'_> {
 /// The value the y axis must hold: the highest column, unless a few columns (≤ 3 %, e.g. the
 /// first burst into an empty page cache) tower over the rest — then those are clipped (drawn
 /// full height with a `▲`) so the other 97 % of the chart keeps its resolution.
+///
+/// The copy speed sets the scale; the device overlay only when nothing was copied yet (a disk
+/// shared with other writers can run far above the copy, and its dots then sit on the top row).
 pub fn robust_peak(cols: &[Option<Column>]) -> f64 {
-    let mut vals: Vec<f64> = cols
-        .iter()
-        .flatten()
-        .map(|c| c.mean.max(c.device.unwrap_or(0.0)))
-        .collect();
+    let copy = robust_max(cols.iter().flatten().map(|c| c.mean).collect());
+    if copy > 0.0 {
+        copy
+    } else {
+        robust_max(cols.iter().flatten().filter_map(|c| c.device).collect())
+    }
+}
+
+fn robust_max(mut vals: Vec<f64>) -> f64 {
     vals.sort_by(f64::total_cmp);
     let Some(&max) = vals.last() else { return 0.0 };
     if vals.len() < 20 {
