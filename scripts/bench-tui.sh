@@ -64,8 +64,10 @@ for i in $(seq 1 "$RUNS"); do
     printf "run %d: plain cpu %.2f s (wall %.1f)  tui cpu %.2f s (wall %.1f)  ratio %.2f  terminal %.0f B/s\n",
       i, pu+ps, pw, tu+ts, tw, (tu+ts)/(pu+ps), tb/tw }'
 done
-awk 'NR==FNR { p[NR] = $1 + $2; n = NR; next } { t[FNR] = $1 + $2; b[FNR] = $4 / $3 }
-  END { asort(p); asort(t); asort(b); m = int((n + 1) / 2);
-        printf "median: plain cpu %.2f s, tui cpu %.2f s, ratio %.2f (target <= 1.10); terminal %.0f B/s (target <= 4096)\n",
-          p[m], t[m], t[m] / p[m], b[m] }' "$DIR/plain.all" "$DIR/tui.all"
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+pm=$(awk '{ print $1 + $2 }' "$DIR/plain.all" | median)
+tm=$(awk '{ print $1 + $2 }' "$DIR/tui.all" | median)
+bm=$(awk '{ print $4 / $3 }' "$DIR/tui.all" | median)
+awk -v p="$pm" -v t="$tm" -v b="$bm" 'BEGIN {
+  printf "median: plain cpu %.2f s, tui cpu %.2f s, ratio %.2f (target <= 1.10); terminal %.0f B/s (target <= 4096)\n", p, t, t / p, b }'
 rm -f "$DIR/plain.all" "$DIR/tui.all"
