@@ -70,33 +70,70 @@ fn walk(p: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// A copy of a generated tree running in tmux: the pieces a test checks afterwards.
+struct TmuxCopy {
+    t: Tmux,
+    /// Keeps the directory alive (removed on drop).
+    _tmp: tempfile::TempDir,
+    src: std::path::PathBuf,
+    dst: std::path::PathBuf,
+    exit_file: std::path::PathBuf,
+}
+
+impl TmuxCopy {
+    /// Starts `copyscope FLAGS src dst` on a `big_mb` tree in a `w`×`h` tmux session, paced
+    /// at `bps`; the shell records the exit code and keeps the pane open.
+    fn start(
+        tag: &str,
+        (w, h): (u16, u16),
+        big_mb: usize,
+        flags: &str,
+        bps: &str,
+        env: &[(&str, &str)],
+    ) -> TmuxCopy {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let dst = tmp.path().join(format!("dst-{tag}"));
+        make_source(&src, big_mb);
+        let exit_file = tmp.path().join("exit");
+        let cmd = format!(
+            "{BIN} {flags} {} {}; echo $? > {}; sleep 60",
+            src.display(),
+            dst.display(),
+            exit_file.display()
+        );
+        let mut all = vec![
+            ("COPYSCOPE_TEST_THROTTLE_BPS", bps),
+            ("TERM", "xterm-256color"),
+        ];
+        all.extend_from_slice(env);
+        let t = Tmux::start(tag, w, h, &cmd, &all);
+        TmuxCopy {
+            t,
+            tmp,
+            src,
+            dst,
+            exit_file,
+        }
+    }
+
+    /// The exit code, once copyscope has exited.
+    fn exit_code(&self, timeout: Duration) -> String {
+        wait_file(&self.exit_file, timeout)
+            .expect("copyscope exited")
+            .trim()
+            .to_string()
+    }
+}
+
 #[test]
 fn pause_resume_and_cancel_in_tmux() {
     if !have("tmux") {
         panic!("tmux is required for this test (.ci/run installs it)");
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    let dst = tmp.path().join("dst");
-    make_source(&src, 64);
-    let exit_file = tmp.path().join("exit");
-    let cmd = format!(
-        "{BIN} --no-sync {} {}; echo $? > {}; sleep 60",
-        src.display(),
-        dst.display(),
-        exit_file.display()
-    );
     // 8 MB/s: the 64 MB file takes ~8 s, long enough to pause and cancel.
-    let t = Tmux::start(
-        "cancel",
-        80,
-        24,
-        &cmd,
-        &[
-            ("COPYSCOPE_TEST_THROTTLE_BPS", "8000000"),
-            ("TERM", "xterm-256color"),
-        ],
-    );
+    let c = TmuxCopy::start("cancel", (80, 24), 64, "--no-sync", "8000000", &[]);
+    let t = &c.t;
     let screen = t.wait_for("the copying screen", Duration::from_secs(20), |s| {
         s.contains("copying") && s.contains("MB/s")
     });
@@ -117,9 +154,9 @@ fn pause_resume_and_cancel_in_tmux() {
     });
     // While paused no I/O is issued: the bytes copied stay put.
     std::thread::sleep(Duration::from_millis(600));
-    let a = dir_bytes(&dst);
+    let a = dir_bytes(&c.dst);
     std::thread::sleep(Duration::from_millis(1200));
-    let b = dir_bytes(&dst);
+    let b = dir_bytes(&c.dst);
     assert_eq!(a, b, "paused copy still wrote data");
 
     t.send("p");
@@ -132,15 +169,18 @@ fn pause_resume_and_cancel_in_tmux() {
         s.contains("Cancel the copy?")
     });
     t.send("q");
-    let code = wait_file(&exit_file, Duration::from_secs(20)).expect("copyscope exited");
-    assert_eq!(code.trim(), "130", "cancel exits 130");
+    assert_eq!(
+        c.exit_code(Duration::from_secs(20)),
+        "130",
+        "cancel exits 130"
+    );
     assert!(!t.alternate_on(), "terminal left the alternate screen");
     let after = t.capture_history();
     assert!(
         after.contains("cancelled"),
         "summary says cancelled:\n{after}"
     );
-    assert_nothing_lost(&src, &dst);
+    assert_nothing_lost(&c.src, &c.dst);
 }
 
 fn dir_bytes(p: &Path) -> u64 {
@@ -154,29 +194,9 @@ fn dir_bytes(p: &Path) -> u64 {
 
 #[test]
 fn completed_copy_leaves_summary_in_scrollback() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    let dst = tmp.path().join("dst");
-    make_source(&src, 16);
-    let exit_file = tmp.path().join("exit");
-    let cmd = format!(
-        "{BIN} {} {}; echo $? > {}; sleep 60",
-        src.display(),
-        dst.display(),
-        exit_file.display()
-    );
-    let t = Tmux::start(
-        "done",
-        120,
-        40,
-        &cmd,
-        &[
-            ("COPYSCOPE_TEST_THROTTLE_BPS", "16000000"),
-            ("TERM", "xterm-256color"),
-        ],
-    );
-    let code = wait_file(&exit_file, Duration::from_secs(60)).expect("copyscope exited");
-    assert_eq!(code.trim(), "0");
+    let c = TmuxCopy::start("done", (120, 40), 16, "", "16000000", &[]);
+    let t = &c.t;
+    assert_eq!(c.exit_code(Duration::from_secs(60)), "0");
     assert!(!t.alternate_on());
     let after = t.capture_history();
     assert!(after.contains("MB/s"), "summary has speeds:\n{after}");
@@ -184,10 +204,10 @@ fn completed_copy_leaves_summary_in_scrollback() {
         after.contains("21 files") || after.contains("files 21"),
         "summary counts files:\n{after}"
     );
-    assert_nothing_lost(&src, &dst);
+    assert_nothing_lost(&c.src, &c.dst);
     assert_eq!(
-        fs::read(src.join("big.bin")).unwrap(),
-        fs::read(dst.join("big.bin")).unwrap()
+        fs::read(c.src.join("big.bin")).unwrap(),
+        fs::read(c.dst.join("big.bin")).unwrap()
     );
 }
 
@@ -197,30 +217,13 @@ fn disrupted_copy(
     tag: &str,
     extra_env: &[(&str, &str)],
     disrupt: impl Fn(&Tmux, &Path),
-) -> (String, Tmux, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    let dst = tmp.path().join(format!("dst-{tag}"));
-    make_source(&src, 48);
-    let exit_file = tmp.path().join("exit");
-    let cmd = format!(
-        "{BIN} {} {}; echo $? > {}; sleep 60",
-        src.display(),
-        dst.display(),
-        exit_file.display()
-    );
-    let mut env = vec![
-        ("COPYSCOPE_TEST_THROTTLE_BPS", "6000000"),
-        ("TERM", "xterm-256color"),
-    ];
-    env.extend_from_slice(extra_env);
-    let t = Tmux::start(tag, 80, 24, &cmd, &env);
-    t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+) -> (String, TmuxCopy) {
+    let c = TmuxCopy::start(tag, (80, 24), 48, "", "6000000", extra_env);
+    c.t.wait_for("the copying screen", Duration::from_secs(20), |s| {
         s.contains("copying")
     });
-    disrupt(&t, &dst);
-    let code = wait_file(&exit_file, Duration::from_secs(30)).expect("copyscope exited");
-    (code.trim().to_string(), t, tmp)
+    disrupt(&c.t, &c.dst);
+    (c.exit_code(Duration::from_secs(30)), c)
 }
 
 fn copyscope_pid(marker: &Path) -> Option<i32> {
@@ -240,7 +243,7 @@ fn copyscope_pid(marker: &Path) -> Option<i32> {
 #[test]
 fn sigterm_and_sighup_restore_the_terminal_and_lose_nothing() {
     for (tag, sig) in [("term", "TERM"), ("hup", "HUP")] {
-        let (code, t, tmp) = disrupted_copy(tag, &[], |_, dst| {
+        let (code, c) = disrupted_copy(tag, &[], |_, dst| {
             let pid = copyscope_pid(dst).expect("copyscope runs");
             std::process::Command::new("kill")
                 .args([&format!("-{sig}"), &pid.to_string()])
@@ -248,26 +251,23 @@ fn sigterm_and_sighup_restore_the_terminal_and_lose_nothing() {
                 .unwrap();
         });
         assert_eq!(code, "130", "SIG{sig} cancels");
-        assert!(!t.alternate_on(), "terminal restored after SIG{sig}");
-        assert_nothing_lost(
-            &tmp.path().join("src"),
-            &tmp.path().join(format!("dst-{tag}")),
-        );
+        assert!(!c.t.alternate_on(), "terminal restored after SIG{sig}");
+        assert_nothing_lost(&c.src, &c.dst);
     }
 }
 
 #[test]
 fn a_panic_on_another_thread_ends_cleanly() {
-    let (code, t, tmp) = disrupted_copy(
+    let (code, c) = disrupted_copy(
         "panic",
         &[("COPYSCOPE_TEST_PANIC_AFTER_MS", "1500")],
         |_, _| {},
     );
     assert_eq!(code, "2", "a panic is a fatal error");
-    assert!(!t.alternate_on(), "terminal restored after the panic");
-    let screen = t.capture_history();
+    assert!(!c.t.alternate_on(), "terminal restored after the panic");
+    let screen = c.t.capture_history();
     assert!(screen.contains("stopped safely"), "{screen}");
-    assert_nothing_lost(&tmp.path().join("src"), &tmp.path().join("dst-panic"));
+    assert_nothing_lost(&c.src, &c.dst);
 }
 
 #[test]
