@@ -110,7 +110,7 @@ impl TmuxCopy {
         let t = Tmux::start(tag, w, h, &cmd, &all);
         TmuxCopy {
             t,
-            tmp,
+            _tmp: tmp,
             src,
             dst,
             exit_file,
