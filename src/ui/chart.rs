@@ -82,7 +82,7 @@ impl SpeedChart<'_> {
         let col_of = |p: &Point| -> Option<usize> {
             let x = match self.axis {
                 XAxis::Time => {
-                    let mid = p.t_ns.saturating_sub(p.dt_ns / 2);
+                    let mid = p.t_ns + p.dt_ns / 2; // t_ns is the start of the interval
                     if mid < w0 || mid > w1 {
                         return None;
                     }
@@ -617,7 +617,7 @@ mod tests {
 
     #[test]
     fn few_points_stretch_as_steps_up_to_the_last_point() {
-        let pts = vec![pt(0.1, 10.0), pt(0.2, 20.0)];
+        let pts = vec![pt(0.0, 10.0), pt(0.1, 20.0)];
         let chart = SpeedChart {
             points: &pts,
             window: (0, 400_000_000),
