@@ -9,7 +9,7 @@ use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy};
 use crate::exit::ExitStatus;
 use crate::model::{Event, Model};
 use crate::report::export::{ChartData, write_screenshot_set};
-use crate::report::recording::Recording;
+use crate::report::recording::Header;
 use crate::sample::Sample;
 use crate::session::{Recorder, Session, fs_label, model_config, summary_of};
 use crate::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
@@ -34,35 +34,32 @@ pub fn ui_options(d: &Display) -> UiOptions {
     }
 }
 
-/// Writes a screenshot set of `rec` into `dir` (default: the current directory), named after the
-/// wall-clock time; returns a one-line message for the footer.
+/// Writes a screenshot set (PNG, SVG, text, Markdown) of `data` into `dir` (default: the current
+/// directory), named after the run's start time.
 pub fn screenshot_to(
-    rec: &Recording,
+    data: &ChartData,
+    header: &Header,
     dir: Option<&Path>,
     ascii: bool,
 ) -> Result<Vec<PathBuf>, String> {
     let dir = dir
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let stamp = rec
-        .header
+    let stamp = header
         .started_at
         .replace([':', '-'], "")
         .replace('T', "-")
         .replace('Z', "");
     let stem = format!("copyscope-{stamp}");
-    let data = ChartData::from_recording(rec);
-    write_screenshot_set(&data, &dir, &stem, SCREENSHOT_SIZE, ascii).map_err(|e| format!("{e:#}"))
+    write_screenshot_set(data, &dir, &stem, SCREENSHOT_SIZE, ascii).map_err(|e| format!("{e:#}"))
 }
 
-/// Screenshot from a replayed recording's file (replay's `s`).
-pub fn screenshot_now(app: &App, rec: Option<&Recording>) -> String {
-    match rec {
-        Some(r) => match screenshot_to(r, None, app.opts.theme.ascii()) {
-            Ok(p) => format!("wrote {}", join_paths(&p)),
-            Err(e) => format!("screenshot failed: {e}"),
-        },
-        None => "screenshot: nothing recorded yet".to_string(),
+/// `s` on a screen: a screenshot of what the app's model holds; a message for the footer.
+pub fn screenshot_message(app: &App, header: &Header, dir: Option<&Path>) -> String {
+    let data = ChartData::from_model(&app.model, header, None);
+    match screenshot_to(&data, header, dir, app.opts.theme.ascii()) {
+        Ok(p) => format!("wrote {}", join_paths(&p)),
+        Err(e) => format!("screenshot failed: {e}"),
     }
 }
 
@@ -90,8 +87,8 @@ fn join_paths(p: &[PathBuf]) -> String {
 
 struct Hooks<'a> {
     recorder: &'a mut Recorder,
+    header: &'a Header,
     screenshot_dir: Option<PathBuf>,
-    ascii: bool,
 }
 
 impl LiveHooks for Hooks<'_> {
@@ -104,23 +101,23 @@ impl LiveHooks for Hooks<'_> {
     fn on_engine_event(&mut self, t_ns: u64, ev: &EngineEvent) {
         self.recorder.engine_event(t_ns, ev);
     }
-    fn screenshot(&mut self, _app: &App) -> String {
-        let Some(rec) = self.recorder.snapshot() else {
-            return "screenshot failed: the recording could not be read".to_string();
-        };
-        let dir = self.screenshot_dir.clone();
-        match screenshot_to(&rec, dir.as_deref(), self.ascii) {
-            Ok(mut paths) => {
-                // Save the run so far beside the pictures, so it can be replayed or exported later.
-                if let Some(png) = paths.first() {
-                    let jsonl = png.with_extension("jsonl");
-                    if self.recorder.save_to(&jsonl).is_ok() {
-                        paths.push(jsonl);
-                    }
-                }
-                format!("wrote {}", join_paths(&paths))
-            }
-            Err(e) => format!("screenshot failed: {e}"),
+    fn screenshot(&mut self, app: &App) -> String {
+        let msg = screenshot_message(app, self.header, self.screenshot_dir.as_deref());
+        // Save the run so far beside the pictures, so it can be replayed or exported later.
+        let stamp = self
+            .header
+            .started_at
+            .replace([':', '-'], "")
+            .replace('T', "-")
+            .replace('Z', "");
+        let dir = self
+            .screenshot_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."));
+        let jsonl = dir.join(format!("copyscope-{stamp}.jsonl"));
+        match self.recorder.save_to(&jsonl) {
+            Ok(()) if msg.starts_with("wrote") => format!("{msg}, {}", jsonl.display()),
+            _ => msg,
         }
     }
 }
@@ -141,7 +138,7 @@ pub fn run_copy_tui(
     } else {
         (None, None)
     };
-    let header = UiHeader {
+    let ui_header = UiHeader {
         source: sources.join(", "),
         dest: dest.clone(),
         fs: String::new(),
@@ -153,11 +150,12 @@ pub fn run_copy_tui(
         model,
         UiHeader {
             fs: fs_label(&sess.env),
-            ..header
+            ..ui_header
         },
         opts,
     );
     let Session {
+        header,
         mut recorder,
         progress,
         samples,
@@ -177,8 +175,8 @@ pub fn run_copy_tui(
     };
     let mut hooks = Hooks {
         recorder: &mut recorder,
+        header: &header,
         screenshot_dir: d.screenshot.clone(),
-        ascii: d.ascii,
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -222,7 +220,7 @@ pub fn run_copy_tui(
         .as_ref()
         .map(|a| summary_of(&outcome, &a.model))
         .unwrap_or_default();
-    let (rec, rec_err) = recorder.finish(&summary);
+    let rec_err = recorder.finish(&summary);
     if crate::tui::panicked() {
         // The hook restored the terminal and printed the panic; the copy was stopped and its
         // temporary files removed. Say so, and fail.
@@ -238,17 +236,18 @@ pub fn run_copy_tui(
     if hung_up {
         return outcome;
     }
-    if let (Some(app), Some(rec)) = (app.as_ref(), rec.as_ref()) {
+    if let Some(app) = app.as_ref() {
+        let data = ChartData::from_model(&app.model, &header, Some(&summary));
         let width = crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).clamp(40, 100));
         out(&crate::report::summary::final_summary(
+            &data,
             &app.model,
             opts,
-            rec,
             Some(&outcome),
             width,
         ));
         if let Some(dir) = &d.screenshot {
-            match screenshot_to(rec, Some(dir), d.ascii) {
+            match screenshot_to(&data, &header, Some(dir), d.ascii) {
                 Ok(p) => out(&format!("screenshot: {}\n", join_paths(&p))),
                 Err(e) => err(&format!("copyscope: screenshot failed: {e}")),
             }

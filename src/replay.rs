@@ -164,7 +164,7 @@ pub async fn run_tui(
                         Action::SeekStart => seek_to = Some(0),
                         Action::SeekEnd => seek_to = Some(total),
                         Action::Screenshot => {
-                            let msg = crate::live::screenshot_now(&app, Some(&rec));
+                            let msg = crate::live::screenshot_message(&app, &rec.header, None);
                             app.status = Some((msg, app.now_ns));
                         }
                         _ => {}
@@ -213,7 +213,9 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     let rec = Recording::load(path)
         .with_context(|| format!("cannot read recording {}", path.display()))?;
     let model = replay_model(&rec, cfg);
+    let data =
+        crate::report::export::ChartData::from_model(&model, &rec.header, rec.summary.as_ref());
     Ok(crate::report::summary::final_summary(
-        &model, opts, &rec, None, 100,
+        &data, &model, opts, None, 100,
     ))
 }

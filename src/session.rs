@@ -14,7 +14,7 @@ use crate::copy::{
     ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progress, spawn_engine,
 };
 use crate::model::{Event, Model, ModelConfig};
-use crate::report::recording::{Header, Recording, RecordingError, RecordingWriter, Summary};
+use crate::report::recording::{Header, RecordingError, RecordingWriter, Summary};
 use crate::sample::{
     Environment, Sample, SamplerHandle, SysRoot, probe_environment, spawn_sampler,
 };
@@ -45,7 +45,6 @@ pub struct Recorder {
     writer: Option<RecordingWriter>,
     /// Holds the temporary directory alive (removed when the recorder is dropped).
     _temp: Option<tempfile::TempDir>,
-    path: PathBuf,
     failed: Option<String>,
 }
 
@@ -60,7 +59,6 @@ impl Recorder {
                     return Recorder {
                         writer: None,
                         _temp: None,
-                        path: PathBuf::new(),
                         failed: Some(format!("cannot create a temporary recording: {e}")),
                     };
                 }
@@ -70,13 +68,11 @@ impl Recorder {
             Ok(w) => Recorder {
                 writer: Some(w),
                 _temp: temp,
-                path,
                 failed: None,
             },
             Err(e) => Recorder {
                 writer: None,
                 _temp: temp,
-                path,
                 failed: Some(e.to_string()),
             },
         }
@@ -111,13 +107,6 @@ impl Recorder {
         self.write(|w| w.write_engine_event(t_ns, &e));
     }
 
-    /// The run so far, read back from disk (flushes first).
-    pub fn snapshot(&mut self) -> Option<Recording> {
-        self.write(|w| w.flush());
-        self.writer.as_ref()?;
-        Recording::load(&self.path).ok()
-    }
-
     /// Copies the run so far to `dest`.
     pub fn save_to(&mut self, dest: &Path) -> Result<(), String> {
         match self.writer.as_mut() {
@@ -126,16 +115,14 @@ impl Recorder {
         }
     }
 
-    /// Writes the summary line and closes the file; returns the recording as written and the
-    /// first error, if any.
-    pub fn finish(mut self, summary: &Summary) -> (Option<Recording>, Option<String>) {
+    /// Writes the summary line and closes the file; returns the first error, if any.
+    pub fn finish(mut self, summary: &Summary) -> Option<String> {
         if let Some(w) = self.writer.take()
             && let Err(e) = w.finish(summary)
         {
             self.failed.get_or_insert(e.to_string());
         }
-        let rec = Recording::load(&self.path).ok();
-        (rec, self.failed)
+        self.failed
     }
 }
 

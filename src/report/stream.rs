@@ -144,7 +144,7 @@ pub fn run_copy(
     finish_model(&mut sess, &mut model, &p);
     let summary = summary_of(&outcome, &model);
     let Session { recorder, env, .. } = sess;
-    let (_, rec_err) = recorder.finish(&summary);
+    let rec_err = recorder.finish(&summary);
     if d.json {
         let mut v = json::summary_json(&outcome);
         if let serde_json::Value::Object(m) = &mut v {

@@ -8,7 +8,6 @@ use crate::model::{EventKind, Model};
 use crate::report::export::text::asciify;
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::summary_text;
-use crate::report::recording::Recording;
 use crate::ui::app::UiOptions;
 use crate::ui::panels::wrap_words;
 use crate::ui::units::Units;
@@ -19,15 +18,14 @@ const MAX_DROPS_LISTED: usize = 12;
 /// The after-exit summary, at most `width` columns wide (the text chart stays within 40–100).
 /// `outcome` is the engine's result (None for a replay).
 pub fn final_summary(
+    data: &ChartData,
     model: &Model,
     opts: UiOptions,
-    rec: &Recording,
     outcome: Option<&CopyOutcome>,
     width: usize,
 ) -> String {
     let ascii = opts.theme.ascii();
-    let data = ChartData::from_recording(rec);
-    let mut s = render_text(&data, width.min(100), ascii);
+    let mut s = render_text(data, width.min(100), ascii);
     let drops: Vec<_> = model
         .events()
         .iter()
@@ -64,15 +62,13 @@ pub fn final_summary(
     match outcome {
         Some(o) => s.push_str(&summary_text(o, opts.units == Units::Binary)),
         None => {
-            if let Some(sum) = &rec.summary {
-                s.push_str(&format!(
-                    "recorded: {} in {} files, {} failed, exit {}\n",
-                    opts.units.size(sum.bytes),
-                    sum.files,
-                    sum.failed,
-                    sum.exit_code
-                ));
-            }
+            let st = &data.stats;
+            s.push_str(&format!(
+                "recorded: {} in {} files, {} failed\n",
+                opts.units.size(st.bytes),
+                st.files,
+                st.failed
+            ));
         }
     }
     s

@@ -232,6 +232,60 @@ impl ChartData {
         }
     }
 
+    /// The chart of a run straight from its model (bounded: the model's compacted series), so
+    /// a summary or a screenshot never has to read a long recording back. `summary` (the
+    /// engine's figures, when the run has ended) takes precedence over the model's estimates.
+    pub fn from_model(
+        model: &crate::model::Model,
+        header: &crate::report::recording::Header,
+        summary: Option<&crate::report::recording::Summary>,
+    ) -> ChartData {
+        let points: Vec<ChartPoint> = model
+            .series()
+            .points()
+            .iter()
+            .map(|p| ChartPoint {
+                t_s: (p.t_ns + p.dt_ns / 2) as f64 / 1e9,
+                copy_bps: p.copy_bps,
+                min_bps: p.copy_min_bps,
+                max_bps: p.copy_max_bps,
+                device_bps: p.device_bps,
+            })
+            .collect();
+        let device_source = if points.iter().any(|p| p.device_bps.is_some()) {
+            DeviceSource::Diskstats
+        } else {
+            DeviceSource::None
+        };
+        let st = model.stats();
+        let engine = model.latest().map(|s| s.engine).unwrap_or_default();
+        let stats = ChartStats {
+            avg_bps: summary.map_or(st.avg_bps, |s| s.to_cache_bps),
+            min_bps: st.min_bps,
+            peak_bps: st.peak_bps,
+            durable_bps: summary.and_then(|s| s.durable_bps).or(st.durable_bps),
+            drops: st.drops as u64,
+            lost_secs_by_cause: st
+                .lost_secs_by_cause
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            bytes: summary.map_or(st.bytes, |s| s.bytes),
+            files: summary.map_or(engine.files_done, |s| s.files),
+            failed: summary.map_or(engine.files_failed, |s| s.failed),
+            elapsed_s: summary.map_or(st.elapsed_ns as f64 / 1e9, |s| s.elapsed_secs),
+            durable_s: summary.and_then(|s| s.durable_secs),
+        };
+        ChartData {
+            title: title_of(header),
+            points,
+            device_source,
+            events: model.events().to_vec(),
+            stats,
+            duration_s: st.elapsed_ns as f64 / 1e9,
+        }
+    }
+
     /// Drop events, in time order.
     pub fn drops(&self) -> impl Iterator<Item = (&Event, &crate::model::DropInfo)> {
         self.events.iter().filter_map(|e| match &e.kind {
@@ -471,7 +525,11 @@ fn merged_events(rec: &Recording) -> Vec<Event> {
 }
 
 fn derive_title(rec: &Recording) -> Title {
-    let h = &rec.header;
+    title_of(&rec.header)
+}
+
+/// The picture's title from a recording header.
+fn title_of(h: &crate::report::recording::Header) -> Title {
     let source = match h.sources.len() {
         0 => String::new(),
         1 | 2 => h.sources.join(", "),
