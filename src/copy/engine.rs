@@ -141,6 +141,8 @@ pub(crate) struct DirNode {
     pending: AtomicUsize,
     meta: Option<Meta>,
     finalize: bool,
+    /// Made by this run: it held nothing before, so no name in it can conflict.
+    fresh: bool,
     parent: Option<Arc<DirNode>>,
     pub src_display: PathBuf,
     pub dst_display: PathBuf,
@@ -405,6 +407,9 @@ impl Shared {
 
     /// The conflict policy for an existing destination name.
     pub fn decide(&self, dir: &DirNode, name: &OsStr, src_mtime: (i64, i64)) -> Decision {
+        if dir.fresh {
+            return Decision::Proceed;
+        }
         let existing = match rfs::statat(&dir.dst, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(s) => Meta::from_stat(&s),
             Err(Errno::NOENT) => return Decision::Proceed,
@@ -860,6 +865,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
         pending: AtomicUsize::new(1),
         meta: None,
         finalize: false,
+        fresh: false,
         parent: None,
         src_display: display_parent(&root.source),
         dst_display: display_parent(&root.dest),
@@ -985,6 +991,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         pending: AtomicUsize::new(1),
         meta: Some(smeta),
         finalize: created || sh.opts.preserve_owner,
+        fresh: created,
         parent: None,
         src_display: root.source.clone(),
         dst_display: root.dest.clone(),
@@ -1145,6 +1152,7 @@ fn enter_dir(
         pending: AtomicUsize::new(1),
         meta: Some(meta),
         finalize: created || sh.opts.preserve_owner,
+        fresh: created,
         parent: Some(node.clone()),
         src_display: path.to_path_buf(),
         dst_display: dst_path,

@@ -134,17 +134,17 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         size: st.size,
     });
     sh.set_current(&rel, st.size);
-    let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
+    if st.size >= 1 << 20 {
+        let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
+    }
 
     let dst_flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    // Created with the permission bits it will keep (the kernel applies the umask), so the
+    // usual case needs no fchmod; `apply_file_meta` fixes the rest.
+    let create_mode = Mode::from_raw_mode(st.mode & 0o777);
     let mut fd: Option<OwnedFd> = None;
     let tmp = with_temp(&e.parent, &e.dst_name, |t| {
-        fd = Some(rfs::openat(
-            &e.parent.dst,
-            t,
-            dst_flags,
-            Mode::from_raw_mode(0o600),
-        )?);
+        fd = Some(rfs::openat(&e.parent.dst, t, dst_flags, create_mode)?);
         Ok(())
     });
     let (tmp, dst) = match (tmp, fd) {
@@ -229,13 +229,17 @@ fn apply_file_meta(sh: &Shared, dst: &OwnedFd, st: &Meta) -> Result<(), String> 
     {
         return Err(format!("cannot preserve ownership: {}", errmsg(e)));
     }
+    let created = st.mode & 0o777 & !sh.umask;
     let mode = if sh.opts.preserve_mode_time {
         st.mode & 0o7777
     } else {
-        st.mode & 0o777 & !sh.umask
+        created
     };
-    rfs::fchmod(dst, Mode::from_raw_mode(mode))
-        .map_err(|e| format!("cannot set the mode: {}", errmsg(e)))?;
+    // fchown clears set-id bits, so with -p the mode is always set afterwards.
+    if mode != created || sh.opts.preserve_owner {
+        rfs::fchmod(dst, Mode::from_raw_mode(mode))
+            .map_err(|e| format!("cannot set the mode: {}", errmsg(e)))?;
+    }
     if sh.opts.preserve_mode_time {
         rfs::futimens(dst, &timestamps(st))
             .map_err(|e| format!("cannot set the times: {}", errmsg(e)))?;

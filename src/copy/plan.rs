@@ -189,6 +189,12 @@ impl CopyJob {
                         display(dst)
                     )));
                 }
+            } else if !dest_is_dir && dst.as_os_str().as_bytes().ends_with(b"/") {
+                // cp: a trailing slash names a directory; a file cannot become one.
+                return Err(CopyError::Refused(format!(
+                    "cannot create regular file '{}': Not a directory",
+                    display(dst)
+                )));
             } else if dest_is_dir && dmeta_link.as_ref().is_some_and(|m| m.is_dir()) {
                 return Err(CopyError::Refused(format!(
                     "cannot overwrite directory '{}' with non-directory '{}'",
@@ -301,5 +307,12 @@ mod tests {
         let e = CopyJob::plan(&req(&f, &t.path().join("nope/x"))).unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");
         assert!(CopyJob::plan(&req(&d, &t.path().join("d2"))).is_ok());
+        let slash = PathBuf::from(format!("{}/", t.path().join("newdir").display()));
+        let e = CopyJob::plan(&req(&f, &slash)).unwrap_err();
+        assert!(e.to_string().contains("Not a directory"), "{e}");
+        assert!(
+            CopyJob::plan(&req(&d, &slash)).is_ok(),
+            "a directory may be created at dir/"
+        );
     }
 }

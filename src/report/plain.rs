@@ -167,9 +167,10 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
         ExitStatus::Cancelled => "cancelled",
     };
     s.push_str(&format!(
-        "copyscope: {head}: {} in {} files, copy {}",
+        "copyscope: {head}: {} in {} file{}, copy {}",
         bytes(o.bytes_copied, binary),
         o.files_copied,
+        if o.files_copied == 1 { "" } else { "s" },
         clock(o.copy_secs)
     ));
     if let Some(f) = o.flush_secs {
@@ -264,7 +265,7 @@ pub fn run_copy(job: CopyJob, settings: PlainSettings, control: Arc<Control>) ->
     let start = Instant::now();
     let mut window = Window {
         span: Duration::from_secs(2),
-        points: VecDeque::new(),
+        points: VecDeque::from([(start, 0)]),
     };
     let period = if settings.json {
         settings.interval
