@@ -188,12 +188,16 @@ pub enum Command {
         /// Amount of sample data in MB.
         #[arg(long, value_name = "MB", default_value_t = 400)]
         size: u64,
+        /// First replay the bundled real recording of a copy onto ZFS with txg stalls
+        /// (q ends the replay), then run the live demo.
+        #[arg(long)]
+        replay: bool,
     },
     /// Re-draw a recording made with --record.
     Replay {
         /// The recording (JSON Lines).
         file: PathBuf,
-        /// Playback speed factor.
+        /// Playback speed factor (1, 10, …; `inf` = as fast as possible). `x` cycles it.
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },

@@ -30,6 +30,8 @@ pub enum Command {
     Copy(CopyRequest),
     Demo {
         size_mb: u64,
+        /// Replay the bundled ZFS recording first.
+        replay: bool,
     },
     Replay {
         file: PathBuf,
@@ -140,14 +142,17 @@ impl TryFrom<Cli> for Config {
         let overwrite_explicit =
             c.interactive || c.force || c.no_clobber || c.update || c.overwrite.is_some();
         let command = match cli.command {
-            Some(CliCommand::Demo { size }) => {
+            Some(CliCommand::Demo { size, replay }) => {
                 if size == 0 || size > 1_000_000 {
                     return Err(ConfigError::Invalid("demo --size: 1 to 1000000 MB".into()));
                 }
-                Command::Demo { size_mb: size }
+                Command::Demo {
+                    size_mb: size,
+                    replay,
+                }
             }
             Some(CliCommand::Replay { file, speed }) => {
-                if !(speed > 0.0 && speed.is_finite()) {
+                if !(speed > 0.0) {
                     return Err(ConfigError::Invalid(
                         "replay --speed must be above 0".into(),
                     ));
@@ -285,7 +290,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let c = parse(&["copyscope", "demo", "--size", "5", "--plain"]).unwrap();
-        assert_eq!(c.command, Command::Demo { size_mb: 5 });
+        assert_eq!(
+            c.command,
+            Command::Demo {
+                size_mb: 5,
+                replay: false
+            }
+        );
         assert!(c.display.plain);
     }
 

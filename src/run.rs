@@ -90,7 +90,13 @@ pub fn run(config: Config) -> ExitStatus {
             let (sources, dest) = endpoints(request);
             run_planned(&config, job, sources, dest, control).status
         }
-        Command::Demo { size_mb } => crate::demo::run(*size_mb, &config),
+        Command::Demo { size_mb, replay } => {
+            if *replay && let Err(e) = crate::demo::replay_bundled(&config) {
+                eprintln!("copyscope demo: {e:#}");
+                return ExitStatus::Fatal;
+            }
+            crate::demo::run(*size_mb, &config)
+        }
         Command::Completions(shell) => {
             let mut cmd = Cli::command();
             clap_complete::generate(*shell, &mut cmd, "copyscope", &mut std::io::stdout());

@@ -15,7 +15,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use crate::ui::app::App;
+use crate::ui::app::{App, RunState};
 use crate::ui::chart::{SpeedBar, SpeedChart};
 use crate::ui::units::fmt_clock;
 
@@ -42,11 +42,28 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
         .borders(Borders::ALL)
         .border_set(t.border_set());
     let title = panels::title_line(app, area.width);
-    let state = Line::from(vec![
-        Span::styled(format!(" {} ", app.state.label()), t.title()),
-        Span::raw(format!("{} ", fmt_clock(app.now_ns as f64 / 1e9))),
-    ])
-    .right_aligned();
+    let mut state_spans = Vec::new();
+    if let Some(r) = app.replay {
+        let speed = if r.speed.is_infinite() {
+            "max".to_string()
+        } else {
+            format!("{}×", r.speed)
+        };
+        let what = if r.paused {
+            "replay paused".to_string()
+        } else {
+            format!("replay {speed}")
+        };
+        state_spans.push(Span::styled(format!(" {what} "), t.warn()));
+    }
+    if app.state != RunState::Replay {
+        state_spans.push(Span::styled(format!(" {} ", app.state.label()), t.title()));
+    }
+    state_spans.push(Span::raw(format!(
+        "{} ",
+        fmt_clock(app.now_ns as f64 / 1e9)
+    )));
+    let state = Line::from(state_spans).right_aligned();
     let footer = panels::footer_line(app);
     let block = block.title_top(title).title_top(state).title_bottom(footer);
     let inner = block.inner(area);
