@@ -1,18 +1,12 @@
-//! Output without a terminal UI: one progress line every 2 s and a summary (`--plain`, or
-//! stdout not a terminal), or JSON lines (`--json`). Also the loop that runs the engine
-//! for these frontends. Write errors on stdout are ignored: after an SSH drop the copy
-//! must still finish its cleanup.
+//! The texts of the output without a terminal UI: the 2-second progress line and the summary
+//! (`--plain`, or stdout not a terminal). The loop that prints them is `report::stream`.
 
-use std::collections::VecDeque;
-use std::io::Write;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
-use super::json;
 use crate::copy::{
-    Control, CopyJob, CopyOutcome, EngineEvent, Progress, ProgressSnapshot, SyncMode, spawn_engine,
+    CopyOutcome, ProgressSnapshot, SyncMode,
 };
 use crate::exit::ExitStatus;
 
@@ -218,168 +212,6 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
     issue_block(&mut s, "skipped", &o.skipped);
     issue_block(&mut s, "changed while copied", &o.changed);
     s
-}
-
-/// Speed over a sliding window of (time, bytes) points.
-struct Window {
-    span: Duration,
-    points: VecDeque<(Instant, u64)>,
-}
-
-impl Window {
-    fn push(&mut self, t: Instant, b: u64) -> f64 {
-        self.points.push_back((t, b));
-        while self.points.len() > 2
-            && self
-                .points
-                .front()
-                .is_some_and(|(t0, _)| t.duration_since(*t0) > self.span)
-        {
-            self.points.pop_front();
-        }
-        match (self.points.front(), self.points.back()) {
-            (Some((t0, b0)), Some((t1, b1))) if t1 > t0 => {
-                (b1.saturating_sub(*b0)) as f64 / t1.duration_since(*t0).as_secs_f64()
-            }
-            _ => 0.0,
-        }
-    }
-}
-
-fn emit(line: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{line}");
-    let _ = o.flush();
-}
-
-fn emit_err(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-/// Runs a planned copy with plain or JSON output and returns its outcome. The caller
-/// installs signal handlers on `control` (see [`crate::copy::install_signal_handlers`]).
-pub fn run_copy(job: CopyJob, settings: PlainSettings, control: Arc<Control>) -> CopyOutcome {
-    let progress = Arc::new(Progress::default());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let handle = spawn_engine(job, progress.clone(), control, tx, None);
-    let start = Instant::now();
-    let mut window = Window {
-        span: Duration::from_secs(2),
-        points: VecDeque::from([(start, 0)]),
-    };
-    let period = if settings.json {
-        settings.interval
-    } else {
-        PLAIN_LINE_EVERY
-    };
-    let mut next = start + period;
-    let mut phase = Phase::Copying;
-    let handle_event = |ev: EngineEvent, phase: &mut Phase| {
-        let t = start.elapsed().as_secs_f64();
-        match &ev {
-            EngineEvent::Paused => *phase = Phase::Paused,
-            EngineEvent::Resumed => *phase = Phase::Copying,
-            EngineEvent::FlushStarted => *phase = Phase::Flushing,
-            EngineEvent::FlushDone => *phase = Phase::Done,
-            _ => {}
-        }
-        if settings.json {
-            emit(&json::event_json(t, &ev).to_string());
-            return;
-        }
-        match &ev {
-            EngineEvent::FileFailed { path, error } => {
-                emit_err(&format!("copyscope: {}: {error}", path.display()))
-            }
-            EngineEvent::FileSkipped { path, reason } => {
-                emit_err(&format!("copyscope: {}: {reason}", path.display()))
-            }
-            EngineEvent::FileChanged { path, detail } => {
-                emit_err(&format!("copyscope: {}: {detail}", path.display()))
-            }
-            EngineEvent::Fatal { error } => emit_err(&format!("copyscope: {error}")),
-            _ => {}
-        }
-    };
-    // Sleep until the next tick or the engine's end, whichever comes first: one wake-up per
-    // tick however many files go by (small-file copies send two events per file), and the
-    // end is noticed at once. Events are printed at the wake-up that follows them.
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let waiter = std::thread::Builder::new()
-        .name("copyscope-wait".into())
-        .spawn(move || {
-            let r = handle.join();
-            let _ = done_tx.send(());
-            r
-        });
-    let waiter = match waiter {
-        Ok(w) => w,
-        Err(e) => return CopyOutcome::crashed(&format!("cannot start a thread: {e}")),
-    };
-    loop {
-        let wait = next.saturating_duration_since(Instant::now());
-        let finished = !matches!(
-            done_rx.recv_timeout(wait),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-        );
-        while let Ok(ev) = rx.try_recv() {
-            handle_event(ev, &mut phase);
-        }
-        if finished {
-            break;
-        }
-        let now = Instant::now();
-        let snap = progress.snapshot();
-        let now_bps = window.push(now, snap.bytes_copied);
-        if now >= next {
-            let elapsed = now.duration_since(start);
-            let avg = snap.bytes_copied as f64 / elapsed.as_secs_f64().max(1e-3);
-            if settings.json {
-                let cur = progress.current();
-                let eta = eta_secs(&snap, now_bps, avg);
-                emit(
-                    &json::progress_json(
-                        elapsed.as_secs_f64(),
-                        phase.as_str(),
-                        &snap,
-                        now_bps,
-                        avg,
-                        eta,
-                        cur.as_ref(),
-                    )
-                    .to_string(),
-                );
-            } else {
-                emit(&progress_line(
-                    elapsed,
-                    phase,
-                    &snap,
-                    now_bps,
-                    avg,
-                    settings.binary,
-                ));
-            }
-            while next <= now {
-                next += period;
-            }
-        }
-    }
-    let outcome = match waiter.join() {
-        Ok(Ok(o)) => o,
-        _ => CopyOutcome::crashed("the copy engine crashed"),
-    };
-    while let Ok(ev) = rx.try_recv() {
-        handle_event(ev, &mut phase);
-    }
-    if settings.json {
-        emit(&json::summary_json(&outcome).to_string());
-    } else {
-        let text = summary_text(&outcome, settings.binary);
-        let mut o = std::io::stdout().lock();
-        let _ = o.write_all(text.as_bytes());
-        let _ = o.flush();
-    }
-    outcome
 }
 
 #[cfg(test)]
