@@ -152,7 +152,7 @@ impl TryFrom<Cli> for Config {
                 }
             }
             Some(CliCommand::Replay { file, speed }) => {
-                if !(speed > 0.0) {
+                if speed.is_nan() || speed <= 0.0 {
                     return Err(ConfigError::Invalid(
                         "replay --speed must be above 0".into(),
                     ));

@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
-use crate::copy::{
-    CopyOutcome, ProgressSnapshot, SyncMode,
-};
+use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
 
 /// Plain progress lines come this often.
