@@ -588,7 +588,13 @@ impl Model {
             return;
         };
         if p.bg_thresh > 0 {
-            if self.wb_armed && p.dirty > p.bg_thresh {
+            // The flusher starts when Dirty passes the background threshold. On a disk as fast as
+            // the writer, Dirty only pokes above it between two samples and the flusher moves it
+            // straight to Writeback, so a Writeback surge with dirty + writeback above the
+            // threshold counts as the same moment.
+            let surged =
+                p.writeback >= p.bg_thresh / 8 && p.dirty.saturating_add(p.writeback) > p.bg_thresh;
+            if self.wb_armed && (p.dirty > p.bg_thresh || surged) {
                 self.wb_armed = false;
                 out.push(Event {
                     t_ns: s.t_ns,
@@ -597,7 +603,9 @@ impl Model {
                         bg_thresh: p.bg_thresh,
                     },
                 });
-            } else if !self.wb_armed && (p.dirty as f64) < REARM * p.bg_thresh as f64 {
+            } else if !self.wb_armed
+                && (p.dirty.saturating_add(p.writeback) as f64) < REARM * p.bg_thresh as f64
+            {
                 self.wb_armed = true;
             }
         }
