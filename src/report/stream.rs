@@ -4,6 +4,7 @@
 //! (engine, sampler, model, recording) as the TUI. Write errors on stdout are ignored: after an
 //! SSH drop the copy must still finish its cleanup.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use tokio::sync::oneshot::error::TryRecvError;
 use crate::config::Display;
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
 use crate::model::format::fmt_clock;
-use crate::model::{Event, EventKind, Model};
+use crate::model::{Cause, Event, EventKind, Model};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
 use crate::session::{Session, model_config, summary_of};
@@ -43,10 +44,13 @@ fn worth_a_line(kind: &EventKind) -> bool {
 
 struct Printer {
     json: bool,
+    /// Drops printed as "txg N was syncing" (their txg had not committed yet): (txg, drop
+    /// start). When txg N commits, its size and duration get a line of their own.
+    awaiting_commit: Vec<(u64, u64)>,
 }
 
 impl Printer {
-    fn model_events(&self, evs: &[Event]) {
+    fn model_events(&mut self, evs: &[Event]) {
         for e in evs {
             if self.json {
                 let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({}));
@@ -58,8 +62,47 @@ impl Printer {
                 emit(&v.to_string());
             } else if worth_a_line(&e.kind) {
                 emit(&format!("[{}] {}", fmt_clock(e.t_ns), e.describe()));
+                self.await_commits(e);
+            } else if let Some(line) = self.completed_by(e) {
+                emit(&line);
             }
         }
+    }
+
+    fn await_commits(&mut self, e: &Event) {
+        if let EventKind::Drop(d) = &e.kind {
+            for c in &d.causes {
+                if let Cause::TxgSync {
+                    txg, stime_ns: 0, ..
+                } = c
+                {
+                    self.awaiting_commit.push((*txg, e.t_ns));
+                }
+            }
+        }
+    }
+
+    /// The commit line of a txg that explained drops printed before it committed.
+    fn completed_by(&mut self, e: &Event) -> Option<String> {
+        let EventKind::TxgCommitted { txg, .. } = e.kind else {
+            return None;
+        };
+        let starts: Vec<String> = self
+            .awaiting_commit
+            .iter()
+            .filter(|(t, _)| *t == txg)
+            .map(|(_, start)| fmt_clock(*start))
+            .collect();
+        if starts.is_empty() {
+            return None;
+        }
+        self.awaiting_commit.retain(|(t, _)| *t != txg);
+        Some(format!(
+            "[{}] {}: the sync behind the drop at {}",
+            fmt_clock(e.t_ns),
+            e.describe(),
+            starts.join(", ")
+        ))
     }
 
     fn engine_event(&self, t_ns: u64, ev: &EngineEvent) {
@@ -92,20 +135,27 @@ pub fn run_copy(
     dest: String,
     control: Arc<Control>,
 ) -> CopyOutcome {
-    let p = Printer { json: d.json };
+    let mut p = Printer {
+        json: d.json,
+        awaiting_commit: Vec::new(),
+    };
     let mut sess = Session::start(d, job, sources, dest, control, None);
     let mut model = Model::new(model_config(d), sess.env.clone());
     let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
     let mut next = Instant::now() + period;
     let mut phase = Phase::Copying;
     let mut snap = ProgressSnapshot::default();
+    let mut order = InOrder::default();
+    let stale = stale_after(d);
     let outcome = loop {
         let finished = match sess.done.try_recv() {
             Ok(o) => Some(o),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
         };
-        drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
+        drain(
+            &mut sess, &mut model, &mut p, &mut phase, &mut snap, &mut order, stale, false,
+        );
         if let Some(o) = finished {
             break o;
         }
@@ -140,8 +190,10 @@ pub fn run_copy(
         std::thread::sleep(Duration::from_millis(20));
     };
     sess.sampler.stop();
-    drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
-    finish_model(&mut sess, &mut model, &p);
+    drain(
+        &mut sess, &mut model, &mut p, &mut phase, &mut snap, &mut order, stale, true,
+    );
+    finish_model(&mut sess, &mut model, &mut p);
     let summary = summary_of(&outcome, &model);
     let Session { recorder, env, .. } = sess;
     let (_, rec_err) = recorder.finish(&summary);
@@ -184,41 +236,183 @@ pub fn run_copy(
     outcome
 }
 
-/// Takes every queued sample and engine event through the recording, the model and the printer.
+/// Engine events wait here until the sampler has passed their time. The engine sends no time
+/// of its own: an event is stamped when the main loop receives it, and a sample taken just
+/// before that stamp may still be on its way. Applying both in time order (engine first on
+/// equal times) is what replay does with the recording, so live and replay feed the model the
+/// same sequence and find the same events (e.g. `FlushStarted`'s backlog comes from the same
+/// sample).
+#[derive(Debug, Default)]
+struct InOrder {
+    pending: VecDeque<(u64, EngineEvent)>,
+}
+
+impl InOrder {
+    fn engine(&mut self, t_ns: u64, ev: EngineEvent) {
+        self.pending.push_back((t_ns, ev));
+    }
+
+    /// The engine events that go before the sample taken at `t_ns`.
+    fn before_sample(&mut self, t_ns: u64) -> Vec<(u64, EngineEvent)> {
+        let n = self.pending.partition_point(|(t, _)| *t <= t_ns);
+        self.pending.drain(..n).collect()
+    }
+
+    /// Engine events the sampler has not caught up with for `stale_ns` (a stalled sampler must
+    /// not hold back the phase and error lines), or all of them at the end (`now_ns` = MAX).
+    fn overdue(&mut self, now_ns: u64, stale_ns: u64) -> Vec<(u64, EngineEvent)> {
+        let n = self
+            .pending
+            .partition_point(|(t, _)| t.saturating_add(stale_ns) <= now_ns);
+        self.pending.drain(..n).collect()
+    }
+}
+
+/// How long an engine event may wait for the sampler before it is applied anyway.
+fn stale_after(d: &Display) -> u64 {
+    (d.interval.as_nanos() as u64)
+        .saturating_mul(20)
+        .max(2_000_000_000)
+}
+
+/// Takes every queued sample and engine event through the recording, the model and the
+/// printer, in time order (see [`InOrder`]); `end` applies what still waits.
+#[allow(clippy::too_many_arguments)]
 fn drain(
     sess: &mut Session,
     model: &mut Model,
-    p: &Printer,
+    p: &mut Printer,
     phase: &mut Phase,
     snap: &mut ProgressSnapshot,
+    order: &mut InOrder,
+    stale_ns: u64,
+    end: bool,
 ) {
+    // Stamp engine events first: every sample received below was taken before these stamps
+    // or is ordered by them.
+    while let Ok(ev) = sess.engine_events.try_recv() {
+        order.engine(sess.now_ns(), ev);
+    }
     while let Ok(s) = sess.samples.try_recv() {
+        for (t, ev) in order.before_sample(s.t_ns) {
+            apply_engine(sess, model, p, phase, t, &ev);
+        }
         sess.recorder.sample(&s);
         *snap = s.engine;
         let evs = model.apply(&s);
         sess.recorder.events(&evs);
         p.model_events(&evs);
     }
-    while let Ok(ev) = sess.engine_events.try_recv() {
-        let t = sess.now_ns();
-        sess.recorder.engine_event(t, &ev);
-        match &ev {
-            EngineEvent::Paused => *phase = Phase::Paused,
-            EngineEvent::Resumed => *phase = Phase::Copying,
-            EngineEvent::FlushStarted => *phase = Phase::Flushing,
-            EngineEvent::FlushDone => *phase = Phase::Done,
-            _ => {}
-        }
-        p.engine_event(t, &ev);
-        let evs = model.engine_events(t, &ev);
-        sess.recorder.events(&evs);
-        p.model_events(&evs);
+    let now = if end { u64::MAX } else { sess.now_ns() };
+    for (t, ev) in order.overdue(now, stale_ns) {
+        apply_engine(sess, model, p, phase, t, &ev);
     }
 }
 
+fn apply_engine(
+    sess: &mut Session,
+    model: &mut Model,
+    p: &mut Printer,
+    phase: &mut Phase,
+    t: u64,
+    ev: &EngineEvent,
+) {
+    sess.recorder.engine_event(t, ev);
+    match ev {
+        EngineEvent::Paused => *phase = Phase::Paused,
+        EngineEvent::Resumed => *phase = Phase::Copying,
+        EngineEvent::FlushStarted => *phase = Phase::Flushing,
+        EngineEvent::FlushDone => *phase = Phase::Done,
+        _ => {}
+    }
+    p.engine_event(t, ev);
+    let evs = model.engine_events(t, ev);
+    sess.recorder.events(&evs);
+    p.model_events(&evs);
+}
+
 /// Closes the model (an open drop at the end is still reported).
-fn finish_model(sess: &mut Session, model: &mut Model, p: &Printer) {
+fn finish_model(sess: &mut Session, model: &mut Model, p: &mut Printer) {
     let evs = model.finish(sess.now_ns());
     sess.recorder.events(&evs);
     p.model_events(&evs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DropInfo;
+
+    #[test]
+    fn engine_events_wait_for_the_sampler_to_pass_their_time() {
+        // The real case (the first ZFS lab run): FileDone and FlushStarted
+        // were stamped at 41.2545 s and 41.2805 s, while the sample taken at 41.2489 s arrived
+        // after them.
+        let mut o = InOrder::default();
+        o.engine(41_254_509_200, EngineEvent::FlushStarted);
+        o.engine(41_280_451_600, EngineEvent::FlushDone);
+        assert!(o.before_sample(41_248_877_870).is_empty());
+        assert!(o.overdue(41_300_000_000, 2_000_000_000).is_empty());
+        let first = o.before_sample(41_280_451_600);
+        assert_eq!(first.len(), 2, "equal times: the engine event goes first");
+        assert!(o.before_sample(41_350_376_900).is_empty());
+        // A stalled sampler holds nothing back for long, and the end releases everything.
+        o.engine(50_000_000_000, EngineEvent::Paused);
+        o.engine(50_500_000_000, EngineEvent::Resumed);
+        assert!(o.overdue(51_999_999_999, 2_000_000_000).is_empty());
+        assert_eq!(o.overdue(52_000_000_000, 2_000_000_000).len(), 1);
+        assert_eq!(o.overdue(u64::MAX, 2_000_000_000).len(), 1);
+    }
+
+    fn drop_citing(t_ns: u64, txg: u64, stime_ns: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: t_ns + 700_000_000,
+                reference_bps: 82e6,
+                min_bps: 28e6,
+                bytes_lost: 26e6,
+                causes: vec![Cause::TxgSync {
+                    txg,
+                    ndirty: 0,
+                    stime_ns,
+                    dirty_pct_of_max: Some(29.0),
+                }],
+            }),
+        }
+    }
+
+    fn commit(t_ns: u64, txg: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::TxgCommitted {
+                txg,
+                ndirty: 82_641_408,
+                nwritten: 82_116_608,
+                stime_ns: 2_249_212_880,
+            },
+        }
+    }
+
+    #[test]
+    fn a_drop_printed_before_its_txg_committed_gets_the_commit_line() {
+        let mut p = Printer {
+            json: false,
+            awaiting_commit: Vec::new(),
+        };
+        p.await_commits(&drop_citing(1_846_126_690, 12, 0));
+        assert_eq!(p.completed_by(&commit(2_000_000_000, 11)), None);
+        assert_eq!(
+            p.completed_by(&commit(3_145_883_140, 12)).as_deref(),
+            Some(
+                "[00:03.1] txg 12 committed 83 MB in 2.2 s (37 MB/s to disk): \
+                 the sync behind the drop at 00:01.8"
+            )
+        );
+        // Said once.
+        assert_eq!(p.completed_by(&commit(3_145_883_140, 12)), None);
+        // A drop that already had the size waits for nothing.
+        p.await_commits(&drop_citing(5_846_125_330, 13, 3_406_266_360));
+        assert_eq!(p.completed_by(&commit(6_566_542_690, 13)), None);
+    }
 }

@@ -39,11 +39,16 @@ pub fn describe_cause(cause: &Cause) -> String {
             stime_ns,
             dirty_pct_of_max,
         } => {
-            let mut s = format!(
-                "txg {txg} synced {} in {}",
-                fmt_bytes(*ndirty as f64),
-                fmt_secs(*stime_ns as f64 / 1e9)
-            );
+            // stime 0: the txg had not committed when the recording ended.
+            let mut s = if *stime_ns > 0 {
+                format!(
+                    "txg {txg} synced {} in {}",
+                    fmt_bytes(*ndirty as f64),
+                    fmt_secs(*stime_ns as f64 / 1e9)
+                )
+            } else {
+                format!("txg {txg} was syncing")
+            };
             if let Some(p) = dirty_pct_of_max {
                 s.push_str(&format!(" ({p:.0} % of zfs_dirty_data_max)"));
             }
@@ -191,6 +196,20 @@ mod tests {
         assert_eq!(
             describe_cause(&c),
             "txg 11 synced 250 MB in 6.2 s (61 % of zfs_dirty_data_max)"
+        );
+    }
+
+    #[test]
+    fn txg_still_syncing_at_the_end_has_no_made_up_size() {
+        let c = Cause::TxgSync {
+            txg: 21,
+            ndirty: 0,
+            stime_ns: 0,
+            dirty_pct_of_max: Some(34.2),
+        };
+        assert_eq!(
+            describe_cause(&c),
+            "txg 21 was syncing (34 % of zfs_dirty_data_max)"
         );
     }
 
