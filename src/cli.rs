@@ -95,9 +95,15 @@ pub struct CopyArgs {
     /// Share blocks with the source (FICLONE) instead of copying data.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "never")]
     pub reflink: ReflinkArg,
-    /// Parallel workers for small files (large files stream one at a time) [default: 4].
+    /// Parallel workers for small files (large files stream one at a time) [default: CPUs, 2 to 8].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Benchmarking: read/write buffer size in KiB.
+    #[arg(long = "buffer-kib", value_name = "KIB", hide = true)]
+    pub buffer_kib: Option<usize>,
+    /// Benchmarking: never use copy_file_range (always pread/pwrite through the buffer).
+    #[arg(long = "no-copy-file-range", hide = true)]
+    pub no_copy_file_range: bool,
 }
 
 /// Display options shared by the copy and the demo.

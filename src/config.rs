@@ -201,12 +201,21 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
             Some(OverwriteArg::Ask) | None => OverwritePolicy::Ask,
         }
     };
-    let jobs = c.jobs.unwrap_or(crate::copy::options::DEFAULT_JOBS);
+    let jobs = c.jobs.unwrap_or_else(crate::copy::options::default_jobs);
     if !(1..=256).contains(&jobs) {
         return Err(ConfigError::Invalid(
             "--jobs must be between 1 and 256".into(),
         ));
     }
+    let buffer_size = match c.buffer_kib {
+        None => crate::copy::options::DEFAULT_BUFFER,
+        Some(k) if (4..=262_144).contains(&k) => k << 10,
+        Some(_) => {
+            return Err(ConfigError::Invalid(
+                "--buffer-kib must be between 4 and 262144".into(),
+            ));
+        }
+    };
     let throttle_bps = std::env::var(TEST_THROTTLE_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -237,7 +246,8 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
             ReflinkArg::Always => ReflinkMode::Always,
         },
         jobs,
-        buffer_size: crate::copy::options::DEFAULT_BUFFER,
+        buffer_size,
+        copy_file_range: !c.no_copy_file_range,
         throttle_bps,
     };
     let pairs = resolve_targets(

@@ -164,7 +164,6 @@ pub fn run_copy_tui(
         engine_events,
         done,
         mut sampler,
-        start,
         ..
     } = sess;
     let io = LiveIo {
@@ -174,7 +173,6 @@ pub fn run_copy_tui(
         control: control.clone(),
         progress,
         done,
-        start,
         frame_interval: FRAME_INTERVAL,
     };
     let mut hooks = Hooks {
@@ -225,16 +223,29 @@ pub fn run_copy_tui(
         .map(|a| summary_of(&outcome, &a.model))
         .unwrap_or_default();
     let (rec, rec_err) = recorder.finish(&summary);
+    if crate::tui::panicked() {
+        // The hook restored the terminal and printed the panic; the copy was stopped and its
+        // temporary files removed. Say so, and fail.
+        err(
+            "copyscope: internal error (see above): the copy was stopped safely; files already \
+             copied are complete, the unfinished one was removed",
+        );
+        return CopyOutcome {
+            status: ExitStatus::Fatal,
+            ..outcome
+        };
+    }
     if hung_up {
         return outcome;
     }
     if let (Some(app), Some(rec)) = (app.as_ref(), rec.as_ref()) {
+        let width = crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).clamp(40, 100));
         out(&crate::report::summary::final_summary(
             &app.model,
-            &app.header,
             opts,
             rec,
             Some(&outcome),
+            width,
         ));
         if let Some(dir) = &d.screenshot {
             match screenshot_to(rec, Some(dir), d.ascii) {

@@ -32,11 +32,13 @@ impl Item<'_> {
     }
 }
 
-/// Samples and engine events merged in time order (engine events first on ties, as live).
+/// Samples and engine events merged in the order they were lived: an engine event is stamped
+/// with the time of the newest sample applied before it, so on equal times the sample comes
+/// first (the sort is stable, so events keep their file order).
 fn timeline(rec: &Recording) -> Vec<Item<'_>> {
     let mut items: Vec<Item<'_>> = rec.samples.iter().map(Item::Sample).collect();
     items.extend(rec.engine_events.iter().map(|(t, e)| Item::Engine(*t, e)));
-    items.sort_by_key(|i| (i.t_ns(), matches!(i, Item::Sample(_))));
+    items.sort_by_key(|i| (i.t_ns(), matches!(i, Item::Engine(..))));
     items
 }
 
@@ -65,7 +67,7 @@ pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
                 model.apply(s);
             }
             Item::Engine(t, e) => {
-                model.engine_event(t, e);
+                model.engine_events(t, e);
             }
         }
     }
@@ -211,8 +213,7 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     let rec = Recording::load(path)
         .with_context(|| format!("cannot read recording {}", path.display()))?;
     let model = replay_model(&rec, cfg);
-    let header = header_of(&rec);
     Ok(crate::report::summary::final_summary(
-        &model, &header, opts, &rec, None,
+        &model, opts, &rec, None, 100,
     ))
 }

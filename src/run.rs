@@ -106,6 +106,13 @@ pub fn run(config: Config) -> ExitStatus {
                 }
             }
         }
+        Command::Replay { file, .. } | Command::Export { file, .. } if !file.exists() => {
+            eprintln!(
+                "copyscope: '{}' does not exist (a recording is made with --record FILE)",
+                file.display()
+            );
+            ExitStatus::Fatal
+        }
         Command::Replay { file, speed } => {
             let cfg = crate::session::model_config(&config.display);
             let opts = crate::live::ui_options(&config.display);

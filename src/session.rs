@@ -160,6 +160,22 @@ pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
     }
 }
 
+/// Test-only: `COPYSCOPE_TEST_PANIC_AFTER_MS=N` panics a helper thread after N ms, so the
+/// end-to-end tests can prove that a panic on any thread ends the program cleanly with the
+/// terminal restored and nothing lost.
+fn spawn_test_panic() {
+    let Some(ms) = std::env::var("COPYSCOPE_TEST_PANIC_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        panic!("test panic requested by COPYSCOPE_TEST_PANIC_AFTER_MS");
+    });
+}
+
 /// Everything a frontend needs while a copy runs.
 pub struct Session {
     pub env: Environment,
@@ -203,6 +219,7 @@ impl Session {
         let start = Instant::now();
         let sampler = spawn_sampler(root, &env, progress.clone(), d.interval, start, s_tx);
         let engine = spawn_engine(job, progress.clone(), control.clone(), ev_tx, ask);
+        spawn_test_panic();
         let (done_tx, done) = oneshot::channel();
         std::thread::spawn(move || {
             let outcome = engine

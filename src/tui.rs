@@ -7,7 +7,7 @@ use std::io::{self, Stdout, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossterm::event::{Event as TermEvent, EventStream};
 use crossterm::{cursor, execute, terminal};
@@ -159,8 +159,6 @@ pub struct LiveIo<T> {
     pub progress: Arc<Progress>,
     /// Resolves when the engine thread has returned.
     pub done: oneshot::Receiver<T>,
-    /// The instant `t_ns` counts from.
-    pub start: Instant,
     pub frame_interval: Duration,
 }
 
@@ -237,9 +235,9 @@ pub async fn run_live<T>(
                     hooks.on_events(&evs);
                 }
                 while let Ok(ev) = io.engine_events.try_recv() {
-                    let t = io.start.elapsed().as_nanos() as u64;
+                    let t = app.now_ns;
                     hooks.on_engine_event(t, &ev);
-                    let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                    let evs = app.on_engine(t, &ev);
                     hooks.on_events(&evs);
                 }
                 if let Some(o) = &outcome { app.state = final_state(o); }
@@ -258,9 +256,9 @@ pub async fn run_live<T>(
                 dirty = true;
             }
             Some(ev) = io.engine_events.recv() => {
-                let t = io.start.elapsed().as_nanos() as u64;
+                let t = app.now_ns;
                 hooks.on_engine_event(t, &ev);
-                let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                let evs = app.on_engine(t, &ev);
                 hooks.on_events(&evs);
                 dirty = true;
             }
@@ -284,10 +282,10 @@ pub async fn run_live<T>(
                             }
                             Action::TogglePause => {
                                 let was = io.control.paused.fetch_xor(true, Ordering::SeqCst);
-                                let t = io.start.elapsed().as_nanos() as u64;
+                                let t = app.now_ns;
                                 let ev = if was { EngineEvent::Resumed } else { EngineEvent::Paused };
                                 hooks.on_engine_event(t, &ev);
-                                let evs: Vec<Event> = app.on_engine(t, &ev).into_iter().collect();
+                                let evs = app.on_engine(t, &ev);
                                 hooks.on_events(&evs);
                             }
                             Action::Screenshot => {

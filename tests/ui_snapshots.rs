@@ -132,7 +132,9 @@ fn help_overlay_and_ascii() {
         30_000_000_000,
     );
     a.state = RunState::Copying;
-    insta::assert_snapshot!("ascii_120x40", screen(&a, 120, 40));
+    let s = screen(&a, 120, 40);
+    assert!(s.is_ascii(), "--ascii draws with ASCII only:\n{s}");
+    insta::assert_snapshot!("ascii_120x40", s);
     a.view.help = true;
     insta::assert_snapshot!("help_120x40", screen(&a, 120, 40));
 }

@@ -262,8 +262,8 @@ impl DirNode {
             if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
                 break;
             }
-            if n.finalize && !sh.is_stopped() {
-                sh.finalize_dir(&n);
+            if !sh.is_stopped() {
+                sh.dir_complete(&n);
             }
             cur = n.parent.clone();
         }
@@ -463,8 +463,26 @@ impl Shared {
         }
     }
 
-    fn finalize_dir(&self, n: &DirNode) {
+    /// A directory's last child is done: give it its final metadata (when we made it, or
+    /// with -p) and, with `--fsync`, make its entries durable.
+    fn dir_complete(&self, n: &DirNode) {
         let Some(m) = n.meta else { return };
+        if n.finalize {
+            self.finalize_dir(n, &m);
+        }
+        if self.opts.sync == SyncMode::PerFile {
+            let t = Instant::now();
+            let r = rfs::fsync(&n.dst);
+            self.progress
+                .write_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            if let Err(e) = r {
+                self.dest_error(&n.dst_display, "fsync of the directory failed", e);
+            }
+        }
+    }
+
+    fn finalize_dir(&self, n: &DirNode, m: &Meta) {
         let path = &n.dst_display;
         if self.opts.preserve_owner
             && let Err(e) = rfs::fchown(
@@ -488,7 +506,7 @@ impl Shared {
             );
         }
         if self.opts.preserve_mode_time
-            && let Err(e) = rfs::futimens(&n.dst, &timestamps(&m))
+            && let Err(e) = rfs::futimens(&n.dst, &timestamps(m))
         {
             self.fail(
                 path,

@@ -47,10 +47,19 @@ pub enum ReflinkMode {
     Always,
 }
 
-/// Default parallel workers for small files (chosen with scripts/bench.sh, see docs/benchmarks.md).
-pub const DEFAULT_JOBS: usize = 4;
-/// Default read/write buffer (chosen with scripts/bench.sh, see docs/benchmarks.md).
-pub const DEFAULT_BUFFER: usize = 1 << 20;
+/// Fewest and most default workers for small files.
+pub const DEFAULT_JOBS_RANGE: (usize, usize) = (2, 8);
+/// Default read/write buffer for the pread/pwrite path: 128 KiB was the fastest of
+/// 128 KiB/256 KiB/1 MiB/4 MiB in scripts/bench.sh (it stays in the CPU's L2 cache);
+/// see docs/benchmarks.md.
+pub const DEFAULT_BUFFER: usize = 128 << 10;
+
+/// Default `--jobs`: one worker per CPU, at least 2 (one can wait on metadata while the
+/// other copies) and at most 8 (more only adds directory-lock contention); see docs/benchmarks.md.
+pub fn default_jobs() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cpus.clamp(DEFAULT_JOBS_RANGE.0, DEFAULT_JOBS_RANGE.1)
+}
 /// Files at least this large stream one at a time, whatever `--jobs` says (disks prefer one stream).
 pub const LARGE_FILE: u64 = 32 << 20;
 
@@ -72,6 +81,8 @@ pub struct CopyOptions {
     pub jobs: usize,
     /// Read/write buffer size in bytes.
     pub buffer_size: usize,
+    /// Use copy_file_range where the destination cannot clone (benchmarks turn it off).
+    pub copy_file_range: bool,
     /// Test hook: cap the data rate (bytes/s). Set only from the `COPYSCOPE_TEST_THROTTLE_BPS`
     /// environment variable so signal and vanish tests have a slow copy to act on.
     pub throttle_bps: Option<u64>,
@@ -88,8 +99,9 @@ impl Default for CopyOptions {
             sync: SyncMode::Syncfs,
             verify: false,
             reflink: ReflinkMode::Never,
-            jobs: DEFAULT_JOBS,
+            jobs: default_jobs(),
             buffer_size: DEFAULT_BUFFER,
+            copy_file_range: true,
             throttle_bps: None,
         }
     }

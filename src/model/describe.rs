@@ -125,7 +125,9 @@ impl Cause {
                 if *write_share > 0.0 {
                     s.push_str(&format!(
                         " (in write() {:.0} % of the time)",
-                        write_share * 100.0
+                        // Time blocked in write() is counted when the call returns, and several
+                        // workers add up: the share of wall time can exceed 1.
+                        (write_share * 100.0).min(100.0)
                     ));
                 }
                 s
@@ -147,7 +149,7 @@ impl Cause {
             ),
             Cause::SourceStall { read_share } => format!(
                 "source stalled: reading {:.0} % of the time",
-                read_share * 100.0
+                (read_share * 100.0).min(100.0)
             ),
             Cause::CpuSaturated { busy_pct } => format!("CPU {busy_pct:.0} % busy"),
             Cause::Unknown => "no signal explains it".to_string(),

@@ -300,8 +300,27 @@ pub fn run_copy(job: CopyJob, settings: PlainSettings, control: Arc<Control>) ->
             _ => {}
         }
     };
+    // Sleep until the next tick or the engine's end, whichever comes first: one wake-up per
+    // tick however many files go by (small-file copies send two events per file), and the
+    // end is noticed at once. Events are printed at the wake-up that follows them.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let waiter = std::thread::Builder::new()
+        .name("copyscope-wait".into())
+        .spawn(move || {
+            let r = handle.join();
+            let _ = done_tx.send(());
+            r
+        });
+    let waiter = match waiter {
+        Ok(w) => w,
+        Err(e) => return CopyOutcome::crashed(&format!("cannot start a thread: {e}")),
+    };
     loop {
-        let finished = handle.is_finished();
+        let wait = next.saturating_duration_since(Instant::now());
+        let finished = !matches!(
+            done_rx.recv_timeout(wait),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        );
         while let Ok(ev) = rx.try_recv() {
             handle_event(ev, &mut phase);
         }
@@ -343,19 +362,11 @@ pub fn run_copy(job: CopyJob, settings: PlainSettings, control: Arc<Control>) ->
                 next += period;
             }
         }
-        let tick = if settings.json {
-            settings.interval
-        } else {
-            Duration::from_millis(100)
-        };
-        std::thread::sleep(
-            tick.min(next.saturating_duration_since(Instant::now()))
-                .max(Duration::from_millis(5)),
-        );
     }
-    let outcome = handle
-        .join()
-        .unwrap_or_else(|_| CopyOutcome::crashed("the copy engine crashed"));
+    let outcome = match waiter.join() {
+        Ok(Ok(o)) => o,
+        _ => CopyOutcome::crashed("the copy engine crashed"),
+    };
     while let Ok(ev) = rx.try_recv() {
         handle_event(ev, &mut phase);
     }

@@ -4,7 +4,6 @@
 //! (engine, sampler, model, recording) as the TUI. Write errors on stdout are ignored: after an
 //! SSH drop the copy must still finish its cleanup.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,17 +144,13 @@ pub fn run_copy(
     let mut next = Instant::now() + period;
     let mut phase = Phase::Copying;
     let mut snap = ProgressSnapshot::default();
-    let mut order = InOrder::default();
-    let stale = stale_after(d);
     let outcome = loop {
         let finished = match sess.done.try_recv() {
             Ok(o) => Some(o),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
         };
-        drain(
-            &mut sess, &mut model, &mut p, &mut phase, &mut snap, &mut order, stale, false,
-        );
+        drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
         if let Some(o) = finished {
             break o;
         }
@@ -190,9 +185,7 @@ pub fn run_copy(
         std::thread::sleep(Duration::from_millis(20));
     };
     sess.sampler.stop();
-    drain(
-        &mut sess, &mut model, &mut p, &mut phase, &mut snap, &mut order, stale, true,
-    );
+    drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
     finish_model(&mut sess, &mut model, &mut p);
     let summary = summary_of(&outcome, &model);
     let Session { recorder, env, .. } = sess;
@@ -236,104 +229,42 @@ pub fn run_copy(
     outcome
 }
 
-/// Engine events wait here until the sampler has passed their time. The engine sends no time
-/// of its own: an event is stamped when the main loop receives it, and a sample taken just
-/// before that stamp may still be on its way. Applying both in time order (engine first on
-/// equal times) is what replay does with the recording, so live and replay feed the model the
-/// same sequence and find the same events (e.g. `FlushStarted`'s backlog comes from the same
-/// sample).
-#[derive(Debug, Default)]
-struct InOrder {
-    pending: VecDeque<(u64, EngineEvent)>,
-}
-
-impl InOrder {
-    fn engine(&mut self, t_ns: u64, ev: EngineEvent) {
-        self.pending.push_back((t_ns, ev));
-    }
-
-    /// The engine events that go before the sample taken at `t_ns`.
-    fn before_sample(&mut self, t_ns: u64) -> Vec<(u64, EngineEvent)> {
-        let n = self.pending.partition_point(|(t, _)| *t <= t_ns);
-        self.pending.drain(..n).collect()
-    }
-
-    /// Engine events the sampler has not caught up with for `stale_ns` (a stalled sampler must
-    /// not hold back the phase and error lines), or all of them at the end (`now_ns` = MAX).
-    fn overdue(&mut self, now_ns: u64, stale_ns: u64) -> Vec<(u64, EngineEvent)> {
-        let n = self
-            .pending
-            .partition_point(|(t, _)| t.saturating_add(stale_ns) <= now_ns);
-        self.pending.drain(..n).collect()
-    }
-}
-
-/// How long an engine event may wait for the sampler before it is applied anyway.
-fn stale_after(d: &Display) -> u64 {
-    (d.interval.as_nanos() as u64)
-        .saturating_mul(20)
-        .max(2_000_000_000)
-}
-
-/// Takes every queued sample and engine event through the recording, the model and the
-/// printer, in time order (see [`InOrder`]); `end` applies what still waits.
-#[allow(clippy::too_many_arguments)]
+/// Takes every queued sample and engine event through the recording, the model and the printer.
 fn drain(
     sess: &mut Session,
     model: &mut Model,
     p: &mut Printer,
     phase: &mut Phase,
     snap: &mut ProgressSnapshot,
-    order: &mut InOrder,
-    stale_ns: u64,
-    end: bool,
 ) {
-    // Stamp engine events first: every sample received below was taken before these stamps
-    // or is ordered by them.
-    while let Ok(ev) = sess.engine_events.try_recv() {
-        order.engine(sess.now_ns(), ev);
-    }
     while let Ok(s) = sess.samples.try_recv() {
-        for (t, ev) in order.before_sample(s.t_ns) {
-            apply_engine(sess, model, p, phase, t, &ev);
-        }
         sess.recorder.sample(&s);
         *snap = s.engine;
         let evs = model.apply(&s);
         sess.recorder.events(&evs);
         p.model_events(&evs);
     }
-    let now = if end { u64::MAX } else { sess.now_ns() };
-    for (t, ev) in order.overdue(now, stale_ns) {
-        apply_engine(sess, model, p, phase, t, &ev);
+    while let Ok(ev) = sess.engine_events.try_recv() {
+        // Stamped with the newest sample's time so the recording replays in lived order.
+        let t = model.latest().map_or(0, |s| s.t_ns);
+        sess.recorder.engine_event(t, &ev);
+        match &ev {
+            EngineEvent::Paused => *phase = Phase::Paused,
+            EngineEvent::Resumed => *phase = Phase::Copying,
+            EngineEvent::FlushStarted => *phase = Phase::Flushing,
+            EngineEvent::FlushDone => *phase = Phase::Done,
+            _ => {}
+        }
+        p.engine_event(t, &ev);
+        let evs = model.engine_events(t, &ev);
+        sess.recorder.events(&evs);
+        p.model_events(&evs);
     }
-}
-
-fn apply_engine(
-    sess: &mut Session,
-    model: &mut Model,
-    p: &mut Printer,
-    phase: &mut Phase,
-    t: u64,
-    ev: &EngineEvent,
-) {
-    sess.recorder.engine_event(t, ev);
-    match ev {
-        EngineEvent::Paused => *phase = Phase::Paused,
-        EngineEvent::Resumed => *phase = Phase::Copying,
-        EngineEvent::FlushStarted => *phase = Phase::Flushing,
-        EngineEvent::FlushDone => *phase = Phase::Done,
-        _ => {}
-    }
-    p.engine_event(t, ev);
-    let evs = model.engine_events(t, ev);
-    sess.recorder.events(&evs);
-    p.model_events(&evs);
 }
 
 /// Closes the model (an open drop at the end is still reported).
 fn finish_model(sess: &mut Session, model: &mut Model, p: &mut Printer) {
-    let evs = model.finish(sess.now_ns());
+    let evs = model.finish(model.latest().map_or(0, |s| s.t_ns));
     sess.recorder.events(&evs);
     p.model_events(&evs);
 }
@@ -342,27 +273,6 @@ fn finish_model(sess: &mut Session, model: &mut Model, p: &mut Printer) {
 mod tests {
     use super::*;
     use crate::model::DropInfo;
-
-    #[test]
-    fn engine_events_wait_for_the_sampler_to_pass_their_time() {
-        // The real case (the first ZFS lab run): FileDone and FlushStarted
-        // were stamped at 41.2545 s and 41.2805 s, while the sample taken at 41.2489 s arrived
-        // after them.
-        let mut o = InOrder::default();
-        o.engine(41_254_509_200, EngineEvent::FlushStarted);
-        o.engine(41_280_451_600, EngineEvent::FlushDone);
-        assert!(o.before_sample(41_248_877_870).is_empty());
-        assert!(o.overdue(41_300_000_000, 2_000_000_000).is_empty());
-        let first = o.before_sample(41_280_451_600);
-        assert_eq!(first.len(), 2, "equal times: the engine event goes first");
-        assert!(o.before_sample(41_350_376_900).is_empty());
-        // A stalled sampler holds nothing back for long, and the end releases everything.
-        o.engine(50_000_000_000, EngineEvent::Paused);
-        o.engine(50_500_000_000, EngineEvent::Resumed);
-        assert!(o.overdue(51_999_999_999, 2_000_000_000).is_empty());
-        assert_eq!(o.overdue(52_000_000_000, 2_000_000_000).len(), 1);
-        assert_eq!(o.overdue(u64::MAX, 2_000_000_000).len(), 1);
-    }
 
     fn drop_citing(t_ns: u64, txg: u64, stime_ns: u64) -> Event {
         Event {

@@ -5,26 +5,29 @@
 use crate::copy::CopyOutcome;
 use crate::model::format::fmt_clock;
 use crate::model::{EventKind, Model};
+use crate::report::export::text::asciify;
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::summary_text;
 use crate::report::recording::Recording;
-use crate::ui::app::{Header, UiOptions};
+use crate::ui::app::UiOptions;
+use crate::ui::panels::wrap_words;
 use crate::ui::units::Units;
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
 
-/// The after-exit summary. `outcome` is the engine's result (None for a replay).
+/// The after-exit summary, at most `width` columns wide (the text chart stays within 40–100).
+/// `outcome` is the engine's result (None for a replay).
 pub fn final_summary(
     model: &Model,
-    _header: &Header,
     opts: UiOptions,
     rec: &Recording,
     outcome: Option<&CopyOutcome>,
+    width: usize,
 ) -> String {
     let ascii = opts.theme.ascii();
     let data = ChartData::from_recording(rec);
-    let mut s = render_text(&data, 100, ascii);
+    let mut s = render_text(&data, width.min(100), ascii);
     let drops: Vec<_> = model
         .events()
         .iter()
@@ -32,8 +35,24 @@ pub fn final_summary(
         .collect();
     if !drops.is_empty() {
         s.push_str(&format!("drops ({}):\n", drops.len()));
+        // "  00:31.2  " then the diagnosis, wrapped under itself.
+        let indent = 11;
         for e in drops.iter().take(MAX_DROPS_LISTED) {
-            s.push_str(&format!("  {}  {}\n", fmt_clock(e.t_ns), e.describe()));
+            let text = if ascii {
+                asciify(&e.describe())
+            } else {
+                e.describe()
+            };
+            for (i, line) in wrap_words(&text, width.saturating_sub(indent).max(20))
+                .iter()
+                .enumerate()
+            {
+                if i == 0 {
+                    s.push_str(&format!("  {}  {line}\n", fmt_clock(e.t_ns)));
+                } else {
+                    s.push_str(&format!("{}{line}\n", " ".repeat(indent)));
+                }
+            }
         }
         if drops.len() > MAX_DROPS_LISTED {
             s.push_str(&format!(

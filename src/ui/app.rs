@@ -109,6 +109,19 @@ impl Default for ViewState {
     }
 }
 
+/// The smallest round axis length that holds `t_ns`.
+pub fn axis_span_ns(t_ns: u64) -> u64 {
+    const STEPS_S: [u64; 17] = [
+        10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400, 172_800,
+        604_800,
+    ];
+    STEPS_S
+        .iter()
+        .map(|s| s * 1_000_000_000)
+        .find(|s| *s >= t_ns)
+        .unwrap_or_else(|| t_ns.div_ceil(604_800_000_000_000) * 604_800_000_000_000)
+}
+
 /// What a key press asks the main loop to do.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action {
@@ -176,8 +189,12 @@ impl App {
         self.model.apply(s)
     }
 
-    /// Feeds one engine event; keeps the run state in step.
-    pub fn on_engine(&mut self, t_ns: u64, ev: &EngineEvent) -> Option<Event> {
+    /// Feeds one engine event; keeps the run state in step. Returns the model's new events
+    /// (the mapped one, plus a drop the event closed, e.g. by a pause).
+    ///
+    /// Engine events are stamped with the newest sample's time (`now_ns`), not the wall clock,
+    /// so that a recording replays in exactly the order it was lived.
+    pub fn on_engine(&mut self, t_ns: u64, ev: &EngineEvent) -> Vec<Event> {
         match ev {
             EngineEvent::ScanDone { .. } if self.state == RunState::Scanning => {
                 self.state = RunState::Copying;
@@ -198,18 +215,25 @@ impl App {
                     .and_then(|s| s.page_cache)
                     .map(|p| p.dirty + p.writeback);
             }
+            EngineEvent::FlushDone if self.state == RunState::Flushing => {
+                self.state = RunState::Done
+            }
             EngineEvent::VerifyStarted => self.state = RunState::Verifying,
+            EngineEvent::VerifyDone { .. } => self.state = RunState::Done,
             EngineEvent::Fatal { .. } => self.state = RunState::Failed,
             _ => {}
         }
-        self.model.engine_event(t_ns, ev)
+        self.model.engine_events(t_ns, ev)
     }
 
-    /// The visible time window on the time axis.
+    /// The visible time window on the time axis. Unzoomed, the axis spans a round length that
+    /// only grows in steps (10 s, 20 s, 30 s, 1 min, …): the chart fills from left to right like
+    /// Total Commander's, and between steps each frame changes only the newest columns, which
+    /// keeps the bytes sent over SSH small.
     pub fn window(&self) -> (u64, u64) {
         let end_all = self.now_ns.max(1);
         if self.view.zoom == 0 {
-            return (0, end_all);
+            return (0, axis_span_ns(end_all));
         }
         let len = (end_all >> self.view.zoom).max(1_000_000_000);
         let end = end_all

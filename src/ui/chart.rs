@@ -173,6 +173,31 @@ impl SpeedChart<'_> {
     }
 }
 
+/// The value the y axis must hold: the highest column, unless a few columns (≤ 3 %, e.g. the
+/// first burst into an empty page cache) tower over the rest — then those are clipped (drawn
+/// full height with a `▲`) so the other 97 % of the chart keeps its resolution.
+///
+/// The copy speed sets the scale; the device overlay only when nothing was copied yet (a disk
+/// shared with other writers can run far above the copy, and its dots then sit on the top row).
+pub fn robust_peak(cols: &[Option<Column>]) -> f64 {
+    let copy = robust_max(cols.iter().flatten().map(|c| c.mean).collect());
+    if copy > 0.0 {
+        copy
+    } else {
+        robust_max(cols.iter().flatten().filter_map(|c| c.device).collect())
+    }
+}
+
+fn robust_max(mut vals: Vec<f64>) -> f64 {
+    vals.sort_by(f64::total_cmp);
+    let Some(&max) = vals.last() else { return 0.0 };
+    if vals.len() < 20 {
+        return max;
+    }
+    let p97 = vals[vals.len() * 97 / 100];
+    if max > p97 * 1.5 { p97 * 1.2 } else { max }
+}
+
 /// Rounds up to 1, 2, 2.5 or 5 × 10^k.
 pub fn nice_ceil(v: f64) -> f64 {
     if !(v.is_finite()) || v <= 0.0 {
@@ -213,12 +238,7 @@ impl Widget for SpeedChart<'_> {
         let label_w_guess = 5u16;
         let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
         let cols = self.columns(guess_cols);
-        let peak = cols
-            .iter()
-            .flatten()
-            .map(|c| c.mean.max(c.device.unwrap_or(0.0)))
-            .fold(0.0f64, f64::max)
-            .max(self.avg_bps.unwrap_or(0.0));
+        let peak = robust_peak(&cols).max(self.avg_bps.unwrap_or(0.0));
         let scale = self.units.scale();
         let peak_units = peak / scale;
         let step = tick_step(
@@ -314,6 +334,10 @@ impl Widget for SpeedChart<'_> {
                 let style = if dip_cell { t.dip() } else { fill_style };
                 buf[(x, y)].set_symbol(sym).set_style(style);
             }
+            if h8 > plot_h as u32 * 8 {
+                // Clipped by the robust scale: say so at the top.
+                buf[(x, top)].set_symbol(g.clipped).set_style(fill_style);
+            }
             if col.in_drop && h8 < plot_h as u32 * 8 {
                 // Mark the empty space above a drop so it reads even without colour.
                 let y = top;
@@ -325,7 +349,12 @@ impl Widget for SpeedChart<'_> {
         // Average line in empty cells.
         if let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) {
             let y = row_of(avg).clamp(top, marker_y - 1);
-            for x in plot_x..plot_x + plot_w {
+            // Only under the history: the right part of a growing axis is the future.
+            let last = cols
+                .iter()
+                .rposition(Option::is_some)
+                .map_or(0, |c| c as u16 + 1);
+            for x in plot_x..plot_x + last.min(plot_w) {
                 if buf[(x, y)].symbol() == " " {
                     buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
                 }
@@ -523,6 +552,34 @@ mod tests {
             device_bps: None,
             progress: Some(t_s / 100.0),
         }
+    }
+
+    #[test]
+    fn a_lone_burst_is_clipped_but_a_real_fast_phase_sets_the_scale() {
+        let col = |m: f64| {
+            Some(Column {
+                mean: m,
+                min: m,
+                max: m,
+                device: None,
+                in_drop: false,
+                count: 1,
+            })
+        };
+        let mut cols: Vec<Option<Column>> = (0..100).map(|_| col(40e6)).collect();
+        cols[0] = col(1.7e9);
+        assert!(
+            (robust_peak(&cols) - 48e6).abs() < 1.0,
+            "one burst column is clipped"
+        );
+        for c in cols.iter_mut().take(10) {
+            *c = col(200e6);
+        }
+        assert_eq!(
+            robust_peak(&cols),
+            200e6,
+            "10 % of the run at 200 MB/s is real"
+        );
     }
 
     #[test]

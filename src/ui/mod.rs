@@ -128,6 +128,24 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
     if let Some(d) = &app.dialog {
         overlay::dialog(area, buf, app, d);
     }
+    if t.ascii() {
+        ascii_only(area, buf);
+    }
+}
+
+/// `--ascii` promises ASCII only: event texts ("118 → 3 MB/s") and file names are mapped too.
+fn ascii_only(area: Rect, buf: &mut Buffer) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            if !cell.symbol().is_ascii() {
+                let mapped = crate::report::export::text::asciify(cell.symbol());
+                let first = mapped.chars().next().unwrap_or('?');
+                let mut tmp = [0u8; 4];
+                cell.set_symbol(first.encode_utf8(&mut tmp));
+            }
+        }
+    }
 }
 
 /// The fraction of bytes complete at time `t_ns`, from the series (for the percent axis).

@@ -281,7 +281,11 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
             EventKind::FileError { .. } => t.error(),
             _ => Style::new(),
         };
-        let text = e.describe();
+        let text = if t.ascii() {
+            crate::report::export::text::asciify(&e.describe())
+        } else {
+            e.describe()
+        };
         let wrap = matches!(e.kind, EventKind::Drop(_) | EventKind::FileError { .. });
         let lines = if wrap {
             wrap_words(&text, text_w)

@@ -51,7 +51,7 @@ pub fn render_markdown(data: &ChartData) -> String {
     let _ = writeln!(o, "{}", cell(&facts.join(" · ")));
     o.push('\n');
 
-    let total_lost: f64 = st.lost_secs_by_cause.iter().map(|(_, s)| s).sum();
+    let total_lost: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, s)| a + s);
     let lost = if st.lost_secs_by_cause.is_empty() {
         "none".to_string()
     } else {

@@ -863,7 +863,7 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         }),
     );
 
-    let total: f64 = st.lost_secs_by_cause.iter().map(|(_, v)| v).sum();
+    let total: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, v)| a + v);
     heading(o, 2, &format!("Time lost to drops: {}", fmt_secs(total)));
     if st.lost_secs_by_cause.is_empty() {
         pair(o, 2, 0, "no drops", "");

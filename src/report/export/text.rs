@@ -24,7 +24,9 @@ fn ascii_block(eighths: usize) -> char {
 }
 
 /// Replaces the few non-ASCII characters the labels use.
-fn asciify(s: &str) -> String {
+/// Replaces the few non-ASCII characters copyscope writes by ASCII look-alikes, and anything
+/// else (e.g. in file names) by `?`.
+pub fn asciify(s: &str) -> String {
     s.replace('→', "->")
         .replace('…', "...")
         .replace('·', "-")
@@ -272,7 +274,12 @@ fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
         run.push(format!("{} failed", st.failed));
     }
     out.extend(wrap(&run, " · ", width));
-    let total: f64 = st.lost_secs_by_cause.iter().map(|(_, s)| s).sum();
+    // An empty f64 sum is -0.0: start from +0.0 so nothing prints "-0.00 s".
+    let total: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, s)| a + s);
+    if st.drops == 0 {
+        out.push("no drops".to_string());
+        return;
+    }
     let head = format!(
         "{} drop{}, {} lost",
         st.drops,
