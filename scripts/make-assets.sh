@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Regenerates the example recording and the README pictures in assets/ from the real ZFS
-# lab capture, with copyscope's own exporter.
+# Regenerates the pictures in assets/ with copyscope's own exporter:
+#   1. assets/zfs-40mbps-copy.{png,svg,txt,md} from assets/zfs-40mbps-copy.jsonl, the real
+#      recording of copyscope copying 1.5 GiB onto ZFS in the lab VM (made by
+#      scripts/zfs-lab-copy.sh; `copyscope export`, as a user would);
+#   2. the example recording converted from the lab's dd capture and its pictures
+#      assets/example-zfs-40mbps.* (through the ignored export_assets test).
 #
 # usage: scripts/make-assets.sh [CAPTURE_DIR]
 #   CAPTURE_DIR defaults to the lab's 40 MB/s capture under ../shared (or $COPYSCOPE_LAB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mkdir -p assets
+cargo build --quiet --release --bin copyscope
+rec=assets/zfs-40mbps-copy
+target/release/copyscope export "$rec.jsonl" \
+  --png "$rec.png" --svg "$rec.svg" --text "$rec.txt" --markdown "$rec.md"
 
 capture="${1:-}"
 if [[ -z "$capture" ]]; then
@@ -21,8 +31,7 @@ if [[ -n "$capture" && -f "$capture/timeseries.csv" ]]; then
 else
   echo "lab capture not found: keeping the committed recording" >&2
 fi
-mkdir -p assets
 # The recording itself lives with the test fixtures; assets/ links to it.
 ln -sfn ../tests/fixtures/recordings/zfs-40mbps-zero.jsonl assets/zfs-40mbps-zero.jsonl
 cargo test --quiet --test export_assets -- --ignored --nocapture
-ls -l assets/example-zfs-40mbps.*
+ls -l assets/example-zfs-40mbps.* "$rec".*

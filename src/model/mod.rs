@@ -558,27 +558,8 @@ impl Model {
     fn patch_drops(&mut self, txg: u64, ndirty: u64, stime: u64) {
         let max = self.env.zfs_dirty_data_max;
         for ev in self.events.iter_mut().rev().take(64) {
-            let EventKind::Drop(d) = &mut ev.kind else {
-                continue;
-            };
-            for c in &mut d.causes {
-                if let Cause::TxgSync {
-                    txg: t,
-                    ndirty: n,
-                    stime_ns,
-                    dirty_pct_of_max,
-                } = c
-                    && *t == txg
-                    && *stime_ns == 0
-                {
-                    *n = ndirty;
-                    *stime_ns = stime;
-                    if dirty_pct_of_max.is_none() {
-                        *dirty_pct_of_max = max
-                            .filter(|m| *m > 0)
-                            .map(|m| ndirty as f64 * 100.0 / m as f64);
-                    }
-                }
+            if let EventKind::Drop(d) = &mut ev.kind {
+                fill_txg_cause(d, txg, ndirty, stime, max);
             }
         }
     }
@@ -1044,6 +1025,53 @@ impl Model {
     }
 }
 
+/// Gives a drop's cause "txg `txg` was syncing" the size and duration it committed with.
+fn fill_txg_cause(d: &mut DropInfo, txg: u64, ndirty: u64, stime: u64, max: Option<u64>) {
+    for c in &mut d.causes {
+        if let Cause::TxgSync {
+            txg: t,
+            ndirty: n,
+            stime_ns,
+            dirty_pct_of_max,
+        } = c
+            && *t == txg
+            && *stime_ns == 0
+        {
+            *n = ndirty;
+            *stime_ns = stime;
+            if dirty_pct_of_max.is_none() {
+                *dirty_pct_of_max = max
+                    .filter(|m| *m > 0)
+                    .map(|m| ndirty as f64 * 100.0 / m as f64);
+            }
+        }
+    }
+}
+
+/// A drop that closes while its txg still syncs is emitted (printed, recorded) as "txg N was
+/// syncing"; the model completes its stored copy when txg N commits. This applies the same
+/// completion to events in the order they were emitted (a recording's event lines), so
+/// exports of a recording say what the model said at the end: every commit fills the drops
+/// before it.
+pub fn complete_txg_causes(events: &mut [Event], zfs_dirty_data_max: Option<u64>) {
+    for i in 0..events.len() {
+        let EventKind::TxgCommitted {
+            txg,
+            ndirty,
+            stime_ns,
+            ..
+        } = events[i].kind
+        else {
+            continue;
+        };
+        for ev in &mut events[..i] {
+            if let EventKind::Drop(d) = &mut ev.kind {
+                fill_txg_cause(d, txg, ndirty, stime_ns, zfs_dirty_data_max);
+            }
+        }
+    }
+}
+
 fn progress(s: &Sample) -> Option<f64> {
     let e = &s.engine;
     (e.scan_done && e.bytes_total > 0)
@@ -1098,5 +1126,97 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         zfs_delays,
         zfs_over_max,
         arc_anon: s.zfs.as_ref().and_then(|z| z.arc_anon),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drop_citing(t_ns: u64, txg: u64, ndirty: u64, stime_ns: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: t_ns + 1,
+                reference_bps: 1.0,
+                min_bps: 0.0,
+                bytes_lost: 1.0,
+                causes: vec![
+                    Cause::TxgSync {
+                        txg,
+                        ndirty,
+                        stime_ns,
+                        dirty_pct_of_max: None,
+                    },
+                    Cause::ZfsThrottle {
+                        delays: 3,
+                        over_max: 0,
+                    },
+                ],
+            }),
+        }
+    }
+
+    fn commit(t_ns: u64, txg: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::TxgCommitted {
+                txg,
+                ndirty: 100,
+                nwritten: 90,
+                stime_ns: 7,
+            },
+        }
+    }
+
+    #[test]
+    fn commits_complete_the_earlier_drops_of_their_txg_only() {
+        let mut evs = vec![
+            drop_citing(10, 12, 0, 0),
+            drop_citing(20, 13, 0, 0),
+            commit(30, 12),
+            drop_citing(40, 12, 0, 0),
+            drop_citing(50, 14, 55, 5),
+            commit(60, 14),
+        ];
+        complete_txg_causes(&mut evs, Some(400));
+        let txg_cause = |i: usize| match &evs[i].kind {
+            EventKind::Drop(d) => d.causes[0].clone(),
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            txg_cause(0),
+            Cause::TxgSync {
+                txg: 12,
+                ndirty: 100,
+                stime_ns: 7,
+                dirty_pct_of_max: Some(25.0),
+            }
+        );
+        // Txg 13 never committed; a drop after the commit is not touched; a drop that
+        // already knew its txg's figures keeps them.
+        assert_eq!(txg_cause(1), drop_citing(0, 13, 0, 0).kind_cause());
+        assert_eq!(txg_cause(3), drop_citing(0, 12, 0, 0).kind_cause());
+        assert_eq!(txg_cause(4), drop_citing(0, 14, 55, 5).kind_cause());
+        // Other causes stay as they were.
+        let EventKind::Drop(d) = &evs[0].kind else {
+            unreachable!()
+        };
+        assert_eq!(
+            d.causes[1],
+            Cause::ZfsThrottle {
+                delays: 3,
+                over_max: 0
+            }
+        );
+    }
+
+    impl Event {
+        fn kind_cause(&self) -> Cause {
+            match &self.kind {
+                EventKind::Drop(d) => d.causes[0].clone(),
+                _ => unreachable!(),
+            }
+        }
     }
 }

@@ -95,7 +95,7 @@ pub fn progress_line(
     let t = clock(elapsed.as_secs_f64());
     if phase == Phase::Flushing {
         return format!(
-            "[{t}] flushing: {} written to the page cache, waiting for the disk (syncfs)",
+            "[{t}] flushing: {} written to RAM, waiting for the disk (syncfs)",
             bytes(snap.bytes_copied, binary)
         );
     }

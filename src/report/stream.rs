@@ -14,7 +14,7 @@ use tokio::sync::oneshot::error::TryRecvError;
 use crate::config::Display;
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
 use crate::model::format::fmt_clock;
-use crate::model::{Event, EventKind, Model};
+use crate::model::{Cause, Event, EventKind, Model};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
 use crate::session::{Session, model_config, summary_of};
@@ -43,10 +43,13 @@ fn worth_a_line(kind: &EventKind) -> bool {
 
 struct Printer {
     json: bool,
+    /// Drops printed as "txg N was syncing" (their txg had not committed yet): (txg, drop
+    /// start). When txg N commits, its size and duration get a line of their own.
+    awaiting_commit: Vec<(u64, u64)>,
 }
 
 impl Printer {
-    fn model_events(&self, evs: &[Event]) {
+    fn model_events(&mut self, evs: &[Event]) {
         for e in evs {
             if self.json {
                 let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({}));
@@ -58,8 +61,47 @@ impl Printer {
                 emit(&v.to_string());
             } else if worth_a_line(&e.kind) {
                 emit(&format!("[{}] {}", fmt_clock(e.t_ns), e.describe()));
+                self.await_commits(e);
+            } else if let Some(line) = self.completed_by(e) {
+                emit(&line);
             }
         }
+    }
+
+    fn await_commits(&mut self, e: &Event) {
+        if let EventKind::Drop(d) = &e.kind {
+            for c in &d.causes {
+                if let Cause::TxgSync {
+                    txg, stime_ns: 0, ..
+                } = c
+                {
+                    self.awaiting_commit.push((*txg, e.t_ns));
+                }
+            }
+        }
+    }
+
+    /// The commit line of a txg that explained drops printed before it committed.
+    fn completed_by(&mut self, e: &Event) -> Option<String> {
+        let EventKind::TxgCommitted { txg, .. } = e.kind else {
+            return None;
+        };
+        let starts: Vec<String> = self
+            .awaiting_commit
+            .iter()
+            .filter(|(t, _)| *t == txg)
+            .map(|(_, start)| fmt_clock(*start))
+            .collect();
+        if starts.is_empty() {
+            return None;
+        }
+        self.awaiting_commit.retain(|(t, _)| *t != txg);
+        Some(format!(
+            "[{}] {}: the sync behind the drop at {}",
+            fmt_clock(e.t_ns),
+            e.describe(),
+            starts.join(", ")
+        ))
     }
 
     fn engine_event(&self, t_ns: u64, ev: &EngineEvent) {
@@ -92,7 +134,10 @@ pub fn run_copy(
     dest: String,
     control: Arc<Control>,
 ) -> CopyOutcome {
-    let p = Printer { json: d.json };
+    let mut p = Printer {
+        json: d.json,
+        awaiting_commit: Vec::new(),
+    };
     let mut sess = Session::start(d, job, sources, dest, control, None);
     let mut model = Model::new(model_config(d), sess.env.clone());
     let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
@@ -105,7 +150,7 @@ pub fn run_copy(
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
         };
-        drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
+        drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
         if let Some(o) = finished {
             break o;
         }
@@ -140,8 +185,8 @@ pub fn run_copy(
         std::thread::sleep(Duration::from_millis(20));
     };
     sess.sampler.stop();
-    drain(&mut sess, &mut model, &p, &mut phase, &mut snap);
-    finish_model(&mut sess, &mut model, &p);
+    drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
+    finish_model(&mut sess, &mut model, &mut p);
     let summary = summary_of(&outcome, &model);
     let Session { recorder, env, .. } = sess;
     let rec_err = recorder.finish(&summary);
@@ -188,7 +233,7 @@ pub fn run_copy(
 fn drain(
     sess: &mut Session,
     model: &mut Model,
-    p: &Printer,
+    p: &mut Printer,
     phase: &mut Phase,
     snap: &mut ProgressSnapshot,
 ) {
@@ -218,8 +263,66 @@ fn drain(
 }
 
 /// Closes the model (an open drop at the end is still reported).
-fn finish_model(sess: &mut Session, model: &mut Model, p: &Printer) {
+fn finish_model(sess: &mut Session, model: &mut Model, p: &mut Printer) {
     let evs = model.finish(model.latest().map_or(0, |s| s.t_ns));
     sess.recorder.events(&evs);
     p.model_events(&evs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DropInfo;
+
+    fn drop_citing(t_ns: u64, txg: u64, stime_ns: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::Drop(DropInfo {
+                end_ns: t_ns + 700_000_000,
+                reference_bps: 82e6,
+                min_bps: 28e6,
+                bytes_lost: 26e6,
+                causes: vec![Cause::TxgSync {
+                    txg,
+                    ndirty: 0,
+                    stime_ns,
+                    dirty_pct_of_max: Some(29.0),
+                }],
+            }),
+        }
+    }
+
+    fn commit(t_ns: u64, txg: u64) -> Event {
+        Event {
+            t_ns,
+            kind: EventKind::TxgCommitted {
+                txg,
+                ndirty: 82_641_408,
+                nwritten: 82_116_608,
+                stime_ns: 2_249_212_880,
+            },
+        }
+    }
+
+    #[test]
+    fn a_drop_printed_before_its_txg_committed_gets_the_commit_line() {
+        let mut p = Printer {
+            json: false,
+            awaiting_commit: Vec::new(),
+        };
+        p.await_commits(&drop_citing(1_846_126_690, 12, 0));
+        assert_eq!(p.completed_by(&commit(2_000_000_000, 11)), None);
+        assert_eq!(
+            p.completed_by(&commit(3_145_883_140, 12)).as_deref(),
+            Some(
+                "[00:03.1] txg 12 committed 83 MB in 2.2 s (37 MB/s to disk): \
+                 the sync behind the drop at 00:01.8"
+            )
+        );
+        // Said once.
+        assert_eq!(p.completed_by(&commit(3_145_883_140, 12)), None);
+        // A drop that already had the size waits for nothing.
+        p.await_commits(&drop_citing(5_846_125_330, 13, 3_406_266_360));
+        assert_eq!(p.completed_by(&commit(6_566_542_690, 13)), None);
+    }
 }

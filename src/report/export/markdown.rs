@@ -64,9 +64,15 @@ pub fn render_markdown(data: &ChartData) -> String {
     };
     o.push_str("| what | MB/s | time | drops | time lost |\n");
     o.push_str("|:--|--:|--:|--:|:--|\n");
+    // ZFS holds written data in the ARC, not in the page cache.
+    let cache = if t.fs == "zfs" || t.fs.starts_with("zfs ") {
+        "ARC"
+    } else {
+        "page cache"
+    };
     let _ = writeln!(
         o,
-        "| copy (to page cache) | {} | {} | {} | {} |",
+        "| copy (to {cache}) | {} | {} | {} | {} |",
         fmt_mbps(st.avg_bps),
         fmt_secs(st.elapsed_s),
         st.drops,

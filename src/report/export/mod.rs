@@ -485,6 +485,8 @@ fn merged_events(rec: &Recording) -> Vec<Event> {
         )
     });
     let mut events = rec.events.clone();
+    // Drops recorded before their txg committed get its size and duration, as the model's do.
+    crate::model::complete_txg_causes(&mut events, rec.header.environment.zfs_dirty_data_max);
     let mut flush_started: Option<u64> = None;
     for (t_ns, ev) in &rec.engine_events {
         let kind = match ev {
