@@ -175,9 +175,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     outcome.status
 }
 
-/// A real recording of a copy onto an OpenZFS 2.1 pool limited to 40 MB/s (txg stalls), shipped
-/// in the binary so `demo --replay` works wherever copyscope was installed.
-pub const BUNDLED_ZFS_RECORDING: &str = include_str!("../assets/zfs-40mbps-zero.jsonl");
+/// A real recording of copyscope copying 1.6 GB onto an OpenZFS 2.1 pool limited to 40 MB/s
+/// (txg stalls; scripts/zfs-lab-copy.sh), shipped in the binary so `demo --replay` works
+/// wherever copyscope was installed.
+pub const BUNDLED_ZFS_RECORDING: &str = include_str!("../assets/zfs-40mbps-copy.jsonl");
 
 /// `demo --replay`: plays the bundled recording (TUI on a terminal, else its summary).
 pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
@@ -207,7 +208,7 @@ mod tests {
     fn the_bundled_recording_loads_and_has_txg_stalls() {
         let rec = crate::report::recording::Recording::parse(BUNDLED_ZFS_RECORDING).unwrap();
         let model = crate::replay::replay_model(&rec, Default::default());
-        assert!(model.stats().drops >= 10, "{}", model.stats().drops);
+        assert!(model.stats().drops >= 5, "{}", model.stats().drops);
         assert!(
             model
                 .events()
