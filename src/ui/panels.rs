@@ -117,6 +117,43 @@ fn gauge(width: usize, frac: f64, app: &App) -> (String, String) {
     (g.gauge_full.repeat(done), g.empty_bar.repeat(width - done))
 }
 
+/// A gauge with the ZFS marks on it: `|` where a txg is pushed to sync
+/// (`zfs_dirty_data_sync_percent`), `!` where the write throttle starts delaying writers
+/// (`zfs_delay_min_dirty_percent`), so the fill shows how close the next stall is.
+fn marked_gauge(
+    width: usize,
+    frac: f64,
+    sync_pct: Option<u32>,
+    delay_pct: Option<u32>,
+    app: &App,
+) -> Vec<Span<'static>> {
+    let t = app.opts.theme;
+    let g = t.glyphs;
+    let done = (frac.clamp(0.0, 1.0) * width as f64).round() as usize;
+    let mark_at = |p: Option<u32>| p.map(|p| ((p as usize * width) / 100).min(width - 1));
+    let (sync, delay) = (mark_at(sync_pct), mark_at(delay_pct));
+    (0..width)
+        .map(|i| {
+            let filled = i < done;
+            let sym = if Some(i) == delay {
+                "!"
+            } else if Some(i) == sync {
+                "|"
+            } else if filled {
+                g.gauge_full
+            } else {
+                g.empty_bar
+            };
+            let style = match (Some(i) == delay || Some(i) == sync, filled) {
+                (true, _) => t.warn(),
+                (false, true) => t.gauge(),
+                (false, false) => t.dim(),
+            };
+            Span::styled(sym.to_string(), style)
+        })
+        .collect()
+}
+
 /// The progress rows: the bytes gauge with files and ETA, then the current file (or the flush).
 pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
     if area.height == 0 {
@@ -356,10 +393,8 @@ pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
         match (z.dirty_estimate, z.dirty_max) {
             (Some(d), Some(max)) if max > 0 => {
                 let frac = d as f64 / max as f64;
-                let (a, b) = gauge(8, frac, app);
                 s.push(Span::raw("dirty "));
-                s.push(Span::styled(a, t.gauge()));
-                s.push(Span::styled(b, t.dim()));
+                s.extend(marked_gauge(10, frac, z.sync_pct, z.delay_pct, app));
                 s.push(Span::raw(format!(
                     " {:.0} % of {}",
                     frac * 100.0,
