@@ -138,11 +138,7 @@ pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
         to_cache_bps: o.to_cache_bps,
         durable_bps: o.durable_bps,
         drops: st.drops as u64,
-        lost_secs_by_cause: st
-            .lost_secs_by_cause
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
+        lost_secs_by_cause: st.lost_by_cause_owned(),
         exit_code: i32::from(o.status.code()),
     }
 }

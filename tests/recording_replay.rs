@@ -83,11 +83,7 @@ fn a_recorded_copy_replays_to_the_same_events_and_figures() {
     let st = model.stats();
     assert_eq!(st.drops as u64, summary.drops);
     assert_eq!(st.bytes, summary.bytes, "bytes seen by the model");
-    let lost: Vec<(String, f64)> = st
-        .lost_secs_by_cause
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
+    let lost: Vec<(String, f64)> = st.lost_by_cause_owned();
     assert_eq!(lost, summary.lost_secs_by_cause);
     assert_eq!(rec.header.sources, vec![src.display().to_string()]);
     assert_eq!(rec.header.destination, dst.display().to_string());

@@ -163,11 +163,7 @@ fn replayed_summary_figures_match_the_recorded_summary() {
     assert_eq!(last.engine.files_done, summary.files);
     assert_eq!(last.engine.files_total, summary.files);
     assert_eq!(st.drops as u64, summary.drops);
-    let lost: Vec<(String, f64)> = st
-        .lost_secs_by_cause
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
+    let lost: Vec<(String, f64)> = st.lost_by_cause_owned();
     assert_eq!(lost, summary.lost_secs_by_cause);
     // Durable speed: the engine's figure and the model's (flush end on the same clock) agree
     // within the time between the engine's end and the event's arrival.

@@ -220,6 +220,16 @@ pub struct Stats {
     pub flush_secs: Option<f64>,
 }
 
+impl Stats {
+    /// `lost_secs_by_cause` with owned labels, as recordings and exports store it.
+    pub fn lost_by_cause_owned(&self) -> Vec<(String, f64)> {
+        self.lost_secs_by_cause
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect()
+    }
+}
+
 /// What the kernel panel shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelView {

@@ -265,11 +265,7 @@ impl ChartData {
             peak_bps: st.peak_bps,
             durable_bps: summary.and_then(|s| s.durable_bps).or(st.durable_bps),
             drops: st.drops as u64,
-            lost_secs_by_cause: st
-                .lost_secs_by_cause
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
+            lost_secs_by_cause: st.lost_by_cause_owned(),
             bytes: summary.map_or(st.bytes, |s| s.bytes),
             files: summary.map_or(engine.files_done, |s| s.files),
             failed: summary.map_or(engine.files_failed, |s| s.failed),
