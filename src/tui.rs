@@ -170,9 +170,7 @@ pub trait LiveHooks {
     fn on_events(&mut self, _evs: &[Event]) {}
     fn on_engine_event(&mut self, _t_ns: u64, _ev: &EngineEvent) {}
     /// `s` pressed: write a screenshot of the run so far; returns a message for the footer.
-    fn screenshot(&mut self, _app: &App) -> String {
-        "screenshot: not available".to_string()
-    }
+    fn screenshot(&mut self, app: &App) -> String;
 }
 
 /// How the live loop ended.
