@@ -41,7 +41,6 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
     let block = Block::new()
         .borders(Borders::ALL)
         .border_set(t.border_set());
-    let title = panels::title_line(app, area.width);
     let mut state_spans = Vec::new();
     if let Some(r) = app.replay {
         let speed = if r.speed.is_infinite() {
@@ -64,6 +63,9 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
         fmt_clock(app.now_ns as f64 / 1e9)
     )));
     let state = Line::from(state_spans).right_aligned();
+    // The title gets what the state leaves of the top border.
+    let title_room = area.width.saturating_sub(2 + state.width() as u16 + 1);
+    let title = panels::title_line(app, title_room);
     let footer = panels::footer_line(app);
     let block = block.title_top(title).title_top(state).title_bottom(footer);
     let inner = block.inner(area);

@@ -30,14 +30,21 @@ pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
 pub fn title_line(app: &App, width: u16) -> Line<'static> {
     let t = app.opts.theme;
     let g = t.glyphs;
-    let fs = if app.header.fs.is_empty() {
+    // " copyscope " + "  " + " → " + " ": what surrounds the paths.
+    let fixed = 11 + 2 + g.arrow.chars().count() + 2 + 1;
+    let room = (width as usize).saturating_sub(fixed);
+    let fs_full = if app.header.fs.is_empty() {
         String::new()
     } else {
         format!(" ({})", app.header.fs)
     };
-    let budget = (width as usize)
-        .saturating_sub(30 + fs.chars().count())
-        .max(10);
+    // The filesystem goes first when space is short: the paths say more.
+    let fs = if room >= 24 + fs_full.chars().count() {
+        fs_full
+    } else {
+        String::new()
+    };
+    let budget = room.saturating_sub(fs.chars().count()).max(8);
     let half = budget / 2;
     let src = ellipsize_start(&app.header.source, half, g.ellipsis);
     let dst = ellipsize_start(
