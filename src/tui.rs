@@ -26,6 +26,9 @@ use crate::ui::app::{Action, App, Dialog, RunState};
 /// for a chart that gains one column per sample.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(200);
 
+/// How long the end of a copy waits for the sample that shows its final counters.
+pub const FINAL_SAMPLE_WAIT: Duration = Duration::from_millis(600);
+
 static PANICKED: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -226,11 +229,27 @@ pub async fn run_live<T>(
                     }
                     Err(_) => app.state = RunState::Failed,
                 }
-                // Take what is still queued so the last frame and the summary are complete.
-                while let Ok(s) = io.samples.try_recv() {
-                    hooks.on_sample(&s);
-                    let evs = app.on_sample(&s);
-                    hooks.on_events(&evs);
+                // Wait (briefly) for a sample that shows the engine's final counters, so the
+                // model, the summary and the recording end on the last byte.
+                let last = io.progress.snapshot();
+                let deadline = tokio::time::Instant::now() + FINAL_SAMPLE_WAIT;
+                loop {
+                    while let Ok(s) = io.samples.try_recv() {
+                        hooks.on_sample(&s);
+                        let evs = app.on_sample(&s);
+                        hooks.on_events(&evs);
+                    }
+                    if app.progress.bytes_copied >= last.bytes_copied && app.progress.files_done >= last.files_done {
+                        break;
+                    }
+                    match tokio::time::timeout_at(deadline, io.samples.recv()).await {
+                        Ok(Some(s)) => {
+                            hooks.on_sample(&s);
+                            let evs = app.on_sample(&s);
+                            hooks.on_events(&evs);
+                        }
+                        _ => break,
+                    }
                 }
                 while let Ok(ev) = io.engine_events.try_recv() {
                     let t = app.now_ns;

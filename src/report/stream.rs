@@ -184,6 +184,16 @@ pub fn run_copy(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // Wait (briefly) for a sample that shows the engine's final counters, so the model, the
+    // summary and the recording end on the last byte.
+    let last = sess.progress.snapshot();
+    let deadline = Instant::now() + crate::tui::FINAL_SAMPLE_WAIT;
+    while (snap.bytes_copied < last.bytes_copied || snap.files_done < last.files_done)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+        drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
+    }
     sess.sampler.stop();
     drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
     finish_model(&mut sess, &mut model, &mut p);
