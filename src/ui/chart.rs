@@ -43,6 +43,28 @@ pub struct Span {
     pub end_ns: u64,
 }
 
+/// Most overlay lines a chart draws.
+pub const MAX_OVERLAYS: usize = 4;
+
+/// A line drawn over the filled area, one value (bytes/s) per point: the destination's write
+/// rate today; any other per-point series of the model tomorrow.
+#[derive(Debug, Clone, Copy)]
+pub struct Overlay {
+    /// Glyph for the Unicode and the ASCII glyph sets.
+    pub glyph: (&'static str, &'static str),
+    pub color: Color,
+    pub value: fn(&Point) -> Option<f64>,
+}
+
+impl Overlay {
+    /// What actually reaches the destination's disks.
+    pub const DEVICE: Overlay = Overlay {
+        glyph: ("•", "*"),
+        color: Color::Cyan,
+        value: |p| p.device_bps,
+    };
+}
+
 /// The speed chart. `window` is the time range shown on the time axis.
 #[derive(Debug, Clone)]
 pub struct SpeedChart<'a> {
@@ -50,6 +72,8 @@ pub struct SpeedChart<'a> {
     pub window: (u64, u64),
     pub axis: XAxis,
     pub avg_bps: Option<f64>,
+    /// Lines over the area (at most [`MAX_OVERLAYS`]; the first one draws on top).
+    pub overlays: &'a [Overlay],
     pub markers: &'a [Marker],
     pub spans: &'a [Span],
     pub units: Units,
@@ -62,7 +86,8 @@ pub struct Column {
     pub mean: f64,
     pub min: f64,
     pub max: f64,
-    pub device: Option<f64>,
+    /// Mean of each overlay's values in the column, in [`SpeedChart::overlays`] order.
+    pub overlay: [Option<f64>; MAX_OVERLAYS],
     pub in_drop: bool,
     /// Number of points that fell into this column (0 = carried from the left).
     pub count: u32,
@@ -76,7 +101,8 @@ impl SpeedChart<'_> {
             return cols;
         }
         let mut weights = vec![0f64; ncols];
-        let mut dev_weights = vec![0f64; ncols];
+        let mut ov_weights = vec![[0f64; MAX_OVERLAYS]; ncols];
+        let overlays = &self.overlays[..self.overlays.len().min(MAX_OVERLAYS)];
         let (w0, w1) = self.window;
         let span = w1.saturating_sub(w0).max(1) as f64;
         let col_of = |p: &Point| -> Option<usize> {
@@ -99,7 +125,7 @@ impl SpeedChart<'_> {
                 mean: 0.0,
                 min: f64::INFINITY,
                 max: 0.0,
-                device: None,
+                overlay: [None; MAX_OVERLAYS],
                 in_drop: false,
                 count: 0,
             });
@@ -108,16 +134,20 @@ impl SpeedChart<'_> {
             col.max = col.max.max(p.copy_max_bps);
             col.count += 1;
             weights[c] += w;
-            if let Some(d) = p.device_bps {
-                col.device = Some(col.device.unwrap_or(0.0) + d * w);
-                dev_weights[c] += w;
+            for (k, ov) in overlays.iter().enumerate() {
+                if let Some(v) = (ov.value)(p) {
+                    col.overlay[k] = Some(col.overlay[k].unwrap_or(0.0) + v * w);
+                    ov_weights[c][k] += w;
+                }
             }
         }
         for (c, col) in cols.iter_mut().enumerate() {
             if let Some(col) = col {
                 col.mean /= weights[c];
-                if let Some(d) = col.device.as_mut() {
-                    *d /= dev_weights[c];
+                for (k, v) in col.overlay.iter_mut().enumerate() {
+                    if let Some(v) = v.as_mut() {
+                        *v /= ov_weights[c][k];
+                    }
                 }
             }
         }
@@ -177,14 +207,19 @@ impl SpeedChart<'_> {
 /// first burst into an empty page cache) tower over the rest — then those are clipped (drawn
 /// full height with a `▲`) so the other 97 % of the chart keeps its resolution.
 ///
-/// The copy speed sets the scale; the device overlay only when nothing was copied yet (a disk
-/// shared with other writers can run far above the copy, and its dots then sit on the top row).
+/// The copy speed sets the scale; the overlays only when nothing was copied yet (a disk shared
+/// with other writers can run far above the copy, and its dots then sit on the top row).
 pub fn robust_peak(cols: &[Option<Column>]) -> f64 {
     let copy = robust_max(cols.iter().flatten().map(|c| c.mean).collect());
     if copy > 0.0 {
         copy
     } else {
-        robust_max(cols.iter().flatten().filter_map(|c| c.device).collect())
+        robust_max(
+            cols.iter()
+                .flatten()
+                .flat_map(|c| c.overlay.iter().flatten().copied())
+                .collect(),
+        )
     }
 }
 
@@ -360,19 +395,30 @@ impl Widget for SpeedChart<'_> {
                 }
             }
         }
-        // Device-rate overlay.
-        for (i, col) in cols.iter().enumerate() {
-            let Some(d) = col.and_then(|c| c.device) else {
-                continue;
-            };
-            let y = row_of(d).clamp(top, marker_y - 1);
-            let x = plot_x + i as u16;
-            let filled = buf[(x, y)].symbol() != " " && buf[(x, y)].symbol() != g.avg;
-            let mut style = t.overlay();
-            if filled && t.color {
-                style = style.bg(t.fill_color());
+        // Overlay lines, the first on top.
+        for (k, ov) in self.overlays.iter().enumerate().take(MAX_OVERLAYS).rev() {
+            let glyph = if t.ascii() { ov.glyph.1 } else { ov.glyph.0 };
+            for (i, col) in cols.iter().enumerate() {
+                let Some(v) = col.and_then(|c| c.overlay[k]) else {
+                    continue;
+                };
+                // An idle device would draw a dotted line on the axis: leave the baseline clean.
+                if v < y_max / (plot_h as f64 * 4.0) {
+                    continue;
+                }
+                let y = row_of(v).clamp(top, marker_y - 1);
+                let x = plot_x + i as u16;
+                let filled = buf[(x, y)].symbol() != " " && buf[(x, y)].symbol() != g.avg;
+                let mut style = if t.color {
+                    Style::new().fg(ov.color)
+                } else {
+                    Style::new()
+                };
+                if filled && t.color {
+                    style = style.bg(t.fill_color());
+                }
+                buf[(x, y)].set_symbol(glyph).set_style(style);
             }
-            buf[(x, y)].set_symbol(g.overlay).set_style(style);
         }
 
         // Marker row: axis line with event glyphs.
@@ -483,6 +529,7 @@ impl Widget for SpeedBar<'_> {
             window: (0, 0),
             axis: XAxis::Percent,
             avg_bps: None,
+            overlays: &[],
             markers: self.markers,
             spans: self.spans,
             units: Units::Decimal,
@@ -561,7 +608,7 @@ mod tests {
                 mean: m,
                 min: m,
                 max: m,
-                device: None,
+                overlay: [None; MAX_OVERLAYS],
                 in_drop: false,
                 count: 1,
             })
@@ -580,6 +627,36 @@ mod tests {
             200e6,
             "10 % of the run at 200 MB/s is real"
         );
+    }
+
+    #[test]
+    fn every_overlay_series_is_drawn_with_its_glyph() {
+        let mut pts: Vec<Point> = (0..50).map(|i| pt(i as f64 * 0.1, 100.0)).collect();
+        for p in &mut pts {
+            p.device_bps = Some(40e6);
+        }
+        let quarter: Overlay = Overlay {
+            glyph: ("×", "x"),
+            color: Color::Yellow,
+            value: |p| Some(p.copy_bps / 4.0),
+        };
+        let chart = SpeedChart {
+            points: &pts,
+            window: (0, 5_000_000_000),
+            axis: XAxis::Time,
+            avg_bps: None,
+            overlays: &[Overlay::DEVICE, quarter],
+            markers: &[],
+            spans: &[],
+            units: Units::Decimal,
+            theme: Theme::plain(false),
+        };
+        let area = Rect::new(0, 0, 60, 14);
+        let mut buf = Buffer::empty(area);
+        chart.render(area, &mut buf);
+        let text: String = buf.content().iter().map(|c| c.symbol()).collect();
+        assert!(text.contains('•'), "device overlay drawn");
+        assert!(text.contains('×'), "second overlay drawn");
     }
 
     #[test]
@@ -604,6 +681,7 @@ mod tests {
             window: (0, 10_800_000_000_000),
             axis: XAxis::Time,
             avg_bps: None,
+            overlays: &[],
             markers: &[],
             spans: &[],
             units: Units::Decimal,
@@ -623,6 +701,7 @@ mod tests {
             window: (0, 400_000_000),
             axis: XAxis::Time,
             avg_bps: None,
+            overlays: &[],
             markers: &[],
             spans: &[],
             units: Units::Decimal,

@@ -96,6 +96,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
             window: app.window(),
             axis: app.view.axis,
             avg_bps: (stats.avg_bps > 0.0).then_some(stats.avg_bps),
+            overlays: &[chart::Overlay::DEVICE],
             markers: &marks,
             spans: &spans,
             units: app.opts.units,
