@@ -408,13 +408,20 @@ impl Widget for SpeedChart<'_> {
                 }
                 let y = row_of(v).clamp(top, marker_y - 1);
                 let x = plot_x + i as u16;
-                let filled = buf[(x, y)].symbol() != " " && buf[(x, y)].symbol() != g.avg;
+                let cell = buf[(x, y)].symbol();
+                let empty = cell == " " || cell == g.avg;
+                let full = cell == g.full || cell == g.full_drop || cell == g.dip;
+                // Never hide the copy speed: inside the area the dot needs colour to stand out
+                // (drawn on the fill's colour); a partly filled cell keeps its block.
+                if !(empty || (full && t.color)) {
+                    continue;
+                }
                 let mut style = if t.color {
                     Style::new().fg(ov.color)
                 } else {
                     Style::new()
                 };
-                if filled && t.color {
+                if full {
                     style = style.bg(t.fill_color());
                 }
                 buf[(x, y)].set_symbol(glyph).set_style(style);
@@ -640,23 +647,30 @@ mod tests {
             color: Color::Yellow,
             value: |p| Some(p.copy_bps / 4.0),
         };
-        let chart = SpeedChart {
-            points: &pts,
-            window: (0, 5_000_000_000),
-            axis: XAxis::Time,
-            avg_bps: None,
-            overlays: &[Overlay::DEVICE, quarter],
-            markers: &[],
-            spans: &[],
-            units: Units::Decimal,
-            theme: Theme::plain(false),
+        let draw = |theme: Theme| {
+            let chart = SpeedChart {
+                points: &pts,
+                window: (0, 5_000_000_000),
+                axis: XAxis::Time,
+                avg_bps: None,
+                overlays: &[Overlay::DEVICE, quarter],
+                markers: &[],
+                spans: &[],
+                units: Units::Decimal,
+                theme,
+            };
+            let area = Rect::new(0, 0, 60, 14);
+            let mut buf = Buffer::empty(area);
+            chart.render(area, &mut buf);
+            buf.content().iter().map(|c| c.symbol()).collect::<String>()
         };
-        let area = Rect::new(0, 0, 60, 14);
-        let mut buf = Buffer::empty(area);
-        chart.render(area, &mut buf);
-        let text: String = buf.content().iter().map(|c| c.symbol()).collect();
+        // In colour the dots run through the area on the fill's colour.
+        let text = draw(Theme::new(true, false));
         assert!(text.contains('•'), "device overlay drawn");
         assert!(text.contains('×'), "second overlay drawn");
+        // Without colour a dot would read as a hole in the area: the fill wins.
+        let text = draw(Theme::plain(false));
+        assert!(!text.contains('•') && !text.contains('×'), "{text}");
     }
 
     #[test]
