@@ -78,10 +78,16 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
     };
 
     let compact = app.opts.compact || area.height < COMPACT_BELOW_ROWS;
+    // Built once per frame: the layout needs their count, the panel draws them.
+    let kernel_lines = if app.view.show_kernel {
+        panels::kernel_lines(app, !compact && inner.height >= 30)
+    } else {
+        Vec::new()
+    };
     let rows = if compact {
         compact_layout(inner, app)
     } else {
-        full_layout(inner, app)
+        full_layout(inner, app, kernel_lines.len() as u16)
     };
 
     panels::speeds(rows.speeds, buf, app);
@@ -139,7 +145,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
                 ..k
             },
             buf,
-            app,
+            kernel_lines,
         );
     }
     if app.view.help {
@@ -205,10 +211,9 @@ fn take_bottom(area: &mut Rect, h: u16) -> Rect {
     }
 }
 
-fn full_layout(inner: Rect, app: &App) -> Rows {
+fn full_layout(inner: Rect, app: &App, kernel_lines: u16) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
-    let kernel_lines = panels::kernel_lines(app, inner.height >= 30).len() as u16;
     let kernel = app
         .view
         .show_kernel

@@ -474,13 +474,9 @@ pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
     lines
 }
 
-/// The kernel panel.
-pub fn kernel(area: Rect, buf: &mut Buffer, app: &App) {
-    for (i, line) in kernel_lines(app, true)
-        .into_iter()
-        .take(area.height as usize)
-        .enumerate()
-    {
+/// The kernel panel: the lines from [`kernel_lines`], as many as fit.
+pub fn kernel(area: Rect, buf: &mut Buffer, lines: Vec<Line<'static>>) {
+    for (i, line) in lines.into_iter().take(area.height as usize).enumerate() {
         line.render(
             Rect {
                 y: area.y + i as u16,
