@@ -102,18 +102,32 @@ fn add_ns(counter: &std::sync::atomic::AtomicU64, since: Instant) {
     counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
+/// Waits out a pause, then applies the conflict policy to `e`'s destination name. False when
+/// the entry must not be written (cancelled, skipped or failed; already reported through `sh`).
+fn may_write(sh: &Shared, e: &Entry, path: &Path) -> bool {
+    if sh.gate().is_err() {
+        return false;
+    }
+    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
+        Decision::Proceed => true,
+        Decision::Skip(r) => {
+            sh.skip(path, r);
+            false
+        }
+        Decision::Fail(m) => {
+            sh.fail(path, m);
+            false
+        }
+        Decision::Stop => false,
+    }
+}
+
 /// Copies one regular file: conflict policy, temp file, data, metadata, optional fsync and
 /// verify, rename. Errors are reported through `sh` (per file, or fatal for the destination).
 pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let path = e.src_display();
-    if sh.gate().is_err() {
+    if !may_write(sh, e, &path) {
         return;
-    }
-    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
-        Decision::Proceed => {}
-        Decision::Skip(r) => return sh.skip(&path, r),
-        Decision::Fail(m) => return sh.fail(&path, m),
-        Decision::Stop => return,
     }
     let mut oflags = OFlags::RDONLY | OFlags::CLOEXEC;
     if !e.follow {
@@ -446,14 +460,8 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
         }
         _ => {}
     }
-    if sh.gate().is_err() {
+    if !may_write(sh, e, &path) {
         return;
-    }
-    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
-        Decision::Proceed => {}
-        Decision::Skip(r) => return sh.skip(&path, r),
-        Decision::Fail(m) => return sh.fail(&path, m),
-        Decision::Stop => return,
     }
     let dir = &e.parent;
     let target = if ft == FileType::Symlink {
