@@ -15,11 +15,11 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::EngineEvent;
-use super::engine::{
-    Decision, DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs,
-    timestamps,
-};
+use super::conflict::Decision;
 use super::options::{LARGE_FILE, ReflinkMode, SyncMode};
+use super::shared::{
+    DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs, timestamps,
+};
 
 /// Largest single copy_file_range call: small enough that progress moves every sampler
 /// tick even on a 40 MB/s disk (2 MiB = 50 ms there) and a cancel is prompt.

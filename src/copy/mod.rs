@@ -149,17 +149,21 @@ pub trait ConflictAsk: Send + Sync {
     fn ask(&self, destination: &std::path::Path) -> ConflictAnswer;
 }
 
+pub(crate) mod conflict;
 pub mod engine;
 pub mod error;
 pub(crate) mod file;
 pub mod options;
 pub mod plan;
+pub(crate) mod scan;
+pub(crate) mod shared;
 pub mod signals;
 
-pub use engine::{CopyOutcome, FileIssue, TEMP_MARKER, VerifyResult, spawn_engine};
+pub use engine::{CopyOutcome, VerifyResult, spawn_engine};
 pub use error::CopyError;
 pub use options::{
     CopyOptions, CopyRequest, Dereference, OverwritePolicy, Pair, ReflinkMode, SyncMode,
 };
 pub use plan::{CopyJob, Root, resolve_targets};
+pub use shared::{FileIssue, TEMP_MARKER};
 pub use signals::{SignalGuard, install_signal_handlers, last_signal};

@@ -1,0 +1,426 @@
+//! The scan: walks the sources through directory file descriptors (every call is
+//! `*at`-relative, so paths deeper than PATH_MAX work), creates directories, symlinks and
+//! special files itself, and queues regular files to the copy workers.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::EngineEvent;
+use super::options::Dereference;
+use super::plan::Root;
+use super::shared::{DirNode, Entry, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock};
+
+/// Directory entry names, sorted so the copy order is predictable.
+fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut dir = rfs::Dir::read_from(fd)?;
+    let mut names = Vec::new();
+    while let Some(ent) = dir.read() {
+        let ent = ent?;
+        let b = ent.file_name().to_bytes();
+        if b == b"." || b == b".." {
+            continue;
+        }
+        names.push(OsStr::from_bytes(b).to_os_string());
+    }
+    names.sort_unstable();
+    Ok(names)
+}
+
+fn open_dir(path: &Path, follow: bool) -> Result<OwnedFd, Errno> {
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rfs::open(path, flags, Mode::empty())
+}
+
+fn parent_of(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(pp) if !pp.as_os_str().is_empty() => pp.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The parent as the user wrote it ("" for a bare name, so events say "file", not "./file").
+fn display_parent(p: &Path) -> PathBuf {
+    p.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Walks every root; creates directories and specials; queues regular files.
+pub(crate) fn scan(sh: &Arc<Shared>, roots: &[Root], tx: SyncSender<Entry>) {
+    for root in roots {
+        if sh.gate().is_err() {
+            break;
+        }
+        let ok = if root.is_dir {
+            scan_tree(sh, root, &tx)
+        } else {
+            scan_file_root(sh, root, &tx)
+        };
+        if !ok {
+            break;
+        }
+    }
+    drop(tx);
+    if !sh.is_stopped() {
+        sh.progress.scan_done.store(true, Ordering::SeqCst);
+        let s = sh.progress.snapshot();
+        let _ = sh.events.send(EngineEvent::ScanDone {
+            files: s.files_total,
+            bytes: s.bytes_total,
+        });
+    }
+}
+
+/// A file (or symlink, FIFO, ...) named on the command line. Returns false when the
+/// workers are gone (stopped).
+fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
+    let (Some(src_name), Some(dst_name)) = (root.source.file_name(), root.dest.file_name()) else {
+        sh.fail(&root.source, "cannot copy this path (no file name)".into());
+        return true;
+    };
+    let src_parent = parent_of(&root.source);
+    let dst_parent = parent_of(&root.dest);
+    let path_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let src = match rfs::open(&src_parent, path_flags, Mode::empty()) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.fail(&root.source, errmsg(e));
+            return true;
+        }
+    };
+    let dst = match rfs::open(&dst_parent, path_flags, Mode::empty()) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.fail(&root.dest, errmsg(e));
+            return true;
+        }
+    };
+    if let Ok(rd) = open_dir(&dst_parent, true)
+        && let Ok(st) = rfs::fstat(&rd)
+    {
+        sh.add_sync_target(Meta::from_stat(&st).dev, &rd);
+    }
+    let follow = sh.opts.dereference != Dereference::Never;
+    let flags = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    let meta = match rfs::statat(&src, src_name, flags) {
+        Ok(s) => Meta::from_stat(&s),
+        Err(e) => {
+            sh.fail(&root.source, errmsg(e));
+            return true;
+        }
+    };
+    let cfr_ok = cfr_cannot_clone(&dst);
+    let node = Arc::new(DirNode {
+        src,
+        dst,
+        pending: AtomicUsize::new(1),
+        meta: None,
+        finalize: false,
+        fresh: false,
+        parent: None,
+        src_display: display_parent(&root.source),
+        dst_display: display_parent(&root.dest),
+        rel: PathBuf::new(),
+        cfr_ok,
+    });
+    let entry = Entry {
+        parent: node.clone(),
+        src_name: src_name.to_os_string(),
+        dst_name: dst_name.to_os_string(),
+        meta,
+        follow,
+    };
+    let alive = dispatch(sh, entry, tx);
+    node.release(sh);
+    alive
+}
+
+/// Counts an entry and routes it: regular files to the workers, the rest made here.
+/// Returns false when the workers are gone.
+fn dispatch(sh: &Arc<Shared>, entry: Entry, tx: &SyncSender<Entry>) -> bool {
+    let m = entry.meta;
+    sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+    match m.file_type() {
+        FileType::RegularFile => {
+            sh.progress
+                .bytes_total
+                .fetch_add(m.data_size(), Ordering::Relaxed);
+            if sh.opts.hard_links && m.nlink > 1 {
+                let mut map = lock(&sh.link_map);
+                if let Some((first_dir, first_name)) = map.get(&(m.dev, m.ino)) {
+                    entry.parent.hold();
+                    lock(&sh.links).push(LinkItem {
+                        first_dir: first_dir.clone(),
+                        first_name: first_name.clone(),
+                        entry,
+                    });
+                    return true;
+                }
+                map.insert(
+                    (m.dev, m.ino),
+                    (entry.parent.clone(), entry.dst_name.clone()),
+                );
+            }
+            entry.parent.hold();
+            let parent = entry.parent.clone();
+            if tx.send(entry).is_err() {
+                parent.release(sh);
+                return false;
+            }
+            true
+        }
+        _ => {
+            super::file::copy_special(sh, &entry);
+            true
+        }
+    }
+}
+
+struct Frame {
+    node: Arc<DirNode>,
+    names: Vec<OsString>,
+    next: usize,
+}
+
+/// A directory named on the command line: depth-first, one frame per open directory.
+fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
+    let follow_root = sh.opts.dereference != Dereference::Never;
+    let src = match open_dir(&root.source, follow_root) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.fail(&root.source, errmsg(e));
+            return true;
+        }
+    };
+    let smeta = match rfs::fstat(&src) {
+        Ok(s) => Meta::from_stat(&s),
+        Err(e) => {
+            sh.fail(&root.source, errmsg(e));
+            return true;
+        }
+    };
+    let mut created = false;
+    if !root.dest_exists {
+        match rfs::mkdir(&root.dest, Mode::from_raw_mode(0o700)) {
+            Ok(()) => created = true,
+            Err(Errno::EXIST) if root.dest.is_dir() => {}
+            Err(e) => {
+                sh.dest_error(&root.dest, "cannot create directory", e);
+                return !sh.is_stopped();
+            }
+        }
+    }
+    let dst = match open_dir(&root.dest, true) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.dest_error(&root.dest, "cannot open directory", e);
+            return !sh.is_stopped();
+        }
+    };
+    if let Ok(st) = rfs::fstat(&dst) {
+        sh.add_sync_target(Meta::from_stat(&st).dev, &dst);
+    }
+    let names = match read_names(&src) {
+        Ok(n) => n,
+        Err(e) => {
+            sh.fail(
+                &root.source,
+                format!("cannot read directory: {}", errmsg(e)),
+            );
+            Vec::new()
+        }
+    };
+    let rel = root
+        .source
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.source.clone());
+    let cfr_ok = cfr_cannot_clone(&dst);
+    let node = Arc::new(DirNode {
+        src,
+        dst,
+        pending: AtomicUsize::new(1),
+        meta: Some(smeta),
+        finalize: created || sh.opts.preserve_owner,
+        fresh: created,
+        parent: None,
+        src_display: root.source.clone(),
+        dst_display: root.dest.clone(),
+        rel,
+        cfr_ok,
+    });
+    let mut stack = vec![Frame {
+        node,
+        names,
+        next: 0,
+    }];
+    let follow_all = sh.opts.dereference == Dereference::Always;
+    let stat_flags = if follow_all {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    while let Some(top) = stack.last_mut() {
+        if sh.gate().is_err() {
+            return false;
+        }
+        if top.next >= top.names.len() {
+            if let Some(f) = stack.pop() {
+                f.node.release(sh);
+            }
+            continue;
+        }
+        let name = top.names[top.next].clone();
+        top.next += 1;
+        let node = top.node.clone();
+        let path = node.src_display.join(&name);
+        let meta = match rfs::statat(&node.src, &name, stat_flags) {
+            Ok(s) => Meta::from_stat(&s),
+            Err(Errno::LOOP) => {
+                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.fail(
+                    &path,
+                    "symlink loop (too many levels of symbolic links)".into(),
+                );
+                continue;
+            }
+            Err(Errno::NOENT) if !follow_all => {
+                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.fail(&path, "vanished before it could be copied".into());
+                continue;
+            }
+            Err(e) => {
+                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.fail(&path, errmsg(e));
+                continue;
+            }
+        };
+        if meta.file_type() != FileType::Directory {
+            let entry = Entry {
+                parent: node,
+                dst_name: name.clone(),
+                src_name: name,
+                meta,
+                follow: follow_all,
+            };
+            if !dispatch(sh, entry, tx) {
+                return false;
+            }
+            continue;
+        }
+        if let Some(child) = enter_dir(sh, &node, &name, &path, meta, follow_all) {
+            let names = match read_names(&child.src) {
+                Ok(n) => n,
+                Err(e) => {
+                    sh.fail(&path, format!("cannot read directory: {}", errmsg(e)));
+                    Vec::new()
+                }
+            };
+            stack.push(Frame {
+                node: child,
+                names,
+                next: 0,
+            });
+        } else if sh.is_stopped() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Opens a source subdirectory and makes (or merges into) its destination twin.
+fn enter_dir(
+    sh: &Arc<Shared>,
+    node: &Arc<DirNode>,
+    name: &OsStr,
+    path: &Path,
+    meta: Meta,
+    follow_all: bool,
+) -> Option<Arc<DirNode>> {
+    if follow_all {
+        let mut a = Some(node.clone());
+        while let Some(n) = a {
+            if n.meta
+                .is_some_and(|m| m.dev == meta.dev && m.ino == meta.ino)
+            {
+                sh.fail(
+                    path,
+                    "symlink loop: this directory is already being copied higher up".into(),
+                );
+                return None;
+            }
+            a = n.parent.clone();
+        }
+    }
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if !follow_all {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let src = match rfs::openat(&node.src, name, flags, Mode::empty()) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.fail(path, format!("cannot open directory: {}", errmsg(e)));
+            return None;
+        }
+    };
+    let dst_path = node.dst_display.join(name);
+    let created = match rfs::mkdirat(&node.dst, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) => true,
+        Err(Errno::EXIST) => match rfs::statat(&node.dst, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(s) if Meta::from_stat(&s).file_type() == FileType::Directory => false,
+            _ => {
+                sh.fail(
+                    path,
+                    format!(
+                        "cannot overwrite non-directory '{}' with a directory",
+                        dst_path.display()
+                    ),
+                );
+                return None;
+            }
+        },
+        Err(e) => {
+            sh.dest_error(&dst_path, "cannot create directory", e);
+            return None;
+        }
+    };
+    let dst = match rfs::openat(
+        &node.dst,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(f) => f,
+        Err(e) => {
+            sh.dest_error(&dst_path, "cannot open directory", e);
+            return None;
+        }
+    };
+    node.hold();
+    Some(Arc::new(DirNode {
+        src,
+        dst,
+        pending: AtomicUsize::new(1),
+        meta: Some(meta),
+        finalize: created || sh.opts.preserve_owner,
+        fresh: created,
+        parent: Some(node.clone()),
+        src_display: path.to_path_buf(),
+        dst_display: dst_path,
+        rel: node.rel.join(name),
+        cfr_ok: node.cfr_ok,
+    }))
+}

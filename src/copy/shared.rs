@@ -1,0 +1,433 @@
+//! State shared by the scanner, the copy workers and the engine thread: progress, the
+//! per-file outcome lists, the directory nodes that carry their final metadata, and the
+//! small helpers (errno words, timestamps) every part of the engine uses.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{self as rfs, FileType, Mode};
+use rustix::io::Errno;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::options::{CopyOptions, SyncMode};
+use super::{ConflictAsk, Control, CurrentFile, EngineEvent, Progress};
+
+/// Marker inside every temporary name: `.NAME.copyscope-tmp-XXXXXX` beside the destination.
+pub const TEMP_MARKER: &str = ".copyscope-tmp-";
+
+/// One path and what went wrong (or was skipped, or changed) with it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileIssue {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: u64,
+    pub blocks: u64,
+    pub atime: (i64, i64),
+    pub mtime: (i64, i64),
+}
+
+impl Meta {
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    pub fn from_stat(st: &rfs::Stat) -> Meta {
+        Meta {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            mode: st.st_mode as u32,
+            nlink: st.st_nlink as u64,
+            uid: st.st_uid as u32,
+            gid: st.st_gid as u32,
+            rdev: st.st_rdev as u64,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            blocks: st.st_blocks as u64,
+            atime: (st.st_atime as i64, st.st_atime_nsec as i64),
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+        }
+    }
+
+    pub fn file_type(&self) -> FileType {
+        FileType::from_raw_mode(self.mode)
+    }
+
+    /// Bytes this file adds to the total: its allocated size when sparse (holes are not copied).
+    pub fn data_size(&self) -> u64 {
+        if self.is_sparse() {
+            self.blocks.saturating_mul(512)
+        } else {
+            self.size
+        }
+    }
+
+    pub fn is_sparse(&self) -> bool {
+        self.size > 0 && self.blocks.saturating_mul(512) < self.size
+    }
+}
+
+/// A directory being copied: both ends open, and a count of children not finished yet,
+/// so its mode and mtime are set once, after its last child (a write would change the mtime).
+pub(crate) struct DirNode {
+    pub src: OwnedFd,
+    pub dst: OwnedFd,
+    pub(crate) pending: AtomicUsize,
+    pub(crate) meta: Option<Meta>,
+    pub(crate) finalize: bool,
+    /// Made by this run: it held nothing before, so no name in it can conflict.
+    pub(crate) fresh: bool,
+    pub(crate) parent: Option<Arc<DirNode>>,
+    pub src_display: PathBuf,
+    pub dst_display: PathBuf,
+    pub rel: PathBuf,
+    /// copy_file_range cannot clone on this destination filesystem, so it is safe with `--reflink=never`.
+    pub cfr_ok: bool,
+}
+
+/// A file to copy (queued to a worker) or a special entry (made by the scanner).
+pub(crate) struct Entry {
+    pub parent: Arc<DirNode>,
+    pub src_name: OsString,
+    pub dst_name: OsString,
+    pub meta: Meta,
+    /// Open the source following a symlink (command-line argument, or `-L`).
+    pub follow: bool,
+}
+
+impl Entry {
+    pub fn src_display(&self) -> PathBuf {
+        self.parent.src_display.join(&self.src_name)
+    }
+    pub fn rel(&self) -> PathBuf {
+        self.parent.rel.join(&self.src_name)
+    }
+}
+
+/// A hard link to make once its first name has been copied (`-a`).
+pub(crate) struct LinkItem {
+    pub(crate) entry: Entry,
+    pub(crate) first_dir: Arc<DirNode>,
+    pub(crate) first_name: OsString,
+}
+
+/// Where the first name of a hard-linked file went: (directory, name).
+pub(crate) type FirstName = (Arc<DirNode>, OsString);
+
+/// State shared by the scanner, the workers and the engine thread.
+pub(crate) struct Shared {
+    pub(crate) progress: Arc<Progress>,
+    pub control: Arc<Control>,
+    pub events: UnboundedSender<EngineEvent>,
+    pub(crate) ask: Option<Arc<dyn ConflictAsk>>,
+    pub opts: CopyOptions,
+    pub umask: u32,
+    pub is_root: bool,
+    pub(crate) stop: AtomicBool,
+    pub(crate) fatal: Mutex<Option<String>>,
+    pub(crate) conflict_all: AtomicU8,
+    pub(crate) ask_lock: Mutex<()>,
+    pub(crate) failures: Mutex<Vec<FileIssue>>,
+    pub(crate) skipped: Mutex<Vec<FileIssue>>,
+    pub(crate) changed: Mutex<Vec<FileIssue>>,
+    pub verified: AtomicU64,
+    pub mismatches: AtomicU64,
+    pub cloned: AtomicU64,
+    pub big_lane: Mutex<()>,
+    pub(crate) pause_announced: AtomicBool,
+    pub(crate) links: Mutex<Vec<LinkItem>>,
+    pub(crate) link_map: Mutex<HashMap<(u64, u64), FirstName>>,
+    pub(crate) sync_targets: Mutex<Vec<(u64, OwnedFd)>>,
+    pub(crate) throttle: Mutex<(Option<Instant>, u64)>,
+    pub verify_on_zfs: AtomicBool,
+}
+
+/// The copy was cancelled or stopped by a fatal error.
+#[derive(Debug)]
+pub(crate) struct Stopped;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An errno as words, without Rust's " (os error N)" suffix.
+pub(crate) fn errmsg(e: Errno) -> String {
+    let s = std::io::Error::from_raw_os_error(e.raw_os_error()).to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Errors on the destination that will not get better for the next file.
+pub(crate) fn is_fatal_dest(e: Errno) -> bool {
+    matches!(e, Errno::NOSPC | Errno::DQUOT | Errno::ROFS)
+}
+
+pub(crate) fn fatal_message(e: Errno) -> String {
+    match e {
+        Errno::NOSPC => "the destination is full (No space left on device): copy stopped, the unfinished file was removed".into(),
+        Errno::DQUOT => "disk quota exceeded on the destination: copy stopped, the unfinished file was removed".into(),
+        Errno::ROFS => "the destination file system is read-only: nothing more can be written".into(),
+        other => errmsg(other),
+    }
+}
+
+impl DirNode {
+    pub(crate) fn hold(&self) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One child finished: the last one lets the directory take its final metadata,
+    /// then tells its parent (iterative, so deep trees do not recurse).
+    pub fn release(self: &Arc<Self>, sh: &Shared) {
+        let mut cur = Some(self.clone());
+        while let Some(n) = cur {
+            if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+                break;
+            }
+            if !sh.is_stopped() {
+                sh.dir_complete(&n);
+            }
+            cur = n.parent.clone();
+        }
+    }
+}
+
+impl Shared {
+    pub fn is_stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.control.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Blocks while paused (no I/O is issued); fails once cancelled or stopped.
+    pub fn gate(&self) -> Result<(), Stopped> {
+        loop {
+            if self.is_stopped() {
+                return Err(Stopped);
+            }
+            if self.control.paused.load(Ordering::SeqCst) {
+                if !self.pause_announced.swap(true, Ordering::SeqCst) {
+                    let _ = self.events.send(EngineEvent::Paused);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            if self.pause_announced.swap(false, Ordering::SeqCst) {
+                let _ = self.events.send(EngineEvent::Resumed);
+            }
+            return Ok(());
+        }
+    }
+
+    /// Test hook (`COPYSCOPE_TEST_THROTTLE_BPS`): holds the whole engine to a byte rate.
+    pub fn throttle(&self, n: u64) {
+        let Some(bps) = self.opts.throttle_bps.filter(|b| *b > 0) else {
+            return;
+        };
+        let due = {
+            let mut t = lock(&self.throttle);
+            let start = *t.0.get_or_insert_with(Instant::now);
+            t.1 += n;
+            start + Duration::from_secs_f64(t.1 as f64 / bps as f64)
+        };
+        while !self.is_stopped() {
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            std::thread::sleep((due - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    pub fn add_bytes(&self, rel: &Path, n: u64, done: u64, size: u64) {
+        self.progress.bytes_copied.fetch_add(n, Ordering::Relaxed);
+        if let Ok(mut c) = self.progress.current.lock() {
+            match c.as_mut() {
+                Some(cur) if cur.path == rel => cur.done = done,
+                _ => {
+                    *c = Some(CurrentFile {
+                        path: rel.to_path_buf(),
+                        size,
+                        done,
+                    })
+                }
+            }
+        }
+    }
+
+    pub fn set_current(&self, rel: &Path, size: u64) {
+        if let Ok(mut c) = self.progress.current.lock() {
+            *c = Some(CurrentFile {
+                path: rel.to_path_buf(),
+                size,
+                done: 0,
+            });
+        }
+    }
+
+    pub fn fail(&self, path: &Path, error: String) {
+        self.progress.files_failed.fetch_add(1, Ordering::Relaxed);
+        lock(&self.failures).push(FileIssue {
+            path: path.to_path_buf(),
+            message: error.clone(),
+        });
+        let _ = self.events.send(EngineEvent::FileFailed {
+            path: path.to_path_buf(),
+            error,
+        });
+    }
+
+    pub fn skip(&self, path: &Path, reason: String) {
+        self.progress.files_failed.fetch_add(1, Ordering::Relaxed);
+        lock(&self.skipped).push(FileIssue {
+            path: path.to_path_buf(),
+            message: reason.clone(),
+        });
+        let _ = self.events.send(EngineEvent::FileSkipped {
+            path: path.to_path_buf(),
+            reason,
+        });
+    }
+
+    pub fn changed(&self, path: &Path, detail: String) {
+        lock(&self.changed).push(FileIssue {
+            path: path.to_path_buf(),
+            message: detail.clone(),
+        });
+        let _ = self.events.send(EngineEvent::FileChanged {
+            path: path.to_path_buf(),
+            detail,
+        });
+    }
+
+    /// Stops the whole copy (first fatal error wins the message).
+    pub fn fatal(&self, error: String) {
+        let mut f = lock(&self.fatal);
+        if f.is_none() {
+            *f = Some(error.clone());
+            self.stop.store(true, Ordering::SeqCst);
+            let _ = self.events.send(EngineEvent::Fatal { error });
+        }
+    }
+
+    /// A destination-side error: fatal when it will hit every file, else this file fails.
+    pub fn dest_error(&self, path: &Path, what: &str, e: Errno) {
+        if is_fatal_dest(e) {
+            self.fatal(fatal_message(e));
+        } else {
+            self.fail(path, format!("{what}: {}", errmsg(e)));
+        }
+    }
+
+    pub fn done(&self, path: &Path, bytes: u64) {
+        self.progress.files_done.fetch_add(1, Ordering::Relaxed);
+        let _ = self.events.send(EngineEvent::FileDone {
+            path: path.to_path_buf(),
+            bytes,
+        });
+    }
+
+    /// A directory's last child is done: give it its final metadata (when we made it, or
+    /// with -p) and, with `--fsync`, make its entries durable.
+    pub(crate) fn dir_complete(&self, n: &DirNode) {
+        let Some(m) = n.meta else { return };
+        if n.finalize {
+            self.finalize_dir(n, &m);
+        }
+        if self.opts.sync == SyncMode::PerFile {
+            let t = Instant::now();
+            let r = rfs::fsync(&n.dst);
+            self.progress
+                .write_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            if let Err(e) = r {
+                self.dest_error(&n.dst_display, "fsync of the directory failed", e);
+            }
+        }
+    }
+
+    pub(crate) fn finalize_dir(&self, n: &DirNode, m: &Meta) {
+        let path = &n.dst_display;
+        if self.opts.preserve_owner
+            && let Err(e) = rfs::fchown(
+                &n.dst,
+                Some(rfs::Uid::from_raw(m.uid)),
+                Some(rfs::Gid::from_raw(m.gid)),
+            )
+            && e != Errno::PERM
+        {
+            self.fail(path, format!("cannot preserve ownership: {}", errmsg(e)));
+        }
+        let mode = if self.opts.preserve_mode_time {
+            m.mode & 0o7777
+        } else {
+            0o777 & !self.umask
+        };
+        if let Err(e) = rfs::fchmod(&n.dst, Mode::from_raw_mode(mode)) {
+            self.fail(
+                path,
+                format!("cannot set the directory mode: {}", errmsg(e)),
+            );
+        }
+        if self.opts.preserve_mode_time
+            && let Err(e) = rfs::futimens(&n.dst, &timestamps(m))
+        {
+            self.fail(
+                path,
+                format!("cannot set the directory time: {}", errmsg(e)),
+            );
+        }
+    }
+
+    pub(crate) fn add_sync_target(&self, dev: u64, fd: &OwnedFd) {
+        let mut t = lock(&self.sync_targets);
+        if t.iter().any(|(d, _)| *d == dev) {
+            return;
+        }
+        if let Ok(dup) = fd.try_clone() {
+            t.push((dev, dup));
+        }
+    }
+}
+
+pub(crate) fn timestamps(m: &Meta) -> rfs::Timestamps {
+    rfs::Timestamps {
+        last_access: rfs::Timespec {
+            tv_sec: m.atime.0,
+            tv_nsec: m.atime.1 as _,
+        },
+        last_modification: rfs::Timespec {
+            tv_sec: m.mtime.0,
+            tv_nsec: m.mtime.1 as _,
+        },
+    }
+}
+
+/// copy_file_range can share blocks (reflink) on btrfs, XFS, ZFS ≥ 2.2 and NFS, which would
+/// hide the real data path; it is used only where the destination cannot clone.
+pub(crate) fn cfr_cannot_clone(fd: &OwnedFd) -> bool {
+    const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    match rfs::fstatfs(fd) {
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        Ok(s) => matches!(s.f_type as i64, EXT4_SUPER_MAGIC | TMPFS_MAGIC),
+        Err(_) => false,
+    }
+}
+
+pub(crate) fn is_zfs(fd: &OwnedFd) -> bool {
+    const ZFS_SUPER_MAGIC: i64 = 0x2fc1_2fc1;
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    rfs::fstatfs(fd).is_ok_and(|s| s.f_type as i64 == ZFS_SUPER_MAGIC)
+}
