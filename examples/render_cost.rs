@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
+use copyscope::frontend::replay::app_at;
 use copyscope::model::ModelConfig;
-use copyscope::replay::app_at;
 use copyscope::report::recording::Recording;
 use copyscope::ui::app::UiOptions;
 use copyscope::ui::theme::Theme;

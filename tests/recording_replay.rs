@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use copyscope::frontend::replay::replay_model;
 use copyscope::model::ModelConfig;
-use copyscope::replay::replay_model;
 use copyscope::report::recording::Recording;
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");

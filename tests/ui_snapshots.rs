@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use copyscope::copy::{CurrentFile, EngineEvent};
+use copyscope::frontend::replay::app_at;
 use copyscope::model::ModelConfig;
-use copyscope::replay::app_at;
 use copyscope::report::recording::Recording;
 use copyscope::ui::app::{App, Dialog, RunState, UiOptions};
 use copyscope::ui::theme::Theme;

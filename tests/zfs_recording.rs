@@ -3,8 +3,8 @@
 //! 40 MB/s) replayed through the model: the same drops with the same causes as live, each
 //! explained by a txg sync or the ZFS write throttle, never by the page cache.
 
+use copyscope::frontend::replay::replay_model;
 use copyscope::model::{Cause, Event, EventKind, ModelConfig, complete_txg_causes};
-use copyscope::replay::replay_model;
 use copyscope::report::recording::Recording;
 
 const REC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/zfs-40mbps-copy.jsonl");

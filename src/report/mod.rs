@@ -1,9 +1,8 @@
-//! Output that is not the live TUI: plain progress lines, JSON lines, recordings, exports and
-//! the after-exit summary.
+//! Output files and texts that read the model: plain progress lines and JSON objects (their
+//! format), recordings, exports and the after-exit summary. No loops live here (see frontend/).
 
 pub mod export;
 pub mod json;
 pub mod plain;
 pub mod recording;
-pub mod stream;
 pub mod summary;

@@ -13,11 +13,11 @@ use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::config::Display;
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
+use crate::frontend::session::{Session, model_config, summary_of};
 use crate::model::format::fmt_clock;
 use crate::model::{Cause, Event, EventKind, Model};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
-use crate::session::{Session, model_config, summary_of};
 
 fn emit(line: &str) {
     let mut o = std::io::stdout().lock();
@@ -187,7 +187,7 @@ pub fn run_copy(
     // Wait (briefly) for a sample that shows the engine's final counters, so the model, the
     // summary and the recording end on the last byte.
     let last = sess.progress.snapshot();
-    let deadline = Instant::now() + crate::tui::FINAL_SAMPLE_WAIT;
+    let deadline = Instant::now() + crate::frontend::tui::FINAL_SAMPLE_WAIT;
     while (snap.bytes_copied < last.bytes_copied || snap.files_done < last.files_done)
         && Instant::now() < deadline
     {

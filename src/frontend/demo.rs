@@ -159,7 +159,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             return ExitStatus::Fatal;
         }
     };
-    let outcome = crate::run::run_planned(
+    let outcome = crate::frontend::run_planned(
         config,
         job,
         vec![src.display().to_string()],
@@ -178,7 +178,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
 /// A real recording of copyscope copying 1.6 GB onto an OpenZFS 2.1 pool limited to 40 MB/s
 /// (txg stalls; scripts/zfs-lab-copy.sh), shipped in the binary so `demo --replay` works
 /// wherever copyscope was installed.
-pub const BUNDLED_ZFS_RECORDING: &str = include_str!("../assets/zfs-40mbps-copy.jsonl");
+pub const BUNDLED_ZFS_RECORDING: &str = include_str!("../../assets/zfs-40mbps-copy.jsonl");
 
 /// `demo --replay`: plays the bundled recording (TUI on a terminal, else its summary).
 pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
@@ -187,15 +187,15 @@ pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
         .tempdir()?;
     let path = dir.path().join("zfs-40mbps.jsonl");
     fs::write(&path, BUNDLED_ZFS_RECORDING)?;
-    let cfg = crate::session::model_config(&config.display);
-    let opts = crate::live::ui_options(&config.display);
-    if crate::run::choose_frontend(config) == crate::run::Frontend::Tui {
+    let cfg = crate::frontend::session::model_config(&config.display);
+    let opts = crate::frontend::live::ui_options(&config.display);
+    if crate::frontend::choose_frontend(config) == crate::frontend::Frontend::Tui {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        rt.block_on(crate::replay::run_tui(&path, cfg, opts, 1.0))
+        rt.block_on(crate::frontend::replay::run_tui(&path, cfg, opts, 1.0))
     } else {
-        print!("{}", crate::replay::run_plain(&path, cfg, opts)?);
+        print!("{}", crate::frontend::replay::run_plain(&path, cfg, opts)?);
         Ok(())
     }
 }
@@ -207,7 +207,7 @@ mod tests {
     #[test]
     fn the_bundled_recording_loads_and_has_txg_stalls() {
         let rec = crate::report::recording::Recording::parse(BUNDLED_ZFS_RECORDING).unwrap();
-        let model = crate::replay::replay_model(&rec, Default::default());
+        let model = crate::frontend::replay::replay_model(&rec, Default::default());
         assert!(model.stats().drops >= 5, "{}", model.stats().drops);
         assert!(
             model

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use crate::config::{Config, Display};
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy};
 use crate::exit::ExitStatus;
+use crate::frontend::session::{Recorder, Session, fs_label, model_config, summary_of};
+use crate::frontend::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
 use crate::model::{Event, Model};
 use crate::report::export::{ChartData, write_screenshot_set};
 use crate::report::recording::Header;
 use crate::sample::Sample;
-use crate::session::{Recorder, Session, fs_label, model_config, summary_of};
-use crate::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
 use crate::ui::app::{App, Header as UiHeader, RunState, UiOptions};
 use crate::ui::theme::Theme;
 use crate::ui::units::Units;
@@ -221,7 +221,7 @@ pub fn run_copy_tui(
         .map(|a| summary_of(&outcome, &a.model))
         .unwrap_or_default();
     let rec_err = recorder.finish(&summary);
-    if crate::tui::panicked() {
+    if crate::frontend::tui::panicked() {
         // The hook restored the terminal and printed the panic; the copy was stopped and its
         // temporary files removed. Say so, and fail.
         err(

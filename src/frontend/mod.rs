@@ -1,4 +1,13 @@
-//! Top-level dispatch: picks the frontend and runs the command a [`Config`] describes.
+//! The frontends: the live TUI, replay, plain/JSON streaming and the demo, and the choice
+//! between them — the top-level dispatch that runs the command a [`Config`] describes.
+//! The loops here own the model; `ui/` only draws and `report/` only writes files.
+
+pub mod demo;
+pub mod live;
+pub mod replay;
+pub mod session;
+pub mod stream;
+pub mod tui;
 
 use std::sync::Arc;
 
@@ -62,9 +71,9 @@ pub fn run_planned(
     control: Arc<Control>,
 ) -> crate::copy::CopyOutcome {
     if choose_frontend(config) == Frontend::Tui {
-        crate::live::run_copy_tui(config, job, sources, dest, control)
+        crate::frontend::live::run_copy_tui(config, job, sources, dest, control)
     } else {
-        crate::report::stream::run_copy(&config.display, job, sources, dest, control)
+        crate::frontend::stream::run_copy(&config.display, job, sources, dest, control)
     }
 }
 
@@ -91,11 +100,11 @@ pub fn run(config: Config) -> ExitStatus {
             run_planned(&config, job, sources, dest, control).status
         }
         Command::Demo { size_mb, replay } => {
-            if *replay && let Err(e) = crate::demo::replay_bundled(&config) {
+            if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {
                 eprintln!("copyscope demo: {e:#}");
                 return ExitStatus::Fatal;
             }
-            crate::demo::run(*size_mb, &config)
+            crate::frontend::demo::run(*size_mb, &config)
         }
         Command::Completions(shell) => {
             let mut cmd = Cli::command();
@@ -120,16 +129,15 @@ pub fn run(config: Config) -> ExitStatus {
             ExitStatus::Fatal
         }
         Command::Replay { file, speed } => {
-            let cfg = crate::session::model_config(&config.display);
-            let opts = crate::live::ui_options(&config.display);
+            let cfg = crate::frontend::session::model_config(&config.display);
+            let opts = crate::frontend::live::ui_options(&config.display);
             if choose_frontend(&config) == Frontend::Tui {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build();
-                match rt
-                    .map_err(anyhow::Error::from)
-                    .and_then(|rt| rt.block_on(crate::replay::run_tui(file, cfg, opts, *speed)))
-                {
+                match rt.map_err(anyhow::Error::from).and_then(|rt| {
+                    rt.block_on(crate::frontend::replay::run_tui(file, cfg, opts, *speed))
+                }) {
                     Ok(()) => ExitStatus::Success,
                     Err(e) => {
                         eprintln!("copyscope: {e:#}");
@@ -137,7 +145,7 @@ pub fn run(config: Config) -> ExitStatus {
                     }
                 }
             } else {
-                match crate::replay::run_plain(file, cfg, opts) {
+                match crate::frontend::replay::run_plain(file, cfg, opts) {
                     Ok(text) => {
                         print!("{text}");
                         ExitStatus::Success
@@ -163,7 +171,7 @@ pub fn run(config: Config) -> ExitStatus {
                 text: text.clone(),
                 markdown: markdown.clone(),
             };
-            let size = size.unwrap_or(crate::live::SCREENSHOT_SIZE);
+            let size = size.unwrap_or(crate::frontend::live::SCREENSHOT_SIZE);
             match crate::report::export::run_export(file, &targets, size, config.display.ascii) {
                 Ok(paths) => {
                     for p in paths {

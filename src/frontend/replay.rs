@@ -10,10 +10,10 @@ use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::copy::EngineEvent;
+use crate::frontend::tui::{FRAME_INTERVAL, TerminalGuard};
 use crate::model::{Model, ModelConfig};
 use crate::report::recording::Recording;
 use crate::sample::Sample;
-use crate::tui::{FRAME_INTERVAL, TerminalGuard};
 use crate::ui::app::{Action, App, Header, ReplayStatus, RunState, UiOptions};
 
 /// One item of the recording's timeline.
@@ -164,7 +164,7 @@ pub async fn run_tui(
                         Action::SeekStart => seek_to = Some(0),
                         Action::SeekEnd => seek_to = Some(total),
                         Action::Screenshot => {
-                            let msg = crate::live::screenshot_message(&app, &rec.header, None);
+                            let msg = crate::frontend::live::screenshot_message(&app, &rec.header, None);
                             app.status = Some((msg, app.now_ns));
                         }
                         _ => {}
