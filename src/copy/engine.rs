@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{self as rfs, Mode};
+use rustix::fs::Mode;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::conflict::ALL_NONE;
+use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
 use super::plan::CopyJob;
 use super::scan::scan;
@@ -52,6 +53,10 @@ pub struct CopyOutcome {
     /// Bytes per second including the flush: the speed at which data became durable.
     pub durable_bps: Option<f64>,
     pub sync: SyncMode,
+    /// Cancelled during the final flush of a complete copy: the files are in place, the flush
+    /// was left to the kernel (as with `--no-sync`), and the run counts as a success.
+    #[serde(default)]
+    pub flush_abandoned: bool,
     pub verify: Option<VerifyResult>,
 }
 
@@ -186,21 +191,25 @@ fn run_engine(
 
     let finished = !sh.is_stopped();
     let mut flush_secs = None;
+    let mut flush_abandoned = false;
     if finished && sh.opts.sync != SyncMode::None {
         let _ = sh.events.send(EngineEvent::FlushStarted);
         let t = Instant::now();
         let targets = std::mem::take(&mut *lock(&sh.sync_targets));
         for (_, fd) in &targets {
-            let r = match sh.opts.sync {
-                SyncMode::PerFile => rfs::fsync(fd),
-                _ => rfs::syncfs(fd),
-            };
-            if let Err(e) = r {
-                sh.fatal(format!("flushing the destination failed: {}", errmsg(e)));
+            match super::flush::flush(fd, sh.opts.sync == SyncMode::PerFile, &sh.control) {
+                Ok(Flushed::Done) => {}
+                Ok(Flushed::Abandoned) => {
+                    flush_abandoned = true;
+                    break;
+                }
+                Err(e) => sh.fatal(format!("flushing the destination failed: {}", errmsg(e))),
             }
         }
-        flush_secs = Some(t.elapsed().as_secs_f64());
-        let _ = sh.events.send(EngineEvent::FlushDone);
+        if !flush_abandoned {
+            flush_secs = Some(t.elapsed().as_secs_f64());
+            let _ = sh.events.send(EngineEvent::FlushDone);
+        }
     }
 
     let failures = std::mem::take(&mut *lock(&sh.failures));
@@ -219,7 +228,9 @@ fn run_engine(
         }
     });
     let fatal = lock(&sh.fatal).clone();
-    let status = if sh.control.cancelled.load(Ordering::SeqCst) {
+    // A cancel during the flush of a complete copy cancels nothing: every file is in place
+    // and the kernel writes the rest back on its own, as with --no-sync.
+    let status = if sh.control.cancelled.load(Ordering::SeqCst) && !flush_abandoned {
         ExitStatus::Cancelled
     } else if fatal.is_some() {
         ExitStatus::Fatal
@@ -251,6 +262,7 @@ fn run_engine(
         to_cache_bps: rate(copy_secs),
         durable_bps: flush_secs.map(|f| rate(copy_secs + f)),
         sync: sh.opts.sync,
+        flush_abandoned,
         verify,
     }
 }
@@ -290,6 +302,7 @@ impl CopyOutcome {
             to_cache_bps: 0.0,
             durable_bps: None,
             sync: SyncMode::Syncfs,
+            flush_abandoned: false,
             verify: None,
         }
     }

@@ -29,6 +29,8 @@ pub struct Progress {
     pub read_ns: AtomicU64,
     /// Cumulative nanoseconds spent inside write syscalls (copy_file_range counts here).
     pub write_ns: AtomicU64,
+    /// Size of the write syscall in progress (0 between writes): what a cancel waits for.
+    pub in_write: AtomicU64,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).
     pub current: Mutex<Option<CurrentFile>>,
 }
@@ -153,6 +155,7 @@ pub(crate) mod conflict;
 pub mod engine;
 pub mod error;
 pub(crate) mod file;
+mod flush;
 pub mod options;
 pub mod plan;
 pub(crate) mod scan;

@@ -106,6 +106,7 @@ pub fn summary_json(o: &CopyOutcome) -> Value {
         "bytes_cloned": o.bytes_cloned,
         "copy_s": round3(o.copy_secs),
         "flush_s": o.flush_secs.map(round3),
+        "flush_abandoned": o.flush_abandoned,
         "to_cache_bps": o.to_cache_bps.round(),
         "durable_bps": o.durable_bps.map(f64::round),
         "sync": o.sync,

@@ -172,6 +172,9 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
     if let Some(f) = &o.fatal {
         s.push_str(&format!("  error: {f}\n"));
     }
+    if o.flush_abandoned {
+        s.push_str("  all files complete; flush not awaited (cancelled during the flush: the kernel writes the rest back on its own)\n");
+    }
     if o.status == ExitStatus::Cancelled {
         s.push_str("  unfinished files were removed; every file under its real name is complete\n");
     }
@@ -181,6 +184,7 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
         (None, SyncMode::None) => {
             "durable: not measured (--no-sync: data may still be in RAM)".to_string()
         }
+        (None, _) if o.flush_abandoned => "durable: not awaited".to_string(),
         (None, _) => "durable: not reached".to_string(),
     };
     s.push_str(&format!(
