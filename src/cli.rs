@@ -59,17 +59,18 @@ pub struct CopyArgs {
     /// What to do when a destination file exists [default: ask in the TUI, always without a terminal].
     #[arg(long, value_enum, value_name = "WHEN")]
     pub overwrite: Option<OverwriteArg>,
-    /// Ask before overwriting (--overwrite=ask).
-    #[arg(short = 'i', long = "interactive", overrides_with_all = ["force", "no_clobber", "update"])]
+    /// Ask before overwriting (--overwrite=ask); without the TUI the question goes to stderr and
+    /// the answer is read from stdin, as with cp. The later of -i and -n wins.
+    #[arg(short = 'i', long = "interactive", overrides_with = "no_clobber")]
     pub interactive: bool,
-    /// Always overwrite (--overwrite=always).
-    #[arg(short = 'f', long = "force", overrides_with_all = ["interactive", "no_clobber", "update"])]
+    /// Overwrite without asking (--overwrite=always); -n wins over it, whatever the order.
+    #[arg(short = 'f', long = "force")]
     pub force: bool,
     /// Never overwrite (--overwrite=never).
-    #[arg(short = 'n', long = "no-clobber", overrides_with_all = ["interactive", "force", "update"])]
+    #[arg(short = 'n', long = "no-clobber", overrides_with = "interactive")]
     pub no_clobber: bool,
     /// Overwrite only when the source is newer (--overwrite=update).
-    #[arg(short = 'u', long = "update", overrides_with_all = ["interactive", "force", "no_clobber"])]
+    #[arg(short = 'u', long = "update")]
     pub update: bool,
     /// Also preserve ownership (when permitted).
     #[arg(short = 'p')]
@@ -78,8 +79,33 @@ pub struct CopyArgs {
     #[arg(short = 'a', long = "archive")]
     pub archive: bool,
     /// Follow symlinks inside the tree (copy what they point to).
-    #[arg(short = 'L', long = "dereference", conflicts_with = "archive")]
+    #[arg(
+        short = 'L',
+        long = "dereference",
+        conflicts_with = "archive",
+        overrides_with = "no_dereference"
+    )]
     pub dereference: bool,
+    /// Never follow symlinks in SOURCE, not even those named on the command line.
+    #[arg(short = 'P', long = "no-dereference", overrides_with = "dereference")]
+    pub no_dereference: bool,
+    /// Same as --no-dereference with hard links kept within the tree (cp's -d).
+    #[arg(short = 'd')]
+    pub no_dereference_links: bool,
+    /// Print 'SOURCE' -> 'DEST' for every file copied (plain output; the TUI shows the current file).
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+    /// Stay on the source's file system: directories that are mount points are created empty.
+    #[arg(short = 'x', long = "one-file-system")]
+    pub one_file_system: bool,
+    /// Leave out entries matching PATTERN (gitignore syntax, matched against the path relative
+    /// to the source directory, e.g. `*.tmp`, `/build`, `cache/`, `**/node_modules`); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Limit the copy speed to RATE bytes per second (suffixes k, M, G, T: powers of 1024;
+    /// e.g. 40M, 1.5G, 500k).
+    #[arg(long, value_name = "RATE")]
+    pub bwlimit: Option<String>,
     /// Do not preserve mode and modification time.
     #[arg(long = "no-preserve")]
     pub no_preserve: bool,

@@ -67,6 +67,8 @@ pub struct Display {
     pub drop_ratio: f64,
     pub recover_ratio: f64,
     pub min_drop: Duration,
+    /// `-v`: a "'SOURCE' -> 'DEST'" line per file in plain output.
+    pub verbose: bool,
 }
 
 /// The validated configuration.
@@ -77,6 +79,41 @@ pub struct Config {
     /// `--overwrite`/-i/-f/-n/-u was given (otherwise the frontend picks: ask in the TUI,
     /// always without a terminal).
     pub overwrite_explicit: bool,
+}
+
+/// `--bwlimit` RATE: a number with a unit, bytes per second. k, M, G, T (and KiB, MiB…) are
+/// powers of 1024 as in pv and rsync; kB, MB, GB, TB are powers of 1000. A bare number is refused:
+/// pv reads it as bytes/s and rsync as KiB/s, so either guess would surprise half the users.
+pub fn parse_rate(s: &str) -> Result<u64, ConfigError> {
+    let bad = |why: &str| {
+        ConfigError::Invalid(format!(
+            "--bwlimit '{s}': {why} (e.g. 40M, 1.5G, 500k; k/M/G/T are powers of 1024, kB/MB/GB powers of 1000, B bytes)"
+        ))
+    };
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| bad("give a unit"))?;
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad("not a number"))?;
+    let k: f64 = match unit.trim() {
+        "B" => 1.0,
+        "k" | "K" | "KiB" | "kiB" => 1024.0,
+        "M" | "MiB" => 1024f64.powi(2),
+        "G" | "GiB" => 1024f64.powi(3),
+        "T" | "TiB" => 1024f64.powi(4),
+        "kB" | "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        _ => return Err(bad("unknown unit")),
+    };
+    let bps = n * k;
+    if !(1024.0..1e15).contains(&bps) {
+        return Err(bad("must be between 1k and 1000T"));
+    }
+    Ok(bps as u64)
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), ConfigError> {
@@ -137,6 +174,7 @@ impl TryFrom<Cli> for Config {
             drop_ratio: d.drop_ratio,
             recover_ratio: d.recover_ratio,
             min_drop: Duration::from_millis(d.min_drop_ms),
+            verbose: cli.copy.verbose,
         };
         let c = &cli.copy;
         let overwrite_explicit =
@@ -189,14 +227,16 @@ impl TryFrom<Cli> for Config {
 /// Engine options and (source → destination) pairs from the copy flags.
 fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
     let c = &cli.copy;
-    let overwrite = if c.interactive {
-        OverwritePolicy::Ask
-    } else if c.force {
-        OverwritePolicy::Always
-    } else if c.no_clobber {
+    // As cp: the later of -i and -n wins (clap keeps only that one); -n wins over -f in any
+    // order; -u filters -f (only newer sources overwrite).
+    let overwrite = if c.no_clobber {
         OverwritePolicy::Never
+    } else if c.interactive {
+        OverwritePolicy::Ask
     } else if c.update {
         OverwritePolicy::Update
+    } else if c.force {
+        OverwritePolicy::Always
     } else {
         match c.overwrite {
             Some(OverwriteArg::Always) => OverwritePolicy::Always,
@@ -229,8 +269,8 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         overwrite,
         preserve_mode_time: !c.no_preserve,
         preserve_owner: c.preserve || c.archive,
-        hard_links: c.archive,
-        dereference: if c.archive {
+        hard_links: c.archive || c.no_dereference_links,
+        dereference: if c.archive || c.no_dereference || c.no_dereference_links {
             Dereference::Never
         } else if c.dereference {
             Dereference::Always
@@ -254,7 +294,14 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         buffer_size,
         copy_file_range: !c.no_copy_file_range,
         throttle_bps,
+        bwlimit_bps: c.bwlimit.as_deref().map(parse_rate).transpose()?,
+        one_file_system: c.one_file_system,
+        exclude: c.exclude.clone(),
     };
+    if !options.exclude.is_empty() {
+        // Checked here so a bad pattern is a usage error before anything is copied.
+        crate::copy::filter::Exclude::new(&options.exclude).map_err(ConfigError::Invalid)?;
+    }
     let pairs = resolve_targets(
         &c.paths,
         c.target_directory.as_deref(),
@@ -337,6 +384,51 @@ mod tests {
         assert!(parse(&["copyscope", "--interval", "1", a, b]).is_err());
         assert!(parse(&["copyscope", "--jobs", "0", a, b]).is_err());
         assert!(parse(&["copyscope", "--fsync", "--no-sync", a, b]).is_err());
+    }
+
+    #[test]
+    fn bwlimit_rates_need_a_unit() {
+        assert_eq!(parse_rate("40M").unwrap(), 40 << 20);
+        assert_eq!(parse_rate("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_rate("500k").unwrap(), 500 << 10);
+        assert_eq!(parse_rate("500kB").unwrap(), 500_000);
+        assert_eq!(parse_rate("2MB/s").unwrap(), 2_000_000);
+        assert_eq!(parse_rate("4096B").unwrap(), 4096);
+        for bad in ["1000", "", "M", "1.2.3M", "5X", "0k", "10B"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn no_clobber_wins_over_force_and_the_later_of_i_and_n_wins() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        std::fs::write(&a, b"x").unwrap();
+        let (a, b) = (a.to_str().unwrap(), t.path().join("b"));
+        let b = b.to_str().unwrap();
+        let policy = |flags: &[&str]| {
+            let mut args = vec!["copyscope"];
+            args.extend_from_slice(flags);
+            args.extend([a, b]);
+            match parse(&args).unwrap().command {
+                Command::Copy(r) => r.options.overwrite,
+                _ => panic!(),
+            }
+        };
+        assert_eq!(policy(&["-n", "-f"]), OverwritePolicy::Never);
+        assert_eq!(policy(&["-f", "-n"]), OverwritePolicy::Never);
+        assert_eq!(policy(&["-i", "-n"]), OverwritePolicy::Never);
+        assert_eq!(policy(&["-n", "-i"]), OverwritePolicy::Ask);
+        assert_eq!(policy(&["-f", "-i"]), OverwritePolicy::Ask);
+        assert_eq!(policy(&["-i", "-f"]), OverwritePolicy::Ask);
+        assert_eq!(policy(&["-f", "-u"]), OverwritePolicy::Update);
+        assert_eq!(policy(&["-f"]), OverwritePolicy::Always);
+        let c = parse(&["copyscope", "-d", a, b]).unwrap();
+        let Command::Copy(r) = c.command else {
+            panic!()
+        };
+        assert!(r.options.hard_links);
+        assert_eq!(r.options.dereference, Dereference::Never);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod copy;
 pub mod exit;
 pub mod frontend;
 pub mod model;
+pub mod present;
 pub mod report;
 pub mod sample;
 pub mod ui;

@@ -90,10 +90,10 @@ fn several_sources_onto_a_non_directory() {
 fn missing_source_and_operands() {
     let t = tempfile::tempdir().unwrap();
     let dst = t.path().join("d");
-    assert_refused(
-        &[t.path().join("nope").as_os_str(), dst.as_os_str()],
-        "cannot stat",
-    );
+    // As cp: reported, and exit 1 (a failed file, not a usage error); nothing is made.
+    let o = copyscope(&[t.path().join("nope").as_os_str(), dst.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot stat"));
     assert!(!dst.exists());
     assert_refused(&[OsStr::new("only")], "missing destination");
     let x = t.path().join("x");

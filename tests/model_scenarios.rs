@@ -746,7 +746,7 @@ fn engine_events_map_to_model_events() {
     );
     assert_eq!(
         e.unwrap().describe(),
-        "photos/a.jpg: Permission denied (os error 13)"
+        "'photos/a.jpg': Permission denied (os error 13)"
     );
     let e = m.engine_event(
         t,

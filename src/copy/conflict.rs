@@ -37,8 +37,8 @@ impl Shared {
         };
         if existing.file_type() == FileType::Directory {
             return Decision::Fail(format!(
-                "cannot overwrite directory '{}' with non-directory",
-                dir.dst_display.join(name).display()
+                "cannot overwrite directory {} with non-directory",
+                crate::present::quote::quote(&dir.dst_display.join(name))
             ));
         }
         match self.opts.overwrite {

@@ -122,6 +122,10 @@ impl Shared {
             link_map: Mutex::new(HashMap::new()),
             sync_targets: Mutex::new(Vec::new()),
             throttle: Mutex::new((None, 0)),
+            pacing: Mutex::new(None),
+            exclude: (!opts.exclude.is_empty())
+                .then(|| super::filter::Exclude::new(&opts.exclude).ok())
+                .flatten(),
             verify_on_zfs: AtomicBool::new(false),
             opts,
         }

@@ -11,10 +11,20 @@ pub enum CopyError {
     /// A copy that would destroy or loop (into itself, same file, dir onto file, ...).
     #[error("{0}")]
     Refused(String),
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", crate::present::quote::quote(path), io_reason(source))]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+}
+
+/// An I/O error's reason as cp words it: "No such file or directory", without Rust's
+/// " (os error 2)" tail.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }

@@ -16,7 +16,7 @@ use rustix::io::Errno;
 
 use super::EngineEvent;
 use super::conflict::Decision;
-use super::options::{LARGE_FILE, ReflinkMode, SyncMode};
+use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
 use super::shared::{
     DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs, timestamps,
 };
@@ -295,7 +295,7 @@ fn copy_contents(
         dst,
         rel,
         size: st.size,
-        use_cfr: cfr_ok && sh.opts.copy_file_range && sh.opts.throttle_bps.is_none(),
+        use_cfr: cfr_ok && sh.opts.copy_file_range && !sh.opts.paced(),
         buf,
         behind: WriteBehind::new(0),
     };
@@ -394,7 +394,7 @@ impl RangeCopy<'_> {
                     Err(e) => Err(DataErr::Read(e)),
                 };
             }
-            let max = if sh.opts.throttle_bps.is_some() {
+            let max = if sh.opts.paced() {
                 THROTTLED_CHUNK
             } else {
                 MAX_WRITE
@@ -593,7 +593,15 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
 /// if the first copy does not exist (it failed or was skipped).
 pub(crate) fn make_link(sh: &Shared, e: &Entry, first_dir: &Arc<DirNode>, first_name: &OsStr) {
     let path = e.src_display();
-    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
+    // cp -u keeps a hard-link group whole: the group's first name decided (copied, or kept as
+    // not newer), and every later name becomes a link to it, replacing what is there (coreutils
+    // copy.c: "we currently replace DST_NAME unconditionally, even if it was a newer separate file").
+    let decision = if sh.opts.overwrite == OverwritePolicy::Update {
+        Decision::Proceed
+    } else {
+        sh.decide(&e.parent, &e.dst_name, e.meta.mtime)
+    };
+    match decision {
         Decision::Proceed => {}
         Decision::Skip(r) => return sh.skip(&path, r),
         Decision::Fail(m) => return sh.fail(&path, m),

@@ -155,6 +155,7 @@ pub(crate) mod conflict;
 pub mod engine;
 pub mod error;
 pub(crate) mod file;
+pub mod filter;
 mod flush;
 pub mod options;
 pub mod plan;

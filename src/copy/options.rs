@@ -86,6 +86,20 @@ pub struct CopyOptions {
     /// Test hook: cap the data rate (bytes/s). Set only from the `COPYSCOPE_TEST_THROTTLE_BPS`
     /// environment variable so signal and vanish tests have a slow copy to act on.
     pub throttle_bps: Option<u64>,
+    /// `--bwlimit`: the engine paces its writes to this many bytes per second.
+    pub bwlimit_bps: Option<u64>,
+    /// `-x`: directories on another file system than their source root are made, not entered.
+    pub one_file_system: bool,
+    /// `--exclude` patterns (gitignore syntax, relative to each source directory).
+    pub exclude: Vec<String>,
+}
+
+impl CopyOptions {
+    /// The data rate is held down (`--bwlimit` or the test throttle): the data path then
+    /// writes small chunks so the pacing is smooth at 100 ms resolution.
+    pub fn paced(&self) -> bool {
+        self.throttle_bps.is_some() || self.bwlimit_bps.is_some()
+    }
 }
 
 impl Default for CopyOptions {
@@ -103,6 +117,9 @@ impl Default for CopyOptions {
             buffer_size: DEFAULT_BUFFER,
             copy_file_range: true,
             throttle_bps: None,
+            bwlimit_bps: None,
+            one_file_system: false,
+            exclude: Vec::new(),
         }
     }
 }

@@ -8,8 +8,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::error::CopyError;
+use super::error::{CopyError, io_reason};
 use super::options::{CopyOptions, CopyRequest, Dereference, Pair};
+use crate::present::quote::quote;
 
 /// A checked source → destination pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,11 +27,15 @@ pub struct Root {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyJob {
     pub roots: Vec<Root>,
+    /// Sources that cannot be stat'ed, with cp's message ("cannot stat 'x': No such file or
+    /// directory"): as cp, the others are still copied and the run exits 1.
+    pub missing: Vec<(PathBuf, String)>,
     pub options: CopyOptions,
 }
 
+/// A path in a message, quoted as cp quotes it (never raw bytes to the terminal).
 fn display(p: &Path) -> String {
-    p.display().to_string()
+    quote(p)
 }
 
 /// Applies cp's operand rules. `paths` are the positional operands; with `target_dir`
@@ -46,7 +51,7 @@ pub fn resolve_targets(
         }
         if !dir.is_dir() {
             return Err(CopyError::Usage(format!(
-                "target directory '{}' is not a directory",
+                "target directory {} is not a directory",
                 display(dir)
             )));
         }
@@ -56,7 +61,7 @@ pub fn resolve_targets(
         Some((d, s)) if !s.is_empty() => (d, s),
         Some((d, _)) => {
             return Err(CopyError::Usage(format!(
-                "missing destination file operand after '{}'",
+                "missing destination file operand after {}",
                 display(d)
             )));
         }
@@ -65,7 +70,7 @@ pub fn resolve_targets(
     if no_target_dir {
         if sources.len() > 1 {
             return Err(CopyError::Usage(format!(
-                "extra operand '{}' (-T takes one SOURCE and one DEST)",
+                "extra operand {} (-T takes one SOURCE and one DEST)",
                 display(&sources[1])
             )));
         }
@@ -77,7 +82,7 @@ pub fn resolve_targets(
     if sources.len() > 1 {
         if !dest.is_dir() {
             return Err(CopyError::Refused(format!(
-                "target '{}' is not a directory (several sources need a directory to copy into)",
+                "target {} is not a directory (several sources need a directory to copy into)",
                 display(dest)
             )));
         }
@@ -150,15 +155,22 @@ impl CopyJob {
         }
         let follow_root = request.options.dereference != Dereference::Never;
         let mut roots = Vec::with_capacity(request.pairs.len());
+        let mut missing = Vec::new();
         for pair in &request.pairs {
             let src = &pair.source;
             let dst = &pair.dest;
-            let smeta = if follow_root {
+            let smeta = match if follow_root {
                 fs::metadata(src)
             } else {
                 fs::symlink_metadata(src)
-            }
-            .map_err(|e| CopyError::Refused(format!("cannot stat '{}': {e}", display(src))))?;
+            } {
+                Ok(m) => m,
+                Err(e) => {
+                    let msg = format!("cannot stat {}: {}", quote(src), io_reason(&e));
+                    missing.push((src.clone(), msg));
+                    continue;
+                }
+            };
             let dmeta_follow = fs::metadata(dst).ok();
             let dmeta_link = fs::symlink_metadata(dst).ok();
             if let Some(d) = &dmeta_follow
@@ -166,7 +178,7 @@ impl CopyJob {
                 && d.ino() == smeta.ino()
             {
                 return Err(CopyError::Refused(format!(
-                    "'{}' and '{}' are the same file",
+                    "{} and {} are the same file",
                     display(src),
                     display(dst)
                 )));
@@ -175,7 +187,7 @@ impl CopyJob {
             if smeta.is_dir() {
                 if dmeta_link.is_some() && !dest_is_dir {
                     return Err(CopyError::Refused(format!(
-                        "cannot overwrite non-directory '{}' with directory '{}'",
+                        "cannot overwrite non-directory {} with directory {}",
                         display(dst),
                         display(src)
                     )));
@@ -184,7 +196,7 @@ impl CopyJob {
                 let cd = canonical_lenient(dst);
                 if cd.starts_with(&cs) {
                     return Err(CopyError::Refused(format!(
-                        "cannot copy a directory, '{}', into itself, '{}'",
+                        "cannot copy a directory, {}, into itself, {}",
                         display(src),
                         display(dst)
                     )));
@@ -192,12 +204,12 @@ impl CopyJob {
             } else if !dest_is_dir && dst.as_os_str().as_bytes().ends_with(b"/") {
                 // cp: a trailing slash names a directory; a file cannot become one.
                 return Err(CopyError::Refused(format!(
-                    "cannot create regular file '{}': Not a directory",
+                    "cannot create regular file {}: Not a directory",
                     display(dst)
                 )));
             } else if dest_is_dir && dmeta_link.as_ref().is_some_and(|m| m.is_dir()) {
                 return Err(CopyError::Refused(format!(
-                    "cannot overwrite directory '{}' with non-directory '{}'",
+                    "cannot overwrite directory {} with non-directory {}",
                     display(dst),
                     display(src)
                 )));
@@ -208,7 +220,7 @@ impl CopyJob {
             };
             if dst.file_name().is_some() && !parent.is_dir() {
                 return Err(CopyError::Refused(format!(
-                    "cannot create '{}': directory '{}' does not exist",
+                    "cannot create {}: directory {} does not exist",
                     display(dst),
                     display(&parent)
                 )));
@@ -222,6 +234,7 @@ impl CopyJob {
         }
         Ok(CopyJob {
             roots,
+            missing,
             options: request.options.clone(),
         })
     }

@@ -248,6 +248,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         .file_name()
         .map(PathBuf::from)
         .unwrap_or_else(|| root.source.clone());
+    let root_rel = rel.clone();
     let cfr_ok = cfr_cannot_clone(&dst);
     let node = Arc::new(DirNode {
         src,
@@ -308,7 +309,11 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 continue;
             }
         };
-        if meta.file_type() != FileType::Directory {
+        let is_dir = meta.file_type() == FileType::Directory;
+        if sh.excluded(&root_rel, &node.rel.join(&name), is_dir) {
+            continue;
+        }
+        if !is_dir {
             let entry = Entry {
                 parent: node,
                 dst_name: name.clone(),
@@ -322,7 +327,10 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
             continue;
         }
         if let Some(child) = enter_dir(sh, &node, &name, &path, meta, follow_all) {
+            // -x: a mount point is made (as cp does) but what is mounted there is not copied.
+            let other_fs = sh.opts.one_file_system && meta.dev != smeta.dev;
             let names = match read_names(&child.src) {
+                Ok(_) if other_fs => Vec::new(),
                 Ok(n) => n,
                 Err(e) => {
                     sh.fail(&path, format!("cannot read directory: {}", errmsg(e)));
@@ -385,8 +393,8 @@ fn enter_dir(
                 sh.fail(
                     path,
                     format!(
-                        "cannot overwrite non-directory '{}' with a directory",
-                        dst_path.display()
+                        "cannot overwrite non-directory {} with a directory",
+                        crate::present::quote::quote(&dst_path)
                     ),
                 );
                 return None;

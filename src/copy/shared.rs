@@ -150,8 +150,16 @@ pub(crate) struct Shared {
     pub(crate) link_map: Mutex<HashMap<(u64, u64), FirstName>>,
     pub(crate) sync_targets: Mutex<Vec<(u64, OwnedFd)>>,
     pub(crate) throttle: Mutex<(Option<Instant>, u64)>,
+    /// `--bwlimit`: when the next byte may be written (a token bucket's theoretical arrival time).
+    pub(crate) pacing: Mutex<Option<Instant>>,
+    /// `--exclude`, compiled.
+    pub(crate) exclude: Option<super::filter::Exclude>,
     pub verify_on_zfs: AtomicBool,
 }
+
+/// How far ahead of the `--bwlimit` rate the writers may run: enough that a chunk at a few
+/// MB/s does not stall the pipeline, small enough that the chart shows a flat line.
+const BWLIMIT_BURST: Duration = Duration::from_millis(100);
 
 /// The copy was cancelled or stopped by a fatal error.
 #[derive(Debug)]
@@ -230,8 +238,42 @@ impl Shared {
         }
     }
 
-    /// Test hook (`COPYSCOPE_TEST_THROTTLE_BPS`): holds the whole engine to a byte rate.
+    /// Called after every chunk written: `--bwlimit` pacing, then the test throttle.
     pub fn throttle(&self, n: u64) {
+        if let Some(bps) = self.opts.bwlimit_bps.filter(|b| *b > 0) {
+            self.pace(n, bps);
+        }
+        self.test_throttle(n);
+    }
+
+    /// `--bwlimit`: a token bucket over the whole engine (all workers share it). Every chunk
+    /// moves the bucket's arrival time on by its size at the limit rate; a writer sleeps while
+    /// that time is more than [`BWLIMIT_BURST`] ahead of now. Idle time (a pause, a scan) banks
+    /// no credit, so the rate never spikes after it.
+    fn pace(&self, n: u64, bps: u64) {
+        let due = {
+            let mut tat = lock(&self.pacing);
+            let now = Instant::now();
+            let next =
+                tat.map_or(now, |t| t.max(now)) + Duration::from_secs_f64(n as f64 / bps as f64);
+            *tat = Some(next);
+            next.checked_sub(BWLIMIT_BURST).unwrap_or(now)
+        };
+        self.sleep_until(due);
+    }
+
+    /// `--exclude`: whether an entry of a source directory (`rel` under the root's `root_rel`)
+    /// is left out.
+    pub(crate) fn excluded(&self, root_rel: &Path, rel: &Path, is_dir: bool) -> bool {
+        let Some(ex) = &self.exclude else {
+            return false;
+        };
+        rel.strip_prefix(root_rel)
+            .is_ok_and(|r| ex.excludes(r, is_dir))
+    }
+
+    /// Test hook (`COPYSCOPE_TEST_THROTTLE_BPS`): holds the whole engine to a byte rate.
+    fn test_throttle(&self, n: u64) {
         let Some(bps) = self.opts.throttle_bps.filter(|b| *b > 0) else {
             return;
         };
@@ -241,6 +283,10 @@ impl Shared {
             t.1 += n;
             start + Duration::from_secs_f64(t.1 as f64 / bps as f64)
         };
+        self.sleep_until(due);
+    }
+
+    fn sleep_until(&self, due: Instant) {
         while !self.is_stopped() {
             let now = Instant::now();
             if now >= due {

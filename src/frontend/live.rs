@@ -10,6 +10,7 @@ use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session, fs_label, model_config, summary_of};
 use crate::frontend::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
 use crate::model::{Event, Model};
+use crate::present::quote::shell_escape;
 use crate::report::export::{ChartData, write_screenshot_set};
 use crate::report::recording::Header;
 use crate::sample::Sample;
@@ -139,8 +140,12 @@ pub fn run_copy_tui(
         (None, None)
     };
     let ui_header = UiHeader {
-        source: sources.join(", "),
-        dest: dest.clone(),
+        source: sources
+            .iter()
+            .map(|s| shell_escape(s).into_owned())
+            .collect::<Vec<_>>()
+            .join(", "),
+        dest: shell_escape(&dest).into_owned(),
         fs: String::new(),
     };
     let sess = Session::start(d, job, sources, dest, control.clone(), ask);

@@ -15,8 +15,9 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::config::{Command, Config};
-use crate::copy::{Control, CopyJob, install_signal_handlers};
+use crate::copy::{Control, CopyJob, OverwritePolicy, install_signal_handlers};
 use crate::exit::ExitStatus;
+use crate::report::prompt::StdinAsk;
 
 /// Which output a copy uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +74,11 @@ pub fn run_planned(
     if choose_frontend(config) == Frontend::Tui {
         crate::frontend::live::run_copy_tui(config, job, sources, dest, control)
     } else {
-        crate::frontend::stream::run_copy(&config.display, job, sources, dest, control)
+        // -i/--overwrite=ask without the TUI: cp's question on stderr, the answer from stdin.
+        // Without the flag the default is cp's: overwrite.
+        let ask = (config.overwrite_explicit && job.options.overwrite == OverwritePolicy::Ask)
+            .then(|| Arc::new(StdinAsk::default()));
+        crate::frontend::stream::run_copy(&config.display, job, sources, dest, control, ask)
     }
 }
 
@@ -96,8 +101,21 @@ pub fn run(config: Config) -> ExitStatus {
                     return ExitStatus::Fatal;
                 }
             };
+            // cp: a source that cannot be stat'ed is reported, the others are copied, exit 1.
+            for (_, msg) in &job.missing {
+                eprintln!("copyscope: {msg}");
+            }
+            if job.roots.is_empty() {
+                return ExitStatus::Partial;
+            }
+            let missing = !job.missing.is_empty();
             let (sources, dest) = endpoints(request);
-            run_planned(&config, job, sources, dest, control).status
+            let status = run_planned(&config, job, sources, dest, control).status;
+            if missing && status == ExitStatus::Success {
+                ExitStatus::Partial
+            } else {
+                status
+            }
         }
         Command::Demo { size_mb, replay } => {
             if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {

@@ -5,19 +5,23 @@
 //! SSH drop the copy must still finish its cleanup.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::config::Display;
-use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
+use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::model::format::fmt_clock;
 use crate::model::{Cause, Event, EventKind, Model};
+use crate::present::quote::quote;
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
+use crate::report::prompt::StdinAsk;
 
 fn emit(line: &str) {
     let mut o = std::io::stdout().lock();
@@ -41,8 +45,24 @@ fn worth_a_line(kind: &EventKind) -> bool {
     )
 }
 
+/// `-v`: cp's "'SOURCE' -> 'DEST'" for a finished entry, its destination found from the
+/// (source root, destination root) pairs.
+fn verbose_line(roots: &[(PathBuf, PathBuf)], path: &Path) -> Option<String> {
+    let dest = roots.iter().find_map(|(src, dst)| {
+        let rest = path.strip_prefix(src).ok()?;
+        Some(if rest.as_os_str().is_empty() {
+            dst.clone()
+        } else {
+            dst.join(rest)
+        })
+    })?;
+    Some(format!("{} -> {}", quote(path), quote(&dest)))
+}
+
 struct Printer {
     json: bool,
+    /// `-v`: the (source, destination) roots; empty without -v.
+    verbose: Vec<(PathBuf, PathBuf)>,
     /// Drops printed as "txg N was syncing" (their txg had not committed yet): (txg, drop
     /// start). When txg N commits, its size and duration get a line of their own.
     awaiting_commit: Vec<(u64, u64)>,
@@ -111,13 +131,18 @@ impl Printer {
         }
         match ev {
             EngineEvent::FileFailed { path, error } => {
-                emit_err(&format!("copyscope: {}: {error}", path.display()))
+                emit_err(&format!("copyscope: {}: {error}", quote(path)))
             }
             EngineEvent::FileSkipped { path, reason } => {
-                emit_err(&format!("copyscope: {}: {reason}", path.display()))
+                emit_err(&format!("copyscope: {}: {reason}", quote(path)))
             }
             EngineEvent::FileChanged { path, detail } => {
-                emit_err(&format!("copyscope: {}: {detail}", path.display()))
+                emit_err(&format!("copyscope: {}: {detail}", quote(path)))
+            }
+            EngineEvent::FileDone { path, .. } if !self.verbose.is_empty() => {
+                if let Some(line) = verbose_line(&self.verbose, path) {
+                    emit(&line);
+                }
             }
             EngineEvent::Fatal { error } => emit_err(&format!("copyscope: {error}")),
             _ => {}
@@ -133,12 +158,24 @@ pub fn run_copy(
     sources: Vec<String>,
     dest: String,
     control: Arc<Control>,
+    ask: Option<Arc<StdinAsk>>,
 ) -> CopyOutcome {
+    let verbose = if d.verbose && !d.json {
+        job.roots
+            .iter()
+            .map(|r| (r.source.clone(), r.dest.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut p = Printer {
         json: d.json,
+        verbose,
         awaiting_commit: Vec::new(),
     };
-    let mut sess = Session::start(d, job, sources, dest, control, None);
+    let asking = ask.as_ref().map(|a| a.asking.clone());
+    let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
+    let mut sess = Session::start(d, job, sources, dest, control, ask);
     let mut model = Model::new(model_config(d), sess.env.clone());
     let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
     let mut next = Instant::now() + period;
@@ -155,7 +192,8 @@ pub fn run_copy(
             break o;
         }
         let now = Instant::now();
-        if now >= next {
+        let quiet = asking.as_ref().is_some_and(|a| a.load(Ordering::SeqCst));
+        if now >= next && !quiet {
             let st = model.stats();
             let elapsed = now.duration_since(sess.start);
             if d.json {
@@ -318,6 +356,7 @@ mod tests {
     fn a_drop_printed_before_its_txg_committed_gets_the_commit_line() {
         let mut p = Printer {
             json: false,
+            verbose: Vec::new(),
             awaiting_commit: Vec::new(),
         };
         p.await_commits(&drop_citing(1_846_126_690, 12, 0));

@@ -283,7 +283,7 @@ pub async fn run_live<T>(
                 if io.control.cancelled.load(Ordering::SeqCst) {
                     let _ = req.reply.send(ConflictAnswer::Cancel);
                 } else {
-                    app.dialog = Some(Dialog::Conflict { path: req.path.display().to_string() });
+                    app.dialog = Some(Dialog::Conflict { path: crate::present::quote::shell_escape(&req.path).into_owned() });
                     pending_reply = Some(req.reply);
                     dirty = true;
                 }

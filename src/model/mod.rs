@@ -13,6 +13,7 @@ pub mod format;
 pub mod series;
 mod txg;
 
+use crate::present::quote::quote;
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
@@ -689,10 +690,10 @@ impl Model {
                 error: error.clone(),
             }),
             EngineEvent::FileSkipped { path, reason } => Some(EventKind::Note {
-                text: format!("skipped {}: {reason}", path.display()),
+                text: format!("skipped {}: {reason}", quote(path)),
             }),
             EngineEvent::FileChanged { path, detail } => Some(EventKind::Note {
-                text: format!("{} changed while copied: {detail}", path.display()),
+                text: format!("{} changed while copied: {detail}", quote(path)),
             }),
             EngineEvent::ScanDone { files, bytes } => Some(EventKind::ScanDone {
                 files: *files,

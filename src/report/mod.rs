@@ -4,5 +4,6 @@
 pub mod export;
 pub mod json;
 pub mod plain;
+pub mod prompt;
 pub mod recording;
 pub mod summary;

@@ -7,6 +7,7 @@ use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
+use crate::present::quote::quote;
 
 /// Plain progress lines come this often.
 pub const PLAIN_LINE_EVERY: Duration = Duration::from_secs(2);
@@ -142,7 +143,7 @@ fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) 
     }
     out.push_str(&format!("  {title} ({}):\n", items.len()));
     for i in items.iter().take(50) {
-        out.push_str(&format!("    {}: {}\n", i.path.display(), i.message));
+        out.push_str(&format!("    {}: {}\n", quote(&i.path), i.message));
     }
     if items.len() > 50 {
         out.push_str(&format!("    ... and {} more\n", items.len() - 50));
@@ -285,7 +286,7 @@ mod tests {
             s.contains("speed to cache 1 MB/s, durable 500 kB/s (after syncfs)"),
             "{s}"
         );
-        assert!(s.contains("a/b: Permission denied"), "{s}");
+        assert!(s.contains("'a/b': Permission denied"), "{s}");
         assert_eq!(clock(3725.0), "1:02:05");
     }
 }

@@ -1,6 +1,7 @@
 //! The text regions around the chart: title, speeds line, progress, events, kernel panel,
 //! footer, and the one-line fallback for tiny terminals.
 
+use crate::present::quote::shell_escape;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -246,7 +247,7 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
         }
         _ => {
             if let Some(cur) = &app.current {
-                let name = cur.path.to_string_lossy();
+                let name = shell_escape(&cur.path);
                 let frac = if cur.size > 0 {
                     cur.done as f64 / cur.size as f64
                 } else {

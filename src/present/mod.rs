@@ -1,0 +1,3 @@
+//! Presentation helpers shared by every output (plain lines, errors, summary, TUI).
+
+pub mod quote;
