@@ -493,3 +493,30 @@ fn bwlimit_paces_the_copy_and_rejects_unitless_rates() {
     }
     assert!(!t.path().join("never").exists());
 }
+
+#[test]
+fn a_file_swapped_for_a_symlink_mid_copy_gets_a_clear_message() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    write(&src.join("a"), &data(3 << 20, 3));
+    write(&src.join("b"), b"small");
+    write(&t.path().join("secret"), b"not to be copied");
+    let dst = t.path().join("dst");
+    let mut c = cmd();
+    c.env("COPYSCOPE_TEST_THROTTLE_BPS", (2 << 20).to_string())
+        .args([OsStr::new("-j1"), src.as_os_str(), dst.as_os_str()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    // The scan has queued both files; while `a` is copied, `b` becomes a symlink.
+    std::thread::sleep(Duration::from_millis(500));
+    fs::remove_file(src.join("b")).unwrap();
+    std::os::unix::fs::symlink(t.path().join("secret"), src.join("b")).unwrap();
+    let o = wait_timeout(child, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = stderr(&o);
+    assert!(err.contains("was replaced by a symlink"), "{}", text(&o));
+    assert!(!err.contains("Too many levels"), "{err}");
+    assert!(!dst.join("b").exists(), "nothing under b's name");
+    assert_eq!(fs::read(dst.join("a")).unwrap().len(), 3 << 20);
+}

@@ -142,6 +142,14 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let src = match rfs::openat(&e.parent.src, &e.src_name, oflags, Mode::empty()) {
         Ok(f) => f,
         Err(Errno::NOENT) => return sh.fail(&path, "vanished before it could be copied".into()),
+        // O_NOFOLLOW met a symlink where the scan saw a regular file: say that, not ELOOP's
+        // "Too many levels of symbolic links".
+        Err(Errno::LOOP) if !e.follow => {
+            return sh.fail(
+                &path,
+                "was replaced by a symlink after it was found; the symlink was not followed".into(),
+            );
+        }
         Err(err) => return sh.fail(&path, errmsg(err)),
     };
     let st = match rfs::fstat(&src) {

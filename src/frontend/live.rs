@@ -148,10 +148,11 @@ pub fn run_copy_tui(
         dest: shell_escape(&dest).into_owned(),
         fs: String::new(),
     };
+    let limit_bps = job.options.bwlimit_bps.map(|b| b as f64);
     let sess = Session::start(d, job, sources, dest, control.clone(), ask);
     let opts = ui_options(d);
     let model = Model::new(model_config(d), sess.env.clone());
-    let app = App::new(
+    let mut app = App::new(
         model,
         UiHeader {
             fs: fs_label(&sess.env),
@@ -159,6 +160,7 @@ pub fn run_copy_tui(
         },
         opts,
     );
+    app.limit_bps = limit_bps;
     let Session {
         header,
         mut recorder,

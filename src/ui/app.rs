@@ -159,6 +159,8 @@ pub struct App {
     pub replay: Option<ReplayStatus>,
     /// Page-cache dirty + writeback when the flush started (for the flushing gauge).
     pub flush_start_dirty: Option<u64>,
+    /// `--bwlimit` in bytes/s: the chart draws it as a line.
+    pub limit_bps: Option<f64>,
 }
 
 impl App {
@@ -176,6 +178,7 @@ impl App {
             status: None,
             replay: None,
             flush_start_dirty: None,
+            limit_bps: None,
         }
     }
 

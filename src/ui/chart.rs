@@ -72,6 +72,8 @@ pub struct SpeedChart<'a> {
     pub window: (u64, u64),
     pub axis: XAxis,
     pub avg_bps: Option<f64>,
+    /// `--bwlimit`: drawn as a dashed line across the whole plot (the limit holds ahead too).
+    pub limit_bps: Option<f64>,
     /// Lines over the area (at most [`MAX_OVERLAYS`]; the first one draws on top).
     pub overlays: &'a [Overlay],
     pub markers: &'a [Marker],
@@ -273,7 +275,9 @@ impl Widget for SpeedChart<'_> {
         let label_w_guess = 5u16;
         let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
         let cols = self.columns(guess_cols);
-        let peak = robust_peak(&cols).max(self.avg_bps.unwrap_or(0.0));
+        let peak = robust_peak(&cols)
+            .max(self.avg_bps.unwrap_or(0.0))
+            .max(self.limit_bps.unwrap_or(0.0));
         let scale = self.units.scale();
         let peak_units = peak / scale;
         let step = tick_step(
@@ -392,6 +396,16 @@ impl Widget for SpeedChart<'_> {
             for x in plot_x..plot_x + last.min(plot_w) {
                 if buf[(x, y)].symbol() == " " {
                     buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
+                }
+            }
+        }
+        // The --bwlimit line in the cells still empty, across the whole width.
+        if let Some(limit) = self.limit_bps.filter(|l| *l > 0.0) {
+            let y = row_of(limit).clamp(top, marker_y - 1);
+            let glyph = if t.ascii() { "-" } else { "╌" };
+            for x in plot_x..plot_x + plot_w {
+                if buf[(x, y)].symbol() == " " {
+                    buf[(x, y)].set_symbol(glyph).set_style(t.warn());
                 }
             }
         }
@@ -536,6 +550,7 @@ impl Widget for SpeedBar<'_> {
             window: (0, 0),
             axis: XAxis::Percent,
             avg_bps: None,
+            limit_bps: None,
             overlays: &[],
             markers: self.markers,
             spans: self.spans,
@@ -653,6 +668,7 @@ mod tests {
                 window: (0, 5_000_000_000),
                 axis: XAxis::Time,
                 avg_bps: None,
+                limit_bps: None,
                 overlays: &[Overlay::DEVICE, quarter],
                 markers: &[],
                 spans: &[],
@@ -695,6 +711,7 @@ mod tests {
             window: (0, 10_800_000_000_000),
             axis: XAxis::Time,
             avg_bps: None,
+            limit_bps: None,
             overlays: &[],
             markers: &[],
             spans: &[],
@@ -715,6 +732,7 @@ mod tests {
             window: (0, 400_000_000),
             axis: XAxis::Time,
             avg_bps: None,
+            limit_bps: None,
             overlays: &[],
             markers: &[],
             spans: &[],
@@ -726,5 +744,38 @@ mod tests {
         assert_eq!(cols[2].map(|c| c.count), Some(0), "carried forward");
         assert!(cols[3].is_some());
         assert!(cols[7].is_none(), "nothing after the data");
+    }
+
+    #[test]
+    fn the_bwlimit_is_a_line_across_the_whole_plot() {
+        let pts: Vec<Point> = (1..=20).map(|i| pt(i as f64 * 0.1, 40.0)).collect();
+        let chart = SpeedChart {
+            points: &pts,
+            window: (0, 10_000_000_000),
+            axis: XAxis::Time,
+            avg_bps: None,
+            limit_bps: Some(80e6),
+            overlays: &[],
+            markers: &[],
+            spans: &[],
+            units: Units::Decimal,
+            theme: Theme::plain(false),
+        };
+        let area = Rect::new(0, 0, 60, 14);
+        let mut buf = Buffer::empty(area);
+        chart.render(area, &mut buf);
+        let rows: Vec<String> = (0..area.height)
+            .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol()).collect())
+            .collect();
+        let line = rows
+            .iter()
+            .find(|r| r.matches('╌').count() > 40)
+            .unwrap_or_else(|| panic!("no limit line:\n{}", rows.join("\n")));
+        // Drawn past the data (2 s of a 10 s window): the limit holds ahead too.
+        assert!(line.trim_end().ends_with('╌'), "{line}");
+        // Above the 40 MB/s fill: the scale made room for it.
+        let fill_top = rows.iter().position(|r| r.contains('█')).unwrap();
+        let line_y = rows.iter().position(|r| r == line).unwrap();
+        assert!(line_y < fill_top, "{}", rows.join("\n"));
     }
 }

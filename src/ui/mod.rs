@@ -102,6 +102,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
             window: app.window(),
             axis: app.view.axis,
             avg_bps: (stats.avg_bps > 0.0).then_some(stats.avg_bps),
+            limit_bps: app.limit_bps,
             overlays: &[chart::Overlay::DEVICE],
             markers: &marks,
             spans: &spans,
