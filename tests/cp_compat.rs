@@ -523,3 +523,31 @@ fn a_file_swapped_for_a_symlink_mid_copy_gets_a_clear_message() {
     assert!(!dst.join("b").exists(), "nothing under b's name");
     assert_eq!(fs::read(dst.join("a")).unwrap().len(), 3 << 20);
 }
+
+/// `--verify`: the phase is announced as copying+verifying from the start, and the 2-second
+/// line counts the read-back (no "avg 250 GB/s", no "ETA 0:00" while a file is read back).
+#[test]
+fn verify_progress_line_is_sensible() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("big");
+    write(&src, &data(6 << 20, 5));
+    let mut c = cmd();
+    c.env("COPYSCOPE_TEST_THROTTLE_BPS", (2 << 20).to_string())
+        .args([
+            OsStr::new("--verify"),
+            src.as_os_str(),
+            t.path().join("out").as_os_str(),
+        ]);
+    let o = run_timeout(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.contains("copying+verifying") && l.contains("read back"))
+        .unwrap_or_else(|| panic!("no verify progress line: {out}"));
+    assert!(!line.contains("TB/s") && !line.contains("GB/s"), "{line}");
+    assert!(!line.contains(" 100 %"), "{line}");
+    assert!(!line.contains("ETA 0:00"), "{line}");
+    assert!(out.contains("verified 1 files: all match"), "{out}");
+    assert!(!out.contains("verifying: reading the copies back"), "{out}");
+}

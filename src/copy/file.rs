@@ -487,13 +487,19 @@ fn verify(sh: &Shared, src: &OwnedFd, dst: &OwnedFd, buf: &mut [u8]) -> Result<b
         sh.verify_on_zfs.store(true, Ordering::Relaxed);
     }
     let _ = rfs::fadvise(dst, 0, None::<NonZeroU64>, rfs::Advice::DontNeed);
-    let a = hash_fd(sh, src, buf).map_err(DataErr::Read)?;
-    let b = hash_fd(sh, dst, buf).map_err(DataErr::Read)?;
+    let a = hash_fd(sh, src, buf, None).map_err(DataErr::Read)?;
+    let b = hash_fd(sh, dst, buf, Some(&sh.progress.bytes_verified)).map_err(DataErr::Read)?;
     sh.gate()?;
     Ok(a == b)
 }
 
-fn hash_fd(sh: &Shared, fd: &OwnedFd, buf: &mut [u8]) -> Result<blake3::Hash, Errno> {
+/// BLAKE3 of a whole file; `counted` (the copy's read-back) moves the verify progress.
+fn hash_fd(
+    sh: &Shared,
+    fd: &OwnedFd,
+    buf: &mut [u8],
+    counted: Option<&std::sync::atomic::AtomicU64>,
+) -> Result<blake3::Hash, Errno> {
     let mut h = blake3::Hasher::new();
     let mut off = 0u64;
     loop {
@@ -505,6 +511,9 @@ fn hash_fd(sh: &Shared, fd: &OwnedFd, buf: &mut [u8]) -> Result<blake3::Hash, Er
             Ok(n) => {
                 h.update(&buf[..n]);
                 off += n as u64;
+                if let Some(c) = counted {
+                    c.fetch_add(n as u64, Ordering::Relaxed);
+                }
             }
             Err(Errno::INTR) => {}
             Err(e) => return Err(e),

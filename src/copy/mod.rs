@@ -29,6 +29,8 @@ pub struct Progress {
     pub read_ns: AtomicU64,
     /// Cumulative nanoseconds spent inside write syscalls (copy_file_range counts here).
     pub write_ns: AtomicU64,
+    /// `--verify`: bytes of the copies read back from the device so far.
+    pub bytes_verified: AtomicU64,
     /// Size of the write syscall in progress (0 between writes): what a cancel waits for.
     pub in_write: AtomicU64,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).

@@ -20,7 +20,7 @@ use crate::model::format::fmt_clock;
 use crate::model::{Cause, Event, EventKind, Model};
 use crate::present::quote::quote;
 use crate::report::json;
-use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text};
+use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text, verify_line};
 use crate::report::prompt::StdinAsk;
 
 fn emit(line: &str) {
@@ -63,6 +63,8 @@ struct Printer {
     json: bool,
     /// `-v`: the (source, destination) roots; empty without -v.
     verbose: Vec<(PathBuf, PathBuf)>,
+    /// `--verify` is on: the copy phase reads every file back too.
+    verify: bool,
     /// Drops printed as "txg N was syncing" (their txg had not committed yet): (txg, drop
     /// start). When txg N commits, its size and duration get a line of their own.
     awaiting_commit: Vec<(u64, u64)>,
@@ -171,6 +173,7 @@ pub fn run_copy(
     let mut p = Printer {
         json: d.json,
         verbose,
+        verify: false,
         awaiting_commit: Vec::new(),
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
@@ -211,6 +214,9 @@ pub fn run_copy(
                     )
                     .to_string(),
                 );
+            } else if phase == Phase::CopyVerify {
+                let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
+                emit(&verify_line(elapsed, &snap, verified, d.binary));
             } else {
                 emit(&progress_line(
                     elapsed, phase, &snap, st.now_bps, st.avg_bps, d.binary,
@@ -298,6 +304,13 @@ fn drain(
         sess.recorder.engine_event(t, &ev);
         match &ev {
             EngineEvent::Paused => *phase = Phase::Paused,
+            // --verify reads each file back right after writing it: copying and verifying are
+            // one phase, announced at the start.
+            EngineEvent::VerifyStarted => {
+                p.verify = true;
+                *phase = Phase::CopyVerify;
+            }
+            EngineEvent::Resumed if p.verify => *phase = Phase::CopyVerify,
             EngineEvent::Resumed => *phase = Phase::Copying,
             EngineEvent::FlushStarted => *phase = Phase::Flushing,
             EngineEvent::FlushDone => *phase = Phase::Done,
@@ -357,6 +370,7 @@ mod tests {
         let mut p = Printer {
             json: false,
             verbose: Vec::new(),
+            verify: false,
             awaiting_commit: Vec::new(),
         };
         p.await_commits(&drop_citing(1_846_126_690, 12, 0));

@@ -712,12 +712,12 @@ impl Model {
                 self.flush_done = Some((t_ns, secs));
                 Some(EventKind::FlushDone { secs })
             }
-            EngineEvent::VerifyStarted => {
-                self.end_copy(t_ns, &mut out);
-                Some(EventKind::Note {
-                    text: "verifying: reading the copies back".to_string(),
-                })
-            }
+            // Announced at the start: each file is read back right after it is written, so the
+            // copy phase (its speed, its ETA) goes on until the flush.
+            EngineEvent::VerifyStarted => Some(EventKind::Note {
+                text: "--verify: each file is read back from the device after it is written"
+                    .to_string(),
+            }),
             EngineEvent::VerifyDone { files, mismatches } => Some(EventKind::Note {
                 text: if *mismatches == 0 {
                     format!("verified {} files: all match", format::fmt_count(*files))

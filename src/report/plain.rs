@@ -26,6 +26,8 @@ pub struct PlainSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Copying,
+    /// `--verify`: each file is copied, then read back from the device.
+    CopyVerify,
     Paused,
     Flushing,
     Done,
@@ -35,6 +37,7 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Copying => "copying",
+            Phase::CopyVerify => "copying+verifying",
             Phase::Paused => "paused",
             Phase::Flushing => "flushing",
             Phase::Done => "done",
@@ -134,6 +137,56 @@ pub fn progress_line(
         snap.files_done,
         rate(now_bps, binary),
         rate(avg_bps, binary),
+    )
+}
+
+/// The 2-second line under `--verify`: every byte is written, then read back from the device,
+/// so the work is twice the bytes; the percentage and the ETA count both halves (the written
+/// bytes alone would reach 100 % and "ETA 0:00" while the largest file is still being read back).
+pub fn verify_line(
+    elapsed: Duration,
+    snap: &ProgressSnapshot,
+    verified: u64,
+    binary: bool,
+) -> String {
+    let t = clock(elapsed.as_secs_f64());
+    let secs = elapsed.as_secs_f64();
+    let done = snap.bytes_copied + verified;
+    let (total, pct, eta) = if snap.scan_done {
+        let work = 2 * snap.bytes_total;
+        let pct = if work > 0 {
+            (done as f64 * 100.0 / work as f64).min(100.0)
+        } else {
+            100.0
+        };
+        let eta = if done > 0 && secs > 0.0 {
+            format!(
+                "ETA {}",
+                clock(work.saturating_sub(done) as f64 * secs / done as f64)
+            )
+        } else {
+            "ETA --".to_string()
+        };
+        (bytes(snap.bytes_total, binary), format!("{pct:.0} %"), eta)
+    } else {
+        (
+            format!("{}+", bytes(snap.bytes_total, binary)),
+            "estimating".to_string(),
+            "ETA estimating".to_string(),
+        )
+    };
+    let avg = if secs > 0.0 {
+        snap.bytes_copied as f64 / secs
+    } else {
+        0.0
+    };
+    format!(
+        "[{t}] copying+verifying {} written, {} read back / {total} {pct}  files {}/{}  avg {} (copy and read-back)  {eta}",
+        bytes(snap.bytes_copied, binary),
+        bytes(verified, binary),
+        snap.files_done,
+        snap.files_total,
+        rate(avg, binary),
     )
 }
 
@@ -288,5 +341,20 @@ mod tests {
         );
         assert!(s.contains("'a/b': Permission denied"), "{s}");
         assert_eq!(clock(3725.0), "1:02:05");
+    }
+
+    #[test]
+    fn verify_line_counts_the_read_back() {
+        // All 734 MB written, the big file still being read back: not 100 %, not ETA 0:00.
+        let mut s = snap(734_000_000, 734_000_000, true);
+        s.files_done = 50;
+        s.files_total = 51;
+        let l = verify_line(Duration::from_secs(2), &s, 134_000_000, false);
+        assert!(
+            l.contains("copying+verifying 734 MB written, 134 MB read back / 734 MB 59 %"),
+            "{l}"
+        );
+        assert!(l.contains("ETA 0:01"), "{l}");
+        assert!(l.contains("avg 367 MB/s"), "{l}");
     }
 }

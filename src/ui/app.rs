@@ -32,7 +32,7 @@ impl RunState {
             RunState::Copying => "copying",
             RunState::Paused => "paused",
             RunState::Flushing => "flushing",
-            RunState::Verifying => "verifying",
+            RunState::Verifying => "copying+verifying",
             RunState::Done => "done",
             RunState::Cancelled => "cancelled",
             RunState::Failed => "failed",

@@ -238,13 +238,6 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
             };
             line.render(row1, buf);
         }
-        RunState::Verifying => {
-            Line::from(Span::styled(
-                "verifying: reading every file back from the device",
-                t.warn(),
-            ))
-            .render(row1, buf);
-        }
         _ => {
             if let Some(cur) = &app.current {
                 let name = shell_escape(&cur.path);
