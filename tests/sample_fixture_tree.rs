@@ -310,3 +310,24 @@ fn anonymous_st_dev_with_a_device_source_uses_the_source() {
         env.notes
     );
 }
+
+/// A pool up for minutes holds zfs_txg_history rows (~14 KB, several kstat pages): the
+/// sample must carry the newest txgs, not the oldest page's (issue: stale, invented txgs).
+/// The fixture is real: scripts/zfs-capture-aged-txgs.sh in the lab VM, after 120 syncs.
+#[test]
+fn aged_pool_sample_carries_the_newest_txgs() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(zfs_root().path(), tmp.path());
+    let aged = fixtures().join("zfs-2.1/aged-pool/txgs");
+    let text = std::fs::read_to_string(&aged).unwrap();
+    assert!(text.len() > 3 * 4096, "the capture spans several pages");
+    std::fs::write(tmp.path().join("proc/spl/kstat/zfs/tank/txgs"), &text).unwrap();
+    let root = SysRoot::new(tmp.path());
+    let env = probe_environment_with(&root, &[], Path::new("/tank"), &zpool_output);
+    let mut reader = SignalReader::new(&root, &env);
+    let z = read_sample(&mut reader, &Progress::default(), Instant::now())
+        .zfs
+        .unwrap();
+    let txgs: Vec<u64> = z.txgs.iter().map(|r| r.txg).collect();
+    assert_eq!(txgs, (362..=369).collect::<Vec<u64>>());
+}

@@ -1,10 +1,9 @@
 //! `SignalReader`: reads every signal for one tick, cheaply: small /proc files stay open
 //! and are re-read from offset 0 into reused buffers; `txgs` is reopened each tick and read
-//! in one read() (signals.md §1.5); no subprocess runs per tick.
+//! to end of file, retried whole when a row vanishes mid-read; no subprocess runs per tick.
 
 use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::FileExt;
+use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -25,9 +24,10 @@ pub const TXG_ROWS_KEPT: usize = 8;
 /// A proc file is a few KiB; this only stops a runaway read of a file that is not one.
 const MAX_FILE_BYTES: usize = 16 << 20;
 
-/// One txgs read() must see the whole file (100 rows ≈ 14 KB), else a concurrently dropped
-/// row makes the read fail with EIO.
-const TXGS_BUF_MIN: usize = 64 << 10;
+/// A kstat file returns at most one page per read() (the seq_file buffer), so a full
+/// `txgs` (100 rows ≈ 14 KB) takes several; a row dropped between two of them makes the
+/// next read fail with EIO (spl-procfs-list.c), and the whole file is read again.
+const TXGS_READ_ATTEMPTS: usize = 4;
 
 /// A file kept open and re-read from offset 0 each tick into a reused buffer.
 #[derive(Debug)]
@@ -46,31 +46,23 @@ impl KeptFile {
         }
     }
 
-    /// The whole file now; `None` (and a reopen next time) on any error.
+    /// The whole file now, read to end of file from offset 0 (a seq_file gives at most a
+    /// page per read); `None` (and a reopen next time) on any error.
     fn read(&mut self) -> Option<&str> {
         if self.file.is_none() {
             self.file = File::open(&self.path).ok();
         }
-        let f = self.file.as_ref()?;
-        let mut len = 0;
-        loop {
-            if len == self.buf.len() {
-                if len >= MAX_FILE_BYTES {
-                    break;
-                }
-                self.buf.resize((len * 2).max(8192), 0);
-            }
-            match f.read_at(&mut self.buf[len..], len as u64) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.file = None;
-                    return None;
-                }
+        let mut f = self.file.as_ref()?;
+        let read = f
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| read_to_eof(&mut f, &mut self.buf));
+        match read {
+            Ok(len) => std::str::from_utf8(&self.buf[..len]).ok(),
+            Err(_) => {
+                self.file = None;
+                None
             }
         }
-        std::str::from_utf8(&self.buf[..len]).ok()
     }
 }
 
@@ -86,25 +78,138 @@ struct ZfsFiles {
 }
 
 impl ZfsFiles {
-    /// Reopens txgs and reads it with a single read() call.
+    /// Reopens txgs and reads all of it.
     fn read_txgs(&mut self) -> Option<&str> {
-        let mut f = File::open(&self.txgs_path).ok()?;
-        if self.txgs_buf.len() < TXGS_BUF_MIN {
-            self.txgs_buf.resize(TXGS_BUF_MIN, 0);
-        }
-        let n = loop {
-            match f.read(&mut self.txgs_buf) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
-        };
-        if n == self.txgs_buf.len() && n < MAX_FILE_BYTES {
-            // The file outgrew the buffer: the cut-off last line is dropped by the parser
-            // now, and the next tick reads with a buffer twice as large.
-            self.txgs_buf.resize(n * 2, 0);
-        }
+        let path = &self.txgs_path;
+        let n = read_whole_retrying(|| File::open(path), &mut self.txgs_buf, TXGS_READ_ATTEMPTS)?;
         std::str::from_utf8(&self.txgs_buf[..n]).ok()
+    }
+}
+
+/// Reads `r` sequentially until read() returns 0, however short each read is, into `buf`
+/// (grown as needed, never shrunk); the number of bytes read.
+pub fn read_to_eof(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            if len >= MAX_FILE_BYTES {
+                return Ok(len);
+            }
+            buf.resize((len * 2).max(8192), 0);
+        }
+        match r.read(&mut buf[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Opens and reads a whole file up to `attempts` times: a procfs list whose oldest rows
+/// are dropped while it is read in pieces fails the read (EIO), and a fresh open starts
+/// over. `None` when every attempt failed.
+pub fn read_whole_retrying<R: Read>(
+    mut open: impl FnMut() -> std::io::Result<R>,
+    buf: &mut Vec<u8>,
+    attempts: usize,
+) -> Option<usize> {
+    for _ in 0..attempts {
+        // A file that cannot be opened will not open on a retry within the same tick.
+        let mut file = open().ok()?;
+        if let Ok(n) = read_to_eof(&mut file, buf) {
+            return Some(n);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    /// Hands out `data` at most `chunk` bytes per read(), like a kstat's seq_file does
+    /// a page at a time; fails once with EIO at `fail_at` when set (a dropped row).
+    struct ShortReads<'a> {
+        data: &'a [u8],
+        pos: usize,
+        chunk: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl Read for ShortReads<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.fail_at.is_some_and(|f| self.pos >= f) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            let n = self.chunk.min(out.len()).min(self.data.len() - self.pos);
+            out[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    const AGED_TXGS: &str = include_str!("../../tests/fixtures/zfs-2.1/aged-pool/txgs");
+
+    #[test]
+    fn short_reads_are_joined_to_the_whole_file() {
+        let mut r = ShortReads {
+            data: AGED_TXGS.as_bytes(),
+            pos: 0,
+            chunk: 4096,
+            fail_at: None,
+        };
+        let mut buf = Vec::new();
+        let n = read_to_eof(&mut r, &mut buf).unwrap();
+        assert!(
+            AGED_TXGS.len() > 3 * 4096,
+            "the fixture must span several pages"
+        );
+        assert_eq!(&buf[..n], AGED_TXGS.as_bytes());
+        let mut tiny = ShortReads {
+            data: AGED_TXGS.as_bytes(),
+            pos: 0,
+            chunk: 7,
+            fail_at: None,
+        };
+        let n = read_to_eof(&mut tiny, &mut buf).unwrap();
+        assert_eq!(&buf[..n], AGED_TXGS.as_bytes());
+    }
+
+    #[test]
+    fn a_row_dropped_mid_read_restarts_the_whole_read() {
+        let mut opens = 0;
+        let mut buf = Vec::new();
+        let n = read_whole_retrying(
+            || {
+                opens += 1;
+                let fail_at = (opens == 1).then_some(4096);
+                Ok(ShortReads {
+                    data: AGED_TXGS.as_bytes(),
+                    pos: 0,
+                    chunk: 4096,
+                    fail_at,
+                })
+            },
+            &mut buf,
+            TXGS_READ_ATTEMPTS,
+        );
+        assert_eq!(opens, 2);
+        assert_eq!(&buf[..n.unwrap()], AGED_TXGS.as_bytes());
+        let always_failing = read_whole_retrying(
+            || {
+                Ok(ShortReads {
+                    data: b"txg",
+                    pos: 0,
+                    chunk: 1,
+                    fail_at: Some(0),
+                })
+            },
+            &mut buf,
+            TXGS_READ_ATTEMPTS,
+        );
+        assert_eq!(always_failing, None);
     }
 }
 
