@@ -84,6 +84,7 @@ fn sample() -> impl Strategy<Value = (u64, Sample)> {
                         busy_pct,
                         max_core_pct: busy_pct,
                     }),
+                    threads: None,
                     zfs: zfs.map(|(txgs, (dly, over), arc_anon, birth_offset_ns)| ZfsSample {
                         pool: "tank".into(),
                         txgs,

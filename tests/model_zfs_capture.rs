@@ -145,6 +145,7 @@ fn load_from(dir: &str) -> Capture {
                 thresh: THRESH_PAGES * 4096,
                 written: num(c_written) * 4096,
             }),
+            threads: None,
             zfs: Some(ZfsSample {
                 pool: "tank".into(),
                 txgs: rows.clone(),

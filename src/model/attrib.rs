@@ -3,7 +3,7 @@
 //! The thresholds are documented in docs/attribution.md.
 
 use super::Cause;
-use crate::sample::{Cpu, PageCache};
+use crate::sample::{Cpu, PageCache, ThreadSample, WaitClass};
 
 /// The writer "sat in write()": share of the drop's time spent inside write calls.
 pub const WRITE_BLOCKED_SHARE: f64 = 0.5;
@@ -19,8 +19,14 @@ pub const WRITEBACK_JUMP: u64 = 16 << 20;
 pub const DEVICE_RATE_UP: f64 = 1.5;
 /// Device busy (io_ticks per disk) that counts as saturated, percent.
 pub const DEVICE_SATURATED_PCT: f64 = 90.0;
-/// CPU busy over all cores that counts as saturated, percent.
-pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// A kernel wait that held the copy threads at least this share of the drop (sampled states,
+/// weighted by the threads that were not idle) counts as evidence against it.
+pub const HELD_SHARE: f64 = 0.2;
+/// The copy threads waited on a run queue for a CPU at least this share of their time:
+/// CPU starvation.
+pub const RUNQ_WAIT_SHARE: f64 = 0.25;
+/// A source stall from the threads' states: reading at least this share …
+pub const READ_HELD_SHARE: f64 = 0.5;
 /// Part of the drop a txg sync must cover.
 pub const TXG_OVERLAP_FRACTION: f64 = 0.5;
 /// ZFS delays and dirty data are also counted this long before the drop: the throttle
@@ -56,6 +62,39 @@ pub(crate) struct TickInfo {
     pub zfs_delays: u64,
     pub zfs_over_max: u64,
     pub arc_anon: Option<u64>,
+    /// ZIL commits (zil kstat zil_commit_count) during the tick.
+    pub zil_commits: u64,
+    pub threads: Option<ThreadTick>,
+}
+
+/// The copy threads over one tick: their states at its end and the run-queue wait during it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct ThreadTick {
+    /// Threads not idle at the sample.
+    pub active: u32,
+    /// Threads per [`WaitClass::index`].
+    pub classes: [u32; WaitClass::ALL.len()],
+    /// Run-queue wait added during the tick, ns (all copy threads).
+    pub runq_ns: u64,
+    /// Some blocked thread's wait channel or stack was readable.
+    pub readable: bool,
+}
+
+impl ThreadTick {
+    /// From two consecutive thread samples (the wait is their difference; none before the first).
+    pub fn between(prev: Option<&ThreadSample>, cur: Option<&ThreadSample>) -> Option<ThreadTick> {
+        let cur = cur?;
+        let mut classes = [0; WaitClass::ALL.len()];
+        for (c, n) in &cur.classes {
+            classes[c.index()] = *n;
+        }
+        Some(ThreadTick {
+            active: cur.active,
+            classes,
+            runq_ns: prev.map_or(0, |p| cur.runq_wait_ns.saturating_sub(p.runq_wait_ns)),
+            readable: cur.stacks_readable,
+        })
+    }
 }
 
 impl TickInfo {
@@ -82,12 +121,21 @@ pub(crate) struct Evidence {
     pre_dev_bps: Option<f64>,
     util_sum: f64,
     util_ns: u64,
-    cpu_sum: f64,
-    cpu_ns: u64,
     source_disk: bool,
     pub zfs_delays: u64,
     pub zfs_over_max: u64,
     pub arc_anon_peak: Option<u64>,
+    pub zil_commits: u64,
+    /// Time with copy-thread data in which some thread was active, ns.
+    thread_ns: u64,
+    /// Per class: Σ dt × (threads in the class / active threads).
+    class_ns: [f64; WaitClass::ALL.len()],
+    /// Σ dt × active threads (the time the run-queue wait is measured against).
+    thread_capacity_ns: f64,
+    runq_ns: f64,
+    stacks_readable: bool,
+    /// Highest busiest-core load during the drop, percent.
+    max_core_pct: Option<f64>,
 }
 
 impl Evidence {
@@ -150,13 +198,61 @@ impl Evidence {
             self.util_ns += dt;
         }
         if let Some(c) = t.cpu {
-            self.cpu_sum += c.busy_pct as f64 * dt as f64;
-            self.cpu_ns += dt;
+            let core = c.max_core_pct as f64;
+            self.max_core_pct = Some(self.max_core_pct.map_or(core, |m| m.max(core)));
         }
         self.source_disk |= t.source_disk;
         self.zfs_delays = self.zfs_delays.saturating_add(t.zfs_delays);
         self.zfs_over_max = self.zfs_over_max.saturating_add(t.zfs_over_max);
+        self.zil_commits = self.zil_commits.saturating_add(t.zil_commits);
         self.note_anon(t.arc_anon);
+        if let Some(th) = t.threads {
+            self.fold_threads(&th, dt);
+        }
+    }
+
+    fn fold_threads(&mut self, th: &ThreadTick, dt: u64) {
+        self.stacks_readable |= th.readable;
+        if th.active == 0 {
+            return;
+        }
+        self.thread_ns += dt;
+        let active = th.active as f64;
+        for (slot, n) in self.class_ns.iter_mut().zip(th.classes) {
+            *slot += dt as f64 * n as f64 / active;
+        }
+        let capacity = dt as f64 * active;
+        self.thread_capacity_ns += capacity;
+        self.runq_ns += (th.runq_ns as f64).min(capacity);
+    }
+
+    /// Share of the drop's thread time the copy threads spent in `class`.
+    pub fn held(&self, class: WaitClass) -> f64 {
+        if self.thread_ns == 0 {
+            0.0
+        } else {
+            self.class_ns[class.index()] / self.thread_ns as f64
+        }
+    }
+
+    /// Share of the copy threads' time spent waiting for a CPU; `None` without thread data.
+    pub fn runq_share(&self) -> Option<f64> {
+        (self.thread_capacity_ns > 0.0).then(|| self.runq_ns / self.thread_capacity_ns)
+    }
+
+    /// The threads' states are known and their kernel waits readable: a cause with a kernel
+    /// signature must then show it.
+    fn stacks_known(&self) -> bool {
+        self.thread_ns > 0 && self.stacks_readable
+    }
+
+    /// Share of the thread time held on the write side (a known write wait or an unexplained D).
+    fn held_writing(&self) -> f64 {
+        WaitClass::ALL
+            .iter()
+            .filter(|c| c.is_destination() || **c == WaitClass::OtherBlocked)
+            .map(|c| self.held(*c))
+            .sum()
     }
 
     /// Time-weighted mean destination write rate during the drop.
@@ -187,6 +283,8 @@ pub(crate) struct TxgHit {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Context {
     pub on_zfs: bool,
+    /// The destination has block devices of its own (not tmpfs, not a network share).
+    pub has_device: bool,
     /// The engine reported read/write times at some point in the run.
     pub engine_timing: bool,
     pub txg: Option<TxgHit>,
@@ -197,62 +295,62 @@ pub(crate) struct Context {
 pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
     let read_share = e.share(e.read_ns);
     let write_share = e.share(e.write_ns);
-    let source_stall = cx.engine_timing
+    let threads = e.thread_ns > 0;
+    let stacks = e.stacks_known();
+    // A source stall: the engine sat in read(), or (copy_file_range, where reads happen inside
+    // the write call) its threads' kernel stacks were in the read path.
+    let source_stall = (cx.engine_timing
         && read_share >= READ_STALL_SHARE
-        && write_share < READ_STALL_MAX_WRITE_SHARE;
-    // Without engine times (watch mode, the dd capture) the page cache alone decides.
-    let writer_blocked = !cx.engine_timing || write_share >= WRITE_BLOCKED_SHARE;
+        && write_share < READ_STALL_MAX_WRITE_SHARE)
+        || (stacks
+            && e.held(WaitClass::SourceRead) >= READ_HELD_SHARE
+            && e.held_writing() < READ_STALL_MAX_WRITE_SHARE);
+    // Held on the write side: the kernel stacks say so when readable; else the engine's time
+    // in write calls; without engine times (watch mode, the dd capture) the counters decide.
+    let writer_blocked = if stacks {
+        e.held_writing() >= HELD_SHARE
+    } else {
+        !cx.engine_timing || write_share >= WRITE_BLOCKED_SHARE
+    };
+    // A kernel wait with a known signature: shown by the stacks when they are readable.
+    let held = |class: WaitClass| !stacks || e.held(class) >= HELD_SHARE;
     // A read stall can still come from the destination when both share one disk.
-    let device_may_matter = !source_stall || !e.source_disk;
+    let has_device = cx.has_device || e.dev_ns > 0;
+    let device_may_matter = has_device && (!source_stall || !e.source_disk);
+    // The device held the copy: the writer waited on it, or the reader did on a disk it shares.
+    let device_held = device_may_matter && (writer_blocked || source_stall);
     let mut causes = Vec::new();
 
     if !source_stall && cx.on_zfs {
-        if let Some(h) = cx.txg {
-            let pct = match (e.arc_anon_peak, h.ndirty, cx.dirty_max) {
-                (Some(a), _, Some(m)) if m > 0 => Some(a as f64 * 100.0 / m as f64),
-                (None, n, Some(m)) if m > 0 && n > 0 => Some(n as f64 * 100.0 / m as f64),
-                _ => None,
-            };
-            causes.push(Cause::TxgSync {
-                txg: h.txg,
-                ndirty: h.ndirty,
-                stime_ns: h.stime_ns,
-                dirty_pct_of_max: pct,
-            });
-        }
-        if e.zfs_delays > 0 || e.zfs_over_max > 0 {
-            causes.push(Cause::ZfsThrottle {
-                delays: e.zfs_delays,
-                over_max: e.zfs_over_max,
+        zfs_causes(e, cx, held(WaitClass::ZfsTxg), &mut causes);
+        if (stacks && e.held(WaitClass::ZilCommit) >= HELD_SHARE)
+            || (!stacks && writer_blocked && e.zil_commits > 0)
+        {
+            causes.push(Cause::ZilCommit {
+                commits: e.zil_commits,
+                held_pct: stacks.then(|| e.held(WaitClass::ZilCommit) * 100.0),
             });
         }
     }
-    // On ZFS, file data never passes through the page cache's dirty accounting.
-    if !cx.on_zfs && e.page_ns > 0 {
-        let above = e.share(e.above_freerun_ns) >= ABOVE_FREERUN_FRACTION;
-        if !source_stall && above && writer_blocked {
-            causes.push(Cause::DirtyThrottle {
-                dirty: e.max_dirty_wb,
-                freerun: e.freerun_at_max,
-                write_share,
-            });
-        }
-        let dev_bps = e.dev_mean();
-        let wb_jump = e
-            .max_writeback
-            .saturating_sub(e.writeback_at_start.unwrap_or(e.max_writeback));
-        let dev_up = match (dev_bps, e.pre_dev_bps) {
-            (Some(now), Some(before)) => now >= 1e6 && now >= DEVICE_RATE_UP * before,
-            _ => false,
-        };
-        if device_may_matter && e.above_freerun_ns == 0 && (wb_jump >= WRITEBACK_JUMP || dev_up) {
-            causes.push(Cause::WritebackBurst {
-                writeback: e.max_writeback,
-                device_bps: dev_bps.unwrap_or(0.0),
-            });
-        }
+    // On ZFS, file data never passes through the page cache's dirty accounting; without a
+    // device of its own (tmpfs) nothing is written back.
+    if !cx.on_zfs && has_device && e.page_ns > 0 {
+        let by_dirty = held(WaitClass::DirtyThrottle);
+        page_cache_causes(
+            e,
+            source_stall,
+            writer_blocked,
+            device_held,
+            by_dirty,
+            &mut causes,
+        );
     }
-    if device_may_matter && e.util_ns > 0 {
+    if !cx.on_zfs && stacks && e.held(WaitClass::Journal) >= HELD_SHARE {
+        causes.push(Cause::JournalWait {
+            held_pct: e.held(WaitClass::Journal) * 100.0,
+        });
+    }
+    if device_held && e.util_ns > 0 {
         let util = e.util_sum / e.util_ns as f64;
         if util >= DEVICE_SATURATED_PCT {
             causes.push(Cause::DeviceSaturated {
@@ -262,16 +360,88 @@ pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
         }
     }
     if source_stall {
-        causes.push(Cause::SourceStall { read_share });
+        causes.push(Cause::SourceStall {
+            read_share: if stacks && read_share < READ_STALL_SHARE {
+                e.held(WaitClass::SourceRead)
+            } else {
+                read_share
+            },
+        });
     }
-    if e.cpu_ns > 0 {
-        let busy = e.cpu_sum / e.cpu_ns as f64;
-        if busy >= CPU_SATURATED_PCT {
-            causes.push(Cause::CpuSaturated { busy_pct: busy });
-        }
+    if let Some(wait) = e.runq_share()
+        && threads
+        && wait >= RUNQ_WAIT_SHARE
+    {
+        causes.push(Cause::CpuStarved {
+            runq_wait_pct: wait * 100.0,
+            max_core_pct: e.max_core_pct,
+        });
     }
     if causes.is_empty() {
         causes.push(Cause::Unknown);
     }
     causes
+}
+
+/// Txg sync and write throttle (destination on ZFS, not a source stall). `held` is false
+/// when readable stacks show the writer never waited on a txg or the throttle.
+fn zfs_causes(e: &Evidence, cx: &Context, held: bool, causes: &mut Vec<Cause>) {
+    if !held {
+        return;
+    }
+    if let Some(h) = cx.txg {
+        let pct = match (e.arc_anon_peak, h.ndirty, cx.dirty_max) {
+            (Some(a), _, Some(m)) if m > 0 => Some(a as f64 * 100.0 / m as f64),
+            (None, n, Some(m)) if m > 0 && n > 0 => Some(n as f64 * 100.0 / m as f64),
+            _ => None,
+        };
+        causes.push(Cause::TxgSync {
+            txg: h.txg,
+            ndirty: h.ndirty,
+            stime_ns: h.stime_ns,
+            dirty_pct_of_max: pct,
+        });
+    }
+    if e.zfs_delays > 0 || e.zfs_over_max > 0 {
+        causes.push(Cause::ZfsThrottle {
+            delays: e.zfs_delays,
+            over_max: e.zfs_over_max,
+        });
+    }
+}
+
+/// Dirty throttling and writeback bursts (a destination with a block device, not on ZFS).
+/// `device_held`: the writer (or a reader sharing the disk) waited on the device;
+/// `held_by_dirty` is false when readable stacks never showed `balance_dirty_pages`.
+fn page_cache_causes(
+    e: &Evidence,
+    source_stall: bool,
+    writer_blocked: bool,
+    device_held: bool,
+    held_by_dirty: bool,
+    causes: &mut Vec<Cause>,
+) {
+    let write_share = e.share(e.write_ns);
+    let above = e.share(e.above_freerun_ns) >= ABOVE_FREERUN_FRACTION;
+    if !source_stall && held_by_dirty && (above || e.stacks_known()) && writer_blocked {
+        causes.push(Cause::DirtyThrottle {
+            dirty: e.max_dirty_wb,
+            freerun: e.freerun_at_max,
+            write_share,
+        });
+    }
+    let dev_bps = e.dev_mean();
+    let wb_jump = e
+        .max_writeback
+        .saturating_sub(e.writeback_at_start.unwrap_or(e.max_writeback));
+    let dev_up = match (dev_bps, e.pre_dev_bps) {
+        (Some(now), Some(before)) => now >= 1e6 && now >= DEVICE_RATE_UP * before,
+        _ => false,
+    };
+    if device_held && e.above_freerun_ns == 0 && (wb_jump >= WRITEBACK_JUMP || dev_up) {
+        causes.push(Cause::WritebackBurst {
+            writeback: e.max_writeback,
+            device_bps: dev_bps.unwrap_or(0.0),
+        });
+    }
 }

@@ -73,7 +73,9 @@ impl Cause {
             Cause::WritebackBurst { .. } => "writeback",
             Cause::DeviceSaturated { .. } => "disk busy",
             Cause::SourceStall { .. } => "source stall",
-            Cause::CpuSaturated { .. } => "cpu",
+            Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => "cpu",
+            Cause::ZilCommit { .. } => "sync writes",
+            Cause::JournalWait { .. } => "journal",
             Cause::Unknown => "unknown",
         }
     }
@@ -153,6 +155,30 @@ impl Cause {
                 (read_share * 100.0).min(100.0)
             ),
             Cause::CpuSaturated { busy_pct } => format!("CPU {busy_pct:.0} % busy"),
+            Cause::CpuStarved {
+                runq_wait_pct,
+                max_core_pct,
+            } => {
+                let mut s = format!("waiting for a CPU {runq_wait_pct:.0} % of the time");
+                if let Some(c) = max_core_pct {
+                    s.push_str(&format!(" (busiest core {c:.0} %)"));
+                }
+                s
+            }
+            Cause::ZilCommit { commits, held_pct } => {
+                let mut s = "synchronous writes: ".to_string();
+                match held_pct {
+                    Some(p) => s.push_str(&format!("writer in zil_commit {p:.0} % of the time")),
+                    None => s.push_str("the writer waited while the ZIL committed"),
+                }
+                if *commits > 0 {
+                    s.push_str(&format!(", {} ZIL commits", fmt_count(*commits)));
+                }
+                s
+            }
+            Cause::JournalWait { held_pct } => {
+                format!("ext4 journal: writer waiting on jbd2 {held_pct:.0} % of the time")
+            }
             Cause::Unknown => "no signal explains it".to_string(),
         }
     }

@@ -23,7 +23,7 @@ pub use series::{Point, Series};
 
 use crate::copy::EngineEvent;
 use crate::sample::{Environment, PageCache, Sample};
-use attrib::{Context, Evidence, TickInfo, TxgHit, dirty_and_writeback, freerun};
+use attrib::{Context, Evidence, ThreadTick, TickInfo, TxgHit, dirty_and_writeback, freerun};
 use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
 use txg::{TxgChange, TxgTracker};
 
@@ -129,8 +129,27 @@ pub enum Cause {
     SourceStall {
         read_share: f64,
     },
+    /// Recordings before the copier's threads were sampled: all-core CPU busy. No longer
+    /// produced (the all-core average never showed that the writer waited for a CPU).
     CpuSaturated {
         busy_pct: f64,
+    },
+    /// Synchronous writes: the writer sat in `zil_commit` (or, without kernel stacks, ZIL
+    /// commits rose while it was blocked).
+    ZilCommit {
+        commits: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held_pct: Option<f64>,
+    },
+    /// The ext4/jbd2 journal held the writer.
+    JournalWait {
+        held_pct: f64,
+    },
+    /// The copy's threads waited on a run queue for a CPU.
+    CpuStarved {
+        runq_wait_pct: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_core_pct: Option<f64>,
     },
     Unknown,
 }
@@ -272,11 +291,13 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes in §5a order, for per-cause totals.
-const CAUSE_LABELS: [&str; 8] = [
+const CAUSE_LABELS: [&str; 10] = [
     "txg sync",
     "zfs throttle",
+    "sync writes",
     "dirty throttle",
     "writeback",
+    "journal",
     "disk busy",
     "source stall",
     "cpu",
@@ -287,12 +308,14 @@ fn cause_index(c: &Cause) -> usize {
     match c {
         Cause::TxgSync { .. } => 0,
         Cause::ZfsThrottle { .. } => 1,
-        Cause::DirtyThrottle { .. } => 2,
-        Cause::WritebackBurst { .. } => 3,
-        Cause::DeviceSaturated { .. } => 4,
-        Cause::SourceStall { .. } => 5,
-        Cause::CpuSaturated { .. } => 6,
-        Cause::Unknown => 7,
+        Cause::ZilCommit { .. } => 2,
+        Cause::DirtyThrottle { .. } => 3,
+        Cause::WritebackBurst { .. } => 4,
+        Cause::JournalWait { .. } => 5,
+        Cause::DeviceSaturated { .. } => 6,
+        Cause::SourceStall { .. } => 7,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 8,
+        Cause::Unknown => 9,
     }
 }
 
@@ -335,7 +358,7 @@ pub struct Model {
     peak_bps: f64,
     min_bps: Option<f64>,
     drops: usize,
-    lost_by_cause: [f64; 8],
+    lost_by_cause: [f64; CAUSE_LABELS.len()],
 }
 
 impl Model {
@@ -368,7 +391,7 @@ impl Model {
             peak_bps: 0.0,
             min_bps: None,
             drops: 0,
-            lost_by_cause: [0.0; 8],
+            lost_by_cause: [0.0; CAUSE_LABELS.len()],
         }
     }
 
@@ -537,6 +560,7 @@ impl Model {
             });
         Context {
             on_zfs,
+            has_device: !self.env.dest_devices.is_empty() || !self.env.dest_disks.is_empty(),
             engine_timing: self.engine_timing,
             txg,
             dirty_max: self.env.zfs_dirty_data_max,
@@ -1137,6 +1161,14 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         zfs_delays,
         zfs_over_max,
         arc_anon: s.zfs.as_ref().and_then(|z| z.arc_anon),
+        zil_commits: match (&prev.zfs, &s.zfs) {
+            (Some(a), Some(b)) => b
+                .zil_commits
+                .unwrap_or(0)
+                .saturating_sub(a.zil_commits.unwrap_or(0)),
+            _ => 0,
+        },
+        threads: ThreadTick::between(prev.threads.as_ref(), s.threads.as_ref()),
     }
 }
 

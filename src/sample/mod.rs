@@ -19,6 +19,7 @@ pub mod procfs;
 pub mod reader;
 pub mod root;
 pub mod sampler;
+pub mod threads;
 pub mod zfs;
 
 pub use blockdev::BlockDev;
@@ -27,6 +28,7 @@ pub use error::ParseError;
 pub use reader::{SignalReader, read_sample};
 pub use root::SysRoot;
 pub use sampler::{SamplerHandle, SamplerStats, spawn_sampler};
+pub use threads::{ThreadSample, WaitClass};
 
 /// One tick of every signal. Optional parts are `None` when the source is missing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,10 @@ pub struct Sample {
     /// ZFS state of the destination pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zfs: Option<ZfsSample>,
+    /// The copier's own threads: states, kernel waits, run-queue wait (absent in recordings
+    /// made before it existed, and when /proc/self/task is not readable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadSample>,
 }
 
 /// /proc/meminfo and /proc/vmstat figures, all converted to bytes.
@@ -122,6 +128,10 @@ pub struct ZfsSample {
     /// `nwritten`, OpenZFS 0.8+): the watch-mode intake signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objset_nwritten: Option<u64>,
+    /// Cumulative ZIL commits (`/proc/spl/kstat/zfs/zil` `zil_commit_count`, all pools):
+    /// synchronous writes (fsync, O_SYNC, `sync=always`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zil_commits: Option<u64>,
 }
 
 /// One row of /proc/spl/kstat/zfs/POOL/txgs.

@@ -13,6 +13,7 @@ use super::cpu::CpuMeter;
 use super::diskstats::sum_diskstats;
 use super::procfs::{page_cache, parse_meminfo, parse_psi, parse_vmstat};
 use super::root::SysRoot;
+use super::threads::ThreadReader;
 use super::zfs::{named_kstat_u64, parse_dmu_tx, parse_txgs};
 use super::{Environment, Sample, ZfsSample};
 use crate::copy::{Progress, ProgressSnapshot};
@@ -74,6 +75,7 @@ struct ZfsFiles {
     txgs_buf: Vec<u8>,
     dmu_tx: KeptFile,
     arcstats: KeptFile,
+    zil: KeptFile,
     objset: Option<KeptFile>,
 }
 
@@ -224,6 +226,7 @@ pub struct SignalReader {
     dest_devs: Vec<(u32, u32)>,
     src_devs: Vec<(u32, u32)>,
     cpu: Option<CpuMeter>,
+    threads: ThreadReader,
     zfs: Option<ZfsFiles>,
 }
 
@@ -245,6 +248,7 @@ impl SignalReader {
             txgs_buf: Vec::new(),
             dmu_tx: KeptFile::new(root.join("proc/spl/kstat/zfs/dmu_tx")),
             arcstats: KeptFile::new(root.join("proc/spl/kstat/zfs/arcstats")),
+            zil: KeptFile::new(root.join("proc/spl/kstat/zfs/zil")),
             objset: env
                 .zfs_objset
                 .as_ref()
@@ -275,6 +279,7 @@ impl SignalReader {
             } else {
                 None
             },
+            threads: ThreadReader::new(root),
             zfs,
         }
     }
@@ -301,6 +306,7 @@ impl SignalReader {
         }
         s.psi_io = self.psi.read().and_then(|t| parse_psi(t).ok());
         s.cpu = self.cpu.as_mut().and_then(CpuMeter::read);
+        s.threads = self.threads.read();
         if let Some(z) = self.zfs.as_mut() {
             let txgs = z.read_txgs().and_then(|t| parse_txgs(t).ok()).map(|mut t| {
                 let skip = t.rows.len().saturating_sub(TXG_ROWS_KEPT);
@@ -326,6 +332,10 @@ impl SignalReader {
                         .unwrap_or(i64::MAX)
                         .saturating_sub(i64::try_from(raw).unwrap_or(i64::MAX)),
                     objset_nwritten,
+                    zil_commits: z
+                        .zil
+                        .read()
+                        .and_then(|t| named_kstat_u64(t, "zil_commit_count")),
                 });
             }
         }

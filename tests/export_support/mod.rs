@@ -172,6 +172,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
                 busy_pct: 23.5,
                 max_core_pct: 41.25,
             }),
+            threads: None,
             zfs: Some(ZfsSample {
                 pool: "tank".to_string(),
                 txgs,

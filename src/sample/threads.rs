@@ -1,0 +1,409 @@
+//! The copier's own threads (DESIGN §5, signals.md §4.3): each tick, what every copy thread
+//! was doing — on a CPU, waiting for one, or blocked, and in which kernel function — read from
+//! `/proc/self/task/*/{stat,schedstat,wchan,stack}` under the [`SysRoot`]. The parsers and the
+//! classification are pure; [`ThreadReader`] only reads files and keeps the run-queue totals
+//! monotonic across threads that come and go.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::root::SysRoot;
+
+/// Thread names (comm, at most 15 bytes) of the threads that move the data: the engine thread
+/// and its copy workers (`copyscope-engine`, `copyscope-copy-N`, src/copy/engine.rs).
+pub const COPIER_COMM_PREFIXES: [&str; 2] = ["copyscope-engi", "copyscope-copy"];
+
+/// What one thread was doing at the instant it was sampled, best evidence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitClass {
+    /// State R: on a CPU or on a run queue (the schedstat wait tells which).
+    Running,
+    /// Paced by the page cache: `balance_dirty_pages`.
+    DirtyThrottle,
+    /// Waiting for pages under writeback (stable pages): `folio_wait_writeback`.
+    WritebackWait,
+    /// Held by a ZFS transaction group: `txg_wait_synced`, `txg_wait_open`, `dmu_tx_wait`,
+    /// `dmu_tx_delay`.
+    ZfsTxg,
+    /// Synchronous write committing the ZFS intent log: `zil_commit`.
+    ZilCommit,
+    /// ext4/jbd2 journal: `jbd2_*`, `start_this_handle`, `do_get_write_access`.
+    Journal,
+    /// Reading the source: `filemap_read`, a read syscall or a page-cache read wait.
+    SourceRead,
+    /// fsync/fdatasync waiting for data to reach the disk (not ZIL): `file_write_and_wait_range`.
+    SyncWait,
+    /// Uninterruptible (D) for another or an unreadable reason.
+    OtherBlocked,
+    /// Interruptible sleep (S): idle, waiting for work or a lock in user space.
+    Sleeping,
+}
+
+impl WaitClass {
+    /// Every class, in declaration order ([`WaitClass::index`] is the position here).
+    pub const ALL: [WaitClass; 10] = [
+        WaitClass::Running,
+        WaitClass::DirtyThrottle,
+        WaitClass::WritebackWait,
+        WaitClass::ZfsTxg,
+        WaitClass::ZilCommit,
+        WaitClass::Journal,
+        WaitClass::SourceRead,
+        WaitClass::SyncWait,
+        WaitClass::OtherBlocked,
+        WaitClass::Sleeping,
+    ];
+
+    /// Position in [`WaitClass::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// True for the classes where the thread was held by the kernel on the write side.
+    pub fn is_destination(self) -> bool {
+        matches!(
+            self,
+            WaitClass::DirtyThrottle
+                | WaitClass::WritebackWait
+                | WaitClass::ZfsTxg
+                | WaitClass::ZilCommit
+                | WaitClass::Journal
+                | WaitClass::SyncWait
+        )
+    }
+}
+
+/// Kernel function names (substrings of a stack frame or wchan) and the class they prove, in
+/// the order they are tried: the write-side waits first, because a read wait can sit under a
+/// write (copy_file_range reads inside the write call).
+const SIGNATURES: [(&str, WaitClass); 20] = [
+    ("balance_dirty_pages", WaitClass::DirtyThrottle),
+    ("zil_commit", WaitClass::ZilCommit),
+    ("txg_wait_synced", WaitClass::ZfsTxg),
+    ("txg_wait_open", WaitClass::ZfsTxg),
+    ("dmu_tx_wait", WaitClass::ZfsTxg),
+    ("dmu_tx_delay", WaitClass::ZfsTxg),
+    ("dmu_tx_assign", WaitClass::ZfsTxg),
+    ("jbd2_", WaitClass::Journal),
+    ("start_this_handle", WaitClass::Journal),
+    ("do_get_write_access", WaitClass::Journal),
+    ("wait_on_page_writeback", WaitClass::WritebackWait),
+    ("folio_wait_writeback", WaitClass::WritebackWait),
+    ("folio_wait_stable", WaitClass::WritebackWait),
+    ("file_write_and_wait_range", WaitClass::SyncWait),
+    ("filemap_fdatawait", WaitClass::SyncWait),
+    ("filemap_read", WaitClass::SourceRead),
+    ("filemap_get_pages", WaitClass::SourceRead),
+    ("generic_file_read_iter", WaitClass::SourceRead),
+    ("zfs_read", WaitClass::SourceRead),
+    ("ksys_read", WaitClass::SourceRead),
+];
+
+/// The first signature found in the wait channel or any stack frame, with the frame's
+/// function name.
+fn signature(wchan: &str, stack: &str) -> Option<(WaitClass, String)> {
+    let frames: Vec<&str> = std::iter::once(wchan)
+        .chain(stack.lines().map(frame_function))
+        .filter(|f| !f.is_empty() && *f != "0")
+        .collect();
+    SIGNATURES.iter().find_map(|(needle, class)| {
+        frames
+            .iter()
+            .find(|f| f.contains(needle))
+            .map(|f| (*class, (*f).to_string()))
+    })
+}
+
+/// The innermost function a blocked thread sits in (wchan, else the stack's first frame), so
+/// an unknown wait is still named in the recording.
+fn top_frame(wchan: &str, stack: &str) -> Option<String> {
+    std::iter::once(wchan)
+        .chain(stack.lines().map(frame_function))
+        .find(|f| !f.is_empty() && *f != "0")
+        .map(str::to_string)
+}
+
+/// `[<0>] balance_dirty_pages+0x2c4/0xb80` → `balance_dirty_pages`.
+pub fn frame_function(line: &str) -> &str {
+    let s = line.trim();
+    let s = s
+        .strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .map_or(s, |(_, r)| r);
+    let s = s.trim();
+    s.split(['+', ' ']).next().unwrap_or("")
+}
+
+/// Classifies one thread from its state letter, wait channel and kernel stack (either may be
+/// empty when unreadable). Returns the class and, for a blocked thread, the kernel function
+/// that proves it.
+pub fn classify(state: char, wchan: &str, stack: &str) -> (WaitClass, Option<String>) {
+    match state {
+        'R' => (WaitClass::Running, None),
+        'D' => signature(wchan, stack).map_or_else(
+            || (WaitClass::OtherBlocked, top_frame(wchan, stack)),
+            |(c, f)| (c, Some(f)),
+        ),
+        // A sleeping writer can still be in a known wait (killable waits show as S on some
+        // kernels, e.g. zil_commit's cv_wait); an unknown S is idle.
+        'S' => signature(wchan, stack).map_or((WaitClass::Sleeping, None), |(c, f)| (c, Some(f))),
+        _ => (WaitClass::Sleeping, None),
+    }
+}
+
+/// `(comm, state)` from `/proc/PID/task/TID/stat`. The name sits in parentheses and may itself
+/// contain spaces and parentheses, so the state is the first field after the *last* `)`.
+pub fn parse_task_stat(text: &str) -> Option<(String, char)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let state = text.get(close + 1..)?.split_ascii_whitespace().next()?;
+    let mut chars = state.chars();
+    let c = chars.next()?;
+    chars.next().is_none().then_some((comm, c))
+}
+
+/// `(on-CPU ns, run-queue wait ns)` from `/proc/PID/task/TID/schedstat`
+/// (`run_ns wait_ns timeslices`, cumulative).
+pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    let mut it = text.split_ascii_whitespace();
+    let run = it.next()?.parse().ok()?;
+    let wait = it.next()?.parse().ok()?;
+    Some((run, wait))
+}
+
+/// The copier's threads at one tick.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSample {
+    /// Copy threads seen this tick.
+    pub threads: u32,
+    /// Copy threads not idle (not in an unexplained interruptible sleep).
+    pub active: u32,
+    /// Cumulative ns on a CPU, summed over every copy thread seen since the start (a thread
+    /// that exited keeps its last value, so the sum never goes back).
+    pub run_ns: u64,
+    /// Cumulative ns waiting on a run queue for a CPU, summed the same way.
+    pub runq_wait_ns: u64,
+    /// How many copy threads were in each class at this instant (absent classes had none).
+    pub classes: BTreeMap<WaitClass, u32>,
+    /// For the first blocked thread with a known wait: the kernel function that held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_in: Option<String>,
+    /// A wait channel or kernel stack was readable for at least one blocked thread, so an
+    /// unexplained D state means "not one of the known waits" rather than "cannot tell".
+    #[serde(default)]
+    pub stacks_readable: bool,
+}
+
+impl ThreadSample {
+    /// Threads in `class` at this instant.
+    pub fn count(&self, class: WaitClass) -> u32 {
+        self.classes.get(&class).copied().unwrap_or(0)
+    }
+}
+
+/// One thread's view for [`summarize`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadView {
+    pub tid: u32,
+    pub comm: String,
+    pub state: char,
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    pub wchan: String,
+    pub stack: String,
+}
+
+/// True for the threads that move the data.
+pub fn is_copier(comm: &str) -> bool {
+    COPIER_COMM_PREFIXES.iter().any(|p| comm.starts_with(p))
+}
+
+/// Reads the copier's threads under a root; keeps per-thread totals so the sums stay monotonic.
+#[derive(Debug)]
+pub struct ThreadReader {
+    root: SysRoot,
+    /// Last (run, wait) of every copy thread seen, by tid.
+    seen: HashMap<u32, (u64, u64)>,
+}
+
+impl ThreadReader {
+    pub fn new(root: &SysRoot) -> Self {
+        ThreadReader {
+            root: root.clone(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The copier's threads now; `None` when the task directory is unreadable or holds no
+    /// copy thread yet and none was ever seen.
+    pub fn read(&mut self) -> Option<ThreadSample> {
+        let dir = self.root.join("proc/self/task");
+        let mut views = Vec::new();
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let Some(tid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(v) = self.read_thread(tid) {
+                views.push(v);
+            }
+        }
+        if views.is_empty() && self.seen.is_empty() {
+            return None;
+        }
+        for v in &views {
+            self.seen.insert(v.tid, (v.run_ns, v.wait_ns));
+        }
+        let (run, wait) = self.seen.values().fold((0u64, 0u64), |(r, w), (a, b)| {
+            (r.saturating_add(*a), w.saturating_add(*b))
+        });
+        let mut s = summarize(&views);
+        s.run_ns = run;
+        s.runq_wait_ns = wait;
+        Some(s)
+    }
+
+    fn read_thread(&self, tid: u32) -> Option<ThreadView> {
+        let base = format!("proc/self/task/{tid}");
+        let read = |f: &str| self.root.read_to_string(format!("{base}/{f}")).ok();
+        let (comm, state) = parse_task_stat(&read("stat")?)?;
+        if !is_copier(&comm) {
+            return None;
+        }
+        let (run_ns, wait_ns) = read("schedstat")
+            .and_then(|t| parse_schedstat(&t))
+            .unwrap_or((0, 0));
+        // The stack is only worth reading for a thread that is not running.
+        let blocked = state != 'R';
+        Some(ThreadView {
+            tid,
+            comm,
+            state,
+            run_ns,
+            wait_ns,
+            wchan: if blocked {
+                read("wchan").unwrap_or_default()
+            } else {
+                String::new()
+            },
+            stack: if blocked {
+                read("stack").unwrap_or_default()
+            } else {
+                String::new()
+            },
+        })
+    }
+}
+
+/// The per-tick summary of some copy threads (run-queue sums are those of `views`).
+pub fn summarize(views: &[ThreadView]) -> ThreadSample {
+    let mut s = ThreadSample::default();
+    for v in views {
+        let (class, func) = classify(v.state, v.wchan.trim(), &v.stack);
+        s.threads += 1;
+        if class != WaitClass::Sleeping {
+            s.active += 1;
+        }
+        *s.classes.entry(class).or_insert(0) += 1;
+        s.run_ns = s.run_ns.saturating_add(v.run_ns);
+        s.runq_wait_ns = s.runq_wait_ns.saturating_add(v.wait_ns);
+        let wchan = v.wchan.trim();
+        if v.state != 'R' && (!v.stack.trim().is_empty() || (!wchan.is_empty() && wchan != "0")) {
+            s.stacks_readable = true;
+        }
+        if s.held_in.is_none() && class != WaitClass::Running && class != WaitClass::Sleeping {
+            s.held_in = func;
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIRTY_STACK: &str = "[<0>] balance_dirty_pages+0x2c4/0xb80\n\
+        [<0>] balance_dirty_pages_ratelimited_flags+0x2a1/0x3b0\n\
+        [<0>] generic_perform_write+0x16b/0x270\n\
+        [<0>] ext4_buffered_write_iter+0x6f/0x120\n\
+        [<0>] vfs_write+0x236/0x3f0\n";
+
+    #[test]
+    fn stat_name_with_parens_and_spaces() {
+        let t = "4242 (copyscope-copy-0) D 1 2 3";
+        assert_eq!(parse_task_stat(t), Some(("copyscope-copy-0".into(), 'D')));
+        let t = "7 (a) b) (c) R 1 2";
+        assert_eq!(parse_task_stat(t), Some(("a) b) (c".into(), 'R')));
+        assert_eq!(parse_task_stat("7 (x"), None);
+        assert_eq!(parse_task_stat("7 (x) DD 1"), None);
+    }
+
+    #[test]
+    fn schedstat_fields() {
+        assert_eq!(
+            parse_schedstat("943098 1008349 3\n"),
+            Some((943_098, 1_008_349))
+        );
+        assert_eq!(parse_schedstat("943098\n"), None);
+    }
+
+    #[test]
+    fn write_side_signature_wins_over_the_read_under_it() {
+        assert_eq!(
+            frame_function("[<0>] txg_wait_synced+0x9c/0x140 [zfs]"),
+            "txg_wait_synced"
+        );
+        let (c, f) = classify('D', "0", DIRTY_STACK);
+        assert_eq!(c, WaitClass::DirtyThrottle);
+        assert_eq!(f.as_deref(), Some("balance_dirty_pages"));
+        let cfr = "[<0>] folio_wait_bit_common+0x12/0x30\n[<0>] filemap_read+0x1/0x2\n\
+                   [<0>] splice_file_to_pipe+0x1/0x2\n[<0>] do_splice_direct+0x1/0x2\n";
+        assert_eq!(classify('D', "", cfr).0, WaitClass::SourceRead);
+        assert_eq!(classify('D', "zil_commit_impl", "").0, WaitClass::ZilCommit);
+        assert_eq!(
+            classify('S', "", "[<0>] futex_wait_queue+0x1/0x2\n").0,
+            WaitClass::Sleeping
+        );
+        assert_eq!(classify('D', "", ""), (WaitClass::OtherBlocked, None));
+        let (c, f) = classify(
+            'D',
+            "0",
+            "[<0>] sync_inodes_sb+0x1/0x2\n[<0>] syncfs+0x1/0x2\n",
+        );
+        assert_eq!(
+            (c, f.as_deref()),
+            (WaitClass::OtherBlocked, Some("sync_inodes_sb"))
+        );
+        assert_eq!(classify('R', "", DIRTY_STACK).0, WaitClass::Running);
+    }
+
+    #[test]
+    fn summary_counts_classes_and_names_the_wait() {
+        let v = |tid, comm: &str, state, stack: &str| ThreadView {
+            tid,
+            comm: comm.into(),
+            state,
+            run_ns: 10,
+            wait_ns: 5,
+            wchan: String::new(),
+            stack: stack.into(),
+        };
+        let s = summarize(&[
+            v(1, "copyscope-engine", 'S', "[<0>] futex_wait+0x1/0x2\n"),
+            v(2, "copyscope-copy-0", 'D', DIRTY_STACK),
+            v(3, "copyscope-copy-1", 'R', ""),
+        ]);
+        assert_eq!((s.threads, s.active), (3, 2));
+        assert_eq!(s.count(WaitClass::DirtyThrottle), 1);
+        assert_eq!(s.count(WaitClass::Running), 1);
+        assert_eq!(s.held_in.as_deref(), Some("balance_dirty_pages"));
+        assert!(s.stacks_readable);
+        assert_eq!((s.run_ns, s.runq_wait_ns), (30, 15));
+    }
+}
