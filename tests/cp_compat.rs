@@ -551,3 +551,50 @@ fn verify_progress_line_is_sensible() {
     assert!(out.contains("verified 1 files: all match"), "{out}");
     assert!(!out.contains("verifying: reading the copies back"), "{out}");
 }
+
+/// cp's wording for I/O errors, without "(os error N)": an unreadable file and an unreadable
+/// directory, run as nobody when the tests run as root (root reads anything).
+#[test]
+fn io_errors_are_worded_as_cp_words_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path();
+    let src = base.join("src");
+    write(&src.join("ok"), b"ok");
+    write(&src.join("secret"), b"no");
+    write(&src.join("closed/inner"), b"no");
+    fs::set_permissions(src.join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(src.join("closed"), fs::Permissions::from_mode(0o000)).unwrap();
+    let dst = base.join("dst");
+    let mut c = if is_root() {
+        fs::set_permissions(base, fs::Permissions::from_mode(0o777)).unwrap();
+        let exe = base.join("copyscope");
+        fs::copy(bin(), &exe).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&exe);
+        c
+    } else {
+        Command::new(bin())
+    };
+    c.arg("--plain").arg(&src).arg(&dst);
+    let o = run_timeout(c, Duration::from_secs(60));
+    fs::set_permissions(src.join("closed"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = stderr(&o);
+    let s = src.display();
+    assert!(
+        err.contains(&format!(
+            "copyscope: cannot open '{s}/secret' for reading: Permission denied\n"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "copyscope: cannot open directory '{s}/closed': Permission denied\n"
+        )),
+        "{err}"
+    );
+    assert!(!text(&o).contains("os error"), "{}", text(&o));
+    assert_eq!(fs::read(dst.join("ok")).unwrap(), b"ok");
+}

@@ -20,6 +20,7 @@ use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
 use super::shared::{
     DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs, timestamps,
 };
+use crate::present::quote::quote;
 
 /// Largest single copy_file_range call: small enough that progress moves every sampler
 /// tick even on a 40 MB/s disk (2 MiB = 50 ms there) and a cancel is prompt.
@@ -150,11 +151,19 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
                 "was replaced by a symlink after it was found; the symlink was not followed".into(),
             );
         }
-        Err(err) => return sh.fail(&path, errmsg(err)),
+        Err(err) => {
+            let m = format!("cannot open {} for reading: {}", quote(&path), errmsg(err));
+            return sh.fail(&path, m);
+        }
     };
     let st = match rfs::fstat(&src) {
         Ok(s) => Meta::from_stat(&s),
-        Err(err) => return sh.fail(&path, errmsg(err)),
+        Err(err) => {
+            return sh.fail(
+                &path,
+                format!("cannot fstat {}: {}", quote(&path), errmsg(err)),
+            );
+        }
     };
     let rel = e.rel();
     let _ = sh.events.send(EngineEvent::FileStarted {
@@ -187,7 +196,12 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let written = match res {
         Ok(n) => n,
         Err(DataErr::Stop) => return,
-        Err(DataErr::Read(err)) => return sh.fail(&path, format!("read error: {}", errmsg(err))),
+        Err(DataErr::Read(err)) => {
+            return sh.fail(
+                &path,
+                format!("error reading {}: {}", quote(&path), errmsg(err)),
+            );
+        }
         Err(DataErr::Write(err)) => return sh.dest_error(&path, "write error", err),
         Err(DataErr::Clone(err)) => {
             return sh.fail(

@@ -2,6 +2,7 @@
 //! `*at`-relative, so paths deeper than PATH_MAX work), creates directories, symlinks and
 //! special files itself, and queues regular files to the copy workers.
 
+use crate::present::quote::quote;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -305,7 +306,10 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
             }
             Err(e) => {
                 sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
-                sh.fail(&path, errmsg(e));
+                sh.fail(
+                    &path,
+                    format!("cannot stat {}: {}", quote(&path), errmsg(e)),
+                );
                 continue;
             }
         };
@@ -333,7 +337,8 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 Ok(_) if other_fs => Vec::new(),
                 Ok(n) => n,
                 Err(e) => {
-                    sh.fail(&path, format!("cannot read directory: {}", errmsg(e)));
+                    let m = format!("cannot read directory {}: {}", quote(&path), errmsg(e));
+                    sh.fail(&path, m);
                     Vec::new()
                 }
             };
@@ -380,7 +385,10 @@ fn enter_dir(
     let src = match rfs::openat(&node.src, name, flags, Mode::empty()) {
         Ok(f) => f,
         Err(e) => {
-            sh.fail(path, format!("cannot open directory: {}", errmsg(e)));
+            sh.fail(
+                path,
+                format!("cannot open directory {}: {}", quote(path), errmsg(e)),
+            );
             return None;
         }
     };

@@ -18,7 +18,7 @@ use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progr
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::model::format::fmt_clock;
 use crate::model::{Cause, Event, EventKind, Model};
-use crate::present::quote::quote;
+use crate::present::quote::{file_line, quote};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text, verify_line};
 use crate::report::prompt::StdinAsk;
@@ -133,13 +133,13 @@ impl Printer {
         }
         match ev {
             EngineEvent::FileFailed { path, error } => {
-                emit_err(&format!("copyscope: {}: {error}", quote(path)))
+                emit_err(&format!("copyscope: {}", file_line(path, error)))
             }
             EngineEvent::FileSkipped { path, reason } => {
-                emit_err(&format!("copyscope: {}: {reason}", quote(path)))
+                emit_err(&format!("copyscope: {}", file_line(path, reason)))
             }
             EngineEvent::FileChanged { path, detail } => {
-                emit_err(&format!("copyscope: {}: {detail}", quote(path)))
+                emit_err(&format!("copyscope: {}", file_line(path, detail)))
             }
             EngineEvent::FileDone { path, .. } if !self.verbose.is_empty() => {
                 if let Some(line) = verbose_line(&self.verbose, path) {

@@ -3,7 +3,7 @@
 
 use super::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_secs};
 use super::{Cause, DropInfo, Event, EventKind};
-use crate::present::quote::quote;
+use crate::present::quote::file_line;
 
 /// Marker glyphs and what they mean, for the help screen's legend (ASCII only, so
 /// `--ascii` draws them unchanged).
@@ -246,7 +246,7 @@ impl Event {
                 fmt_count(*delays)
             ),
             EventKind::FileError { path, error } if path.is_empty() => format!("error: {error}"),
-            EventKind::FileError { path, error } => format!("{}: {error}", quote(path)),
+            EventKind::FileError { path, error } => file_line(std::path::Path::new(path), error),
             EventKind::Paused => "paused".to_string(),
             EventKind::Resumed => "resumed".to_string(),
             EventKind::ScanDone { files, bytes } => format!(

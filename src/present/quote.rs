@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// `name` as cp writes it in messages: always quoted (`'a b'`, `"it's"`, `''$'\033''[2J'`).
 pub fn quote<S: AsRef<OsStr> + ?Sized>(name: &S) -> String {
@@ -32,6 +33,18 @@ fn plain_safe(s: &str, i: usize, c: char) -> bool {
         '#' | '~' => i != 0,
         '{' | '}' => s.len() != 1,
         c => printable(c),
+    }
+}
+
+/// A per-file problem as one message line (after "copyscope: "): a message that already names
+/// its file, as cp words them ("cannot open 'x' for reading: Permission denied"), stays as it
+/// is; any other gets the quoted name in front ("'x': destination exists").
+pub fn file_line(path: &Path, message: &str) -> String {
+    let q = quote(path);
+    if message.contains(&q) {
+        message.to_string()
+    } else {
+        format!("{q}: {message}")
     }
 }
 
@@ -295,5 +308,21 @@ mod tests {
         assert_eq!(quote("\tx'y"), r#"''$'\t''x'\''y'"#);
         assert_eq!(quote(""), "''");
         assert_eq!(shell_escape(""), "''");
+    }
+
+    #[test]
+    fn a_message_names_its_file_once() {
+        let p = Path::new("src/se cret");
+        assert_eq!(
+            file_line(
+                p,
+                "cannot open 'src/se cret' for reading: Permission denied"
+            ),
+            "cannot open 'src/se cret' for reading: Permission denied"
+        );
+        assert_eq!(
+            file_line(p, "destination exists"),
+            "'src/se cret': destination exists"
+        );
     }
 }

@@ -7,7 +7,7 @@ use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
-use crate::present::quote::quote;
+use crate::present::quote::file_line;
 
 /// Plain progress lines come this often.
 pub const PLAIN_LINE_EVERY: Duration = Duration::from_secs(2);
@@ -196,7 +196,7 @@ fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) 
     }
     out.push_str(&format!("  {title} ({}):\n", items.len()));
     for i in items.iter().take(50) {
-        out.push_str(&format!("    {}: {}\n", quote(&i.path), i.message));
+        out.push_str(&format!("    {}\n", file_line(&i.path, &i.message)));
     }
     if items.len() > 50 {
         out.push_str(&format!("    ... and {} more\n", items.len() - 50));
