@@ -296,6 +296,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         throttle_bps,
         bwlimit_bps: c.bwlimit.as_deref().map(parse_rate).transpose()?,
         one_file_system: c.one_file_system,
+        only_newer: c.update && overwrite == OverwritePolicy::Ask,
         exclude: c.exclude.clone(),
     };
     if !options.exclude.is_empty() {
@@ -422,6 +423,7 @@ mod tests {
         assert_eq!(policy(&["-f", "-i"]), OverwritePolicy::Ask);
         assert_eq!(policy(&["-i", "-f"]), OverwritePolicy::Ask);
         assert_eq!(policy(&["-f", "-u"]), OverwritePolicy::Update);
+        assert_eq!(policy(&["-i", "-u"]), OverwritePolicy::Ask);
         assert_eq!(policy(&["-f"]), OverwritePolicy::Always);
         let c = parse(&["copyscope", "-d", a, b]).unwrap();
         let Command::Copy(r) = c.command else {

@@ -366,6 +366,12 @@ fn a_missing_source_among_several_is_reported_and_the_rest_copied() {
         text(&o)
     );
     assert!(!stderr(&o).contains("os error"));
+    assert_eq!(stderr(&o).matches("cannot stat").count(), 1, "{}", text(&o));
+    assert!(
+        stdout(&o).contains("failed (1)"),
+        "the summary lists it: {}",
+        text(&o)
+    );
     assert_eq!(fs::read(dst.join("a")).unwrap(), b"a");
     assert_eq!(fs::read(dst.join("b/f")).unwrap(), b"f");
     assert!(!dst.join("x").exists());
@@ -597,4 +603,30 @@ fn io_errors_are_worded_as_cp_words_them() {
     );
     assert!(!text(&o).contains("os error"), "{}", text(&o));
     assert_eq!(fs::read(dst.join("ok")).unwrap(), b"ok");
+}
+
+/// `-i -u` (cp): only a newer source is asked about; an older one is skipped without a question.
+#[test]
+fn interactive_update_asks_only_about_newer_sources() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("s");
+    let dst = t.path().join("d");
+    write(&src.join("newer"), b"new");
+    write(&src.join("older"), b"new");
+    set_mtime(&src.join("newer"), 1_735_689_600); // 2025
+    set_mtime(&src.join("older"), 946_684_800); // 2000
+    for n in ["newer", "older"] {
+        write(&dst.join("s").join(n), b"old");
+        set_mtime(&dst.join("s").join(n), 1_577_836_800); // 2020
+    }
+    let o = with_stdin(
+        &[OsStr::new("-iu"), src.as_os_str(), dst.as_os_str()],
+        Some(b"y\ny\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("overwrite").count(), 1, "{err}");
+    assert!(err.contains("s/newer'? "), "{err}");
+    assert_eq!(fs::read(dst.join("s/newer")).unwrap(), b"new");
+    assert_eq!(fs::read(dst.join("s/older")).unwrap(), b"old");
 }

@@ -55,6 +55,9 @@ impl Shared {
                     )
                 }
             }
+            OverwritePolicy::Ask if self.opts.only_newer && src_mtime <= existing.mtime => {
+                Decision::Skip("destination is not older than the source (--update)".into())
+            }
             OverwritePolicy::Ask => {
                 let Some(ask) = &self.ask else {
                     return Decision::Proceed;

@@ -151,6 +151,11 @@ fn run_engine(
     if sh.opts.verify {
         let _ = sh.events.send(EngineEvent::VerifyStarted);
     }
+    // Sources that could not be stat'ed (cp: reported, the rest copied, exit 1): failures of
+    // this run, so every output lists them and the status says so.
+    for (path, message) in &job.missing {
+        sh.fail(path, message.clone());
+    }
 
     // Bounded: the scan runs ahead of the copy, but not without limit (each queued file
     // holds its directory open).

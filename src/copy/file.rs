@@ -627,7 +627,7 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first_dir: &Arc<DirNode>, first_
     // cp -u keeps a hard-link group whole: the group's first name decided (copied, or kept as
     // not newer), and every later name becomes a link to it, replacing what is there (coreutils
     // copy.c: "we currently replace DST_NAME unconditionally, even if it was a newer separate file").
-    let decision = if sh.opts.overwrite == OverwritePolicy::Update {
+    let decision = if sh.opts.overwrite == OverwritePolicy::Update || sh.opts.only_newer {
         Decision::Proceed
     } else {
         sh.decide(&e.parent, &e.dst_name, e.meta.mtime)

@@ -88,6 +88,9 @@ pub struct CopyOptions {
     pub throttle_bps: Option<u64>,
     /// `--bwlimit`: the engine paces its writes to this many bytes per second.
     pub bwlimit_bps: Option<u64>,
+    /// `-i -u` (cp): only a source newer than the destination is asked about; the others are
+    /// skipped without a question.
+    pub only_newer: bool,
     /// `-x`: directories on another file system than their source root are made, not entered.
     pub one_file_system: bool,
     /// `--exclude` patterns (gitignore syntax, relative to each source directory).
@@ -118,6 +121,7 @@ impl Default for CopyOptions {
             copy_file_range: true,
             throttle_bps: None,
             bwlimit_bps: None,
+            only_newer: false,
             one_file_system: false,
             exclude: Vec::new(),
         }

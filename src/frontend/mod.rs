@@ -44,11 +44,13 @@ pub fn choose_frontend(config: &Config) -> Frontend {
 }
 
 /// What the header shows for a request: the sources, and the destination (the target
-/// directory when there are several sources).
-fn endpoints(request: &crate::copy::CopyRequest) -> (Vec<String>, String) {
+/// directory when there are several sources). Sources that could not be stat'ed (already
+/// reported) are left out.
+fn endpoints(request: &crate::copy::CopyRequest, job: &CopyJob) -> (Vec<String>, String) {
     let sources = request
         .pairs
         .iter()
+        .filter(|p| !job.missing.iter().any(|(m, _)| *m == p.source))
         .map(|p| p.source.display().to_string())
         .collect();
     let dest = match request.pairs.as_slice() {
@@ -102,20 +104,16 @@ pub fn run(config: Config) -> ExitStatus {
                 }
             };
             // cp: a source that cannot be stat'ed is reported, the others are copied, exit 1.
-            for (_, msg) in &job.missing {
-                eprintln!("copyscope: {msg}");
-            }
+            // With nothing left to copy, the messages are all there is (the engine reports them
+            // as failures otherwise).
             if job.roots.is_empty() {
+                for (_, msg) in &job.missing {
+                    eprintln!("copyscope: {msg}");
+                }
                 return ExitStatus::Partial;
             }
-            let missing = !job.missing.is_empty();
-            let (sources, dest) = endpoints(request);
-            let status = run_planned(&config, job, sources, dest, control).status;
-            if missing && status == ExitStatus::Success {
-                ExitStatus::Partial
-            } else {
-                status
-            }
+            let (sources, dest) = endpoints(request, &job);
+            run_planned(&config, job, sources, dest, control).status
         }
         Command::Demo { size_mb, replay } => {
             if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {
