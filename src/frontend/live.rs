@@ -81,7 +81,7 @@ fn err(text: &str) {
 
 fn join_paths(p: &[PathBuf]) -> String {
     p.iter()
-        .map(|p| p.display().to_string())
+        .map(|p| shell_escape(p).into_owned())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -117,7 +117,7 @@ impl LiveHooks for Hooks<'_> {
             .unwrap_or_else(|| PathBuf::from("."));
         let jsonl = dir.join(format!("copyscope-{stamp}.jsonl"));
         match self.recorder.save_to(&jsonl) {
-            Ok(()) if msg.starts_with("wrote") => format!("{msg}, {}", jsonl.display()),
+            Ok(()) if msg.starts_with("wrote") => format!("{msg}, {}", shell_escape(&jsonl)),
             _ => msg,
         }
     }
@@ -264,8 +264,11 @@ pub fn run_copy_tui(
     }
     if let Some(p) = &d.record {
         match rec_err {
-            None => out(&format!("recording: {}\n", p.display())),
-            Some(e) => err(&format!("copyscope: recording {}: {e}", p.display())),
+            None => out(&format!("recording: {}\n", shell_escape(p))),
+            Some(e) => err(&format!(
+                "copyscope: recording {}: {e}",
+                crate::present::quote::quote(p)
+            )),
         }
     }
     outcome

@@ -139,8 +139,8 @@ pub fn run(config: Config) -> ExitStatus {
         }
         Command::Replay { file, .. } | Command::Export { file, .. } if !file.exists() => {
             eprintln!(
-                "copyscope: '{}' does not exist (a recording is made with --record FILE)",
-                file.display()
+                "copyscope: {} does not exist (a recording is made with --record FILE)",
+                crate::present::quote::quote(file)
             );
             ExitStatus::Fatal
         }
@@ -191,7 +191,7 @@ pub fn run(config: Config) -> ExitStatus {
             match crate::report::export::run_export(file, &targets, size, config.display.ascii) {
                 Ok(paths) => {
                     for p in paths {
-                        println!("wrote {}", p.display());
+                        println!("wrote {}", crate::present::quote::shell_escape(&p));
                     }
                     ExitStatus::Success
                 }

@@ -114,8 +114,12 @@ pub async fn run_tui(
     opts: UiOptions,
     speed: f64,
 ) -> anyhow::Result<()> {
-    let rec = Recording::load(path)
-        .with_context(|| format!("cannot read recording {}", path.display()))?;
+    let rec = Recording::load(path).with_context(|| {
+        format!(
+            "cannot read recording {}",
+            crate::present::quote::quote(path)
+        )
+    })?;
     let items = timeline(&rec);
     let total = rec.duration_ns();
     let fresh_app = |rec: &Recording| {
@@ -210,8 +214,12 @@ pub async fn run_tui(
 
 /// `replay --plain`: the same summary the TUI prints after a copy.
 pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Result<String> {
-    let rec = Recording::load(path)
-        .with_context(|| format!("cannot read recording {}", path.display()))?;
+    let rec = Recording::load(path).with_context(|| {
+        format!(
+            "cannot read recording {}",
+            crate::present::quote::quote(path)
+        )
+    })?;
     let model = replay_model(&rec, cfg);
     let data =
         crate::report::export::ChartData::from_model(&model, &rec.header, rec.summary.as_ref());

@@ -18,7 +18,7 @@ use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progr
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::model::format::fmt_clock;
 use crate::model::{Cause, Event, EventKind, Model};
-use crate::present::quote::{file_line, quote};
+use crate::present::quote::{file_line, quote, shell_escape};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text, verify_line};
 use crate::report::prompt::StdinAsk;
@@ -275,9 +275,9 @@ pub fn run_copy(
     }
     if let Some(path) = &d.record {
         match rec_err {
-            None if !d.json => emit(&format!("recording: {}", path.display())),
+            None if !d.json => emit(&format!("recording: {}", shell_escape(path))),
             None => {}
-            Some(e) => emit_err(&format!("copyscope: recording {}: {e}", path.display())),
+            Some(e) => emit_err(&format!("copyscope: recording {}: {e}", quote(path))),
         }
     }
     outcome
