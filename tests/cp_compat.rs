@@ -282,6 +282,9 @@ fn verbose_prints_cp_lines_with_quoted_names() {
     let lines = verbose_lines(&o);
     let s = src.display();
     let d = dst.display();
+    // As cp -v: the directory it makes comes first.
+    assert_eq!(lines.first(), Some(&format!("'{s}' -> '{d}'")), "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(
         lines.contains(&format!("'{s}/plain.txt' -> '{d}/plain.txt'")),
         "{lines:?}"

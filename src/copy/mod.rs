@@ -101,6 +101,10 @@ pub enum EngineEvent {
         path: PathBuf,
         bytes: u64,
     },
+    /// A directory of the source was made in the destination (not sent when it existed).
+    DirCreated {
+        path: PathBuf,
+    },
     /// A per-file error: the copy goes on.
     FileFailed {
         path: PathBuf,

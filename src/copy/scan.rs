@@ -216,7 +216,10 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
     let mut created = false;
     if !root.dest_exists {
         match rfs::mkdir(&root.dest, Mode::from_raw_mode(0o700)) {
-            Ok(()) => created = true,
+            Ok(()) => {
+                created = true;
+                sh.dir_created(&root.source);
+            }
             Err(Errno::EXIST) if root.dest.is_dir() => {}
             Err(e) => {
                 sh.dest_error(&root.dest, "cannot create directory", e);
@@ -394,7 +397,10 @@ fn enter_dir(
     };
     let dst_path = node.dst_display.join(name);
     let created = match rfs::mkdirat(&node.dst, name, Mode::from_raw_mode(0o700)) {
-        Ok(()) => true,
+        Ok(()) => {
+            sh.dir_created(path);
+            true
+        }
         Err(Errno::EXIST) => match rfs::statat(&node.dst, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(s) if Meta::from_stat(&s).file_type() == FileType::Directory => false,
             _ => {

@@ -357,6 +357,13 @@ impl Shared {
         });
     }
 
+    /// A source directory's twin was made (for `-v` and the JSON stream).
+    pub fn dir_created(&self, path: &Path) {
+        let _ = self.events.send(EngineEvent::DirCreated {
+            path: path.to_path_buf(),
+        });
+    }
+
     /// Stops the whole copy (first fatal error wins the message).
     pub fn fatal(&self, error: String) {
         let mut f = lock(&self.fatal);

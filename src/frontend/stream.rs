@@ -141,7 +141,9 @@ impl Printer {
             EngineEvent::FileChanged { path, detail } => {
                 emit_err(&format!("copyscope: {}", file_line(path, detail)))
             }
-            EngineEvent::FileDone { path, .. } if !self.verbose.is_empty() => {
+            EngineEvent::FileDone { path, .. } | EngineEvent::DirCreated { path }
+                if !self.verbose.is_empty() =>
+            {
                 if let Some(line) = verbose_line(&self.verbose, path) {
                     emit(&line);
                 }

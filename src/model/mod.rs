@@ -775,7 +775,9 @@ impl Model {
                     error: error.clone(),
                 })
             }
-            EngineEvent::FileStarted { .. } | EngineEvent::FileDone { .. } => None,
+            EngineEvent::FileStarted { .. }
+            | EngineEvent::FileDone { .. }
+            | EngineEvent::DirCreated { .. } => None,
         };
         if let Some(kind) = kind {
             out.push(Event { t_ns, kind });

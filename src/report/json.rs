@@ -23,6 +23,7 @@ pub fn lossy_event(ev: &EngineEvent) -> EngineEvent {
             path: lossy(path),
             bytes: *bytes,
         },
+        DirCreated { path } => DirCreated { path: lossy(path) },
         FileFailed { path, error } => FileFailed {
             path: lossy(path),
             error: error.clone(),

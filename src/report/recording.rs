@@ -489,6 +489,7 @@ fn lossy_paths(event: &EngineEvent) -> Option<EngineEvent> {
     let path = match &mut copy {
         EngineEvent::FileStarted { path, .. }
         | EngineEvent::FileDone { path, .. }
+        | EngineEvent::DirCreated { path }
         | EngineEvent::FileFailed { path, .. }
         | EngineEvent::FileSkipped { path, .. }
         | EngineEvent::FileChanged { path, .. } => path,
