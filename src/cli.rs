@@ -21,7 +21,7 @@ Exit status: 0 all copied, 1 some files failed, 2 usage or fatal error (disk ful
 #[derive(Debug, Parser)]
 #[command(
     name = "copyscope",
-    version,
+    version = env!("COPYSCOPE_VERSION"),
     about,
     after_help = EXAMPLES,
     args_conflicts_with_subcommands = true,
