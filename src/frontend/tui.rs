@@ -270,6 +270,10 @@ pub async fn run_live<T>(
                 let evs = app.on_sample(&s);
                 hooks.on_events(&evs);
                 app.current = io.progress.current();
+                if app.state == RunState::Verifying || app.verified.is_some() {
+                    let v = io.progress.bytes_verified.load(std::sync::atomic::Ordering::Relaxed);
+                    app.verified = Some(v);
+                }
                 dirty = true;
             }
             Some(ev) = io.engine_events.recv() => {

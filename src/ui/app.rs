@@ -161,6 +161,10 @@ pub struct App {
     pub flush_start_dirty: Option<u64>,
     /// `--bwlimit` in bytes/s: the chart draws it as a line.
     pub limit_bps: Option<f64>,
+    /// `--verify`, live: bytes of the copies read back so far (None without --verify and in a
+    /// replay, which has no such counter); the gauge and the ETA count the read-back as half
+    /// the work.
+    pub verified: Option<u64>,
 }
 
 impl App {
@@ -179,6 +183,7 @@ impl App {
             replay: None,
             flush_start_dirty: None,
             limit_bps: None,
+            verified: None,
         }
     }
 
@@ -203,6 +208,7 @@ impl App {
                 self.state = RunState::Copying;
             }
             EngineEvent::Paused => self.state = RunState::Paused,
+            EngineEvent::Resumed if self.verified.is_some() => self.state = RunState::Verifying,
             EngineEvent::Resumed => {
                 self.state = if self.progress.scan_done {
                     RunState::Copying

@@ -111,12 +111,25 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &App) {
 /// Fraction of bytes done, once the total is known and non-zero.
 pub fn fraction_done(app: &App) -> Option<f64> {
     let p = &app.progress;
-    (p.bytes_total > 0).then(|| (p.bytes_copied as f64 / p.bytes_total as f64).clamp(0.0, 1.0))
+    let (done, work) = match app.verified {
+        // --verify: writing and reading back are each half the work.
+        Some(v) => (p.bytes_copied + v, 2 * p.bytes_total),
+        None => (p.bytes_copied, p.bytes_total),
+    };
+    (work > 0).then(|| (done as f64 / work as f64).clamp(0.0, 1.0))
 }
 
-/// Seconds until durable, including the backlog still in RAM (the model decides how).
+/// Seconds until durable, including the backlog still in RAM (the model decides how). Under
+/// `--verify` while copying, the work left (writes and read-backs) at the pace so far.
 pub fn eta_secs(app: &App) -> Option<f64> {
-    app.model.eta_secs(true)
+    match (app.verified, app.state) {
+        (Some(_), RunState::Verifying | RunState::Paused) => {
+            let f = fraction_done(app)?;
+            let secs = app.now_ns as f64 / 1e9;
+            (app.progress.scan_done && f > 0.0 && secs > 0.0).then(|| secs * (1.0 - f) / f)
+        }
+        _ => app.model.eta_secs(true),
+    }
 }
 
 fn gauge(width: usize, frac: f64, app: &App) -> (String, String) {
@@ -524,5 +537,36 @@ mod tests {
             ellipsize_start("photos/2019/IMG_2231.CR2", 10, "…"),
             "…_2231.CR2"
         );
+    }
+
+    #[test]
+    fn verify_counts_the_read_back_in_the_gauge_and_the_eta() {
+        use crate::model::{Model, ModelConfig};
+        use crate::ui::app::{Header, UiOptions};
+        let mut app = App::new(
+            Model::new(ModelConfig::default(), Default::default()),
+            Header {
+                source: "s".into(),
+                dest: "d".into(),
+                fs: String::new(),
+            },
+            UiOptions {
+                theme: crate::ui::theme::Theme::plain(false),
+                units: crate::ui::units::Units::Decimal,
+                compact: false,
+            },
+        );
+        app.progress.bytes_total = 600;
+        app.progress.bytes_copied = 600;
+        app.progress.scan_done = true;
+        app.now_ns = 3_000_000_000;
+        app.state = RunState::Verifying;
+        // Everything written, a third read back: 2/3 of the work in 3 s, 1.5 s to go.
+        app.verified = Some(200);
+        assert!((fraction_done(&app).unwrap() - 2.0 / 3.0).abs() < 1e-9);
+        assert!((eta_secs(&app).unwrap() - 1.5).abs() < 1e-9);
+        // Without --verify the written bytes are the whole work.
+        app.verified = None;
+        assert_eq!(fraction_done(&app), Some(1.0));
     }
 }
