@@ -150,7 +150,14 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             source: src.clone(),
             dest: dst.clone(),
         }],
-        options: CopyOptions::default(),
+        // The tests' pacing hook applies here as in a normal copy, so a signal lands mid-copy.
+        options: CopyOptions {
+            throttle_bps: std::env::var(crate::config::TEST_THROTTLE_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0),
+            ..CopyOptions::default()
+        },
     };
     let job = match CopyJob::plan(&request) {
         Ok(j) => j,

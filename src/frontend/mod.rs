@@ -2,6 +2,7 @@
 //! between them — the top-level dispatch that runs the command a [`Config`] describes.
 //! The loops here own the model; `ui/` only draws and `report/` only writes files.
 
+pub mod caps;
 pub mod demo;
 pub mod live;
 pub mod replay;
@@ -40,6 +41,25 @@ pub fn choose_frontend(config: &Config) -> Frontend {
         Frontend::Plain
     } else {
         Frontend::Tui
+    }
+}
+
+/// Falls back to what the terminal and locale can show: plain output when the TUI cannot run
+/// there (TERM=dumb, unset, or without a terminfo entry; said once on stderr), ASCII glyphs
+/// when the locale is not UTF-8.
+fn adapt_to_terminal(config: &mut Config) {
+    use std::io::IsTerminal;
+    let d = &mut config.display;
+    if !caps::utf8_locale(&caps::env_var) {
+        d.ascii = true;
+    }
+    if !d.plain
+        && !d.json
+        && std::io::stdout().is_terminal()
+        && let Some(why) = caps::tui_blocker(&caps::env_var)
+    {
+        eprintln!("copyscope: {why}: plain output (the live chart needs a full-screen terminal)");
+        d.plain = true;
     }
 }
 
@@ -85,7 +105,8 @@ pub fn run_planned(
 }
 
 /// Runs the configured command and returns its exit status (messages already printed).
-pub fn run(config: Config) -> ExitStatus {
+pub fn run(mut config: Config) -> ExitStatus {
+    adapt_to_terminal(&mut config);
     match &config.command {
         Command::Copy(request) => {
             let job = match CopyJob::plan(request) {

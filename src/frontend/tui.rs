@@ -215,6 +215,15 @@ pub async fn run_live<T>(
     };
 
     loop {
+        if io.control.cancelled.load(Ordering::SeqCst) && outcome.is_none() {
+            // Said at once, and kept current until the engine is back (the kernel may hold
+            // the copier inside a write for a moment).
+            let n = io.progress.in_write.load(Ordering::Relaxed);
+            if app.cancelling != Some(n) {
+                app.cancelling = Some(n);
+                dirty = true;
+            }
+        }
         if panicked() {
             cancel(&io.control, &mut pending_reply);
             hung_up = true; // the hook restored the terminal; draw nothing more

@@ -165,6 +165,9 @@ pub struct App {
     /// replay, which has no such counter); the gauge and the ETA count the read-back as half
     /// the work.
     pub verified: Option<u64>,
+    /// Set once a cancel was sent to the engine: the size of the write the kernel still holds
+    /// (0 when none), for "cancelling: waiting for the kernel ..." until the engine returns.
+    pub cancelling: Option<u64>,
 }
 
 impl App {
@@ -184,6 +187,7 @@ impl App {
             flush_start_dirty: None,
             limit_bps: None,
             verified: None,
+            cancelling: None,
         }
     }
 

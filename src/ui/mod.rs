@@ -167,7 +167,7 @@ fn ascii_only(area: Rect, buf: &mut Buffer) {
             let cell = &mut buf[(x, y)];
             if !cell.symbol().is_ascii() {
                 let mapped = crate::report::export::text::asciify(cell.symbol());
-                let first = mapped.chars().next().unwrap_or('?');
+                let first = mapped.chars().next().unwrap_or('_');
                 let mut tmp = [0u8; 4];
                 cell.set_symbol(first.encode_utf8(&mut tmp));
             }

@@ -27,6 +27,20 @@ pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
     format!("{ellipsis}{tail}")
 }
 
+/// Shortens `s` to `max` chars, keeping the start and marking the cut with `ellipsis`.
+pub fn ellipsize_end(s: &str, max: usize, ellipsis: &str) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let e = ellipsis.chars().count();
+    if max <= e {
+        return s.chars().take(max).collect();
+    }
+    let head: String = s.chars().take(max - e).collect();
+    format!("{head}{ellipsis}")
+}
+
 /// " copyscope  ~/iso → /tank/backup (zfs tank/backup) "
 pub fn title_line(app: &App, width: u16) -> Line<'static> {
     let t = app.opts.theme;
@@ -251,9 +265,29 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
             };
             line.render(row1, buf);
         }
+        _ if app.cancelling.is_some() => {
+            let text = match app.cancelling {
+                Some(n) if n > 0 => format!(
+                    "cancelling: waiting for the kernel to take the current write ({})",
+                    u.size(n)
+                ),
+                _ => "cancelling: removing the unfinished file".to_string(),
+            };
+            Line::from(Span::styled(
+                ellipsize_end(&text, area.width as usize, t.glyphs.ellipsis),
+                t.warn(),
+            ))
+            .render(row1, buf);
+        }
         _ => {
             if let Some(cur) = &app.current {
                 let name = shell_escape(&cur.path);
+                // Transliterated as a whole, so "ß" stays "ss" and wide characters keep their width.
+                let name = if t.ascii() {
+                    crate::report::export::text::asciify(&name).into()
+                } else {
+                    name
+                };
                 let frac = if cur.size > 0 {
                     cur.done as f64 / cur.size as f64
                 } else {
@@ -448,7 +482,7 @@ pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
         format!(
             "device {}  ",
             if disk.is_empty() {
-                "?".to_string()
+                "-".to_string()
             } else {
                 disk
             }

@@ -23,18 +23,51 @@ fn ascii_block(eighths: usize) -> char {
     }
 }
 
-/// Replaces the few non-ASCII characters the labels use.
-/// Replaces the few non-ASCII characters copyscope writes by ASCII look-alikes, and anything
-/// else (e.g. in file names) by `?`.
+/// An ASCII form of `s`: copyscope's own glyphs map to their drawn look-alikes (blocks to
+/// `.:+#`, box lines to `-|+`, arrows to `->`), anything else (file names, units) is
+/// transliterated ("Müller" → "Muller", "µs" → "us"), and what has no transliteration becomes
+/// `_`. Never `?`: that is the help key, and a `?` in a chart reads as "unknown".
 pub fn asciify(s: &str) -> String {
-    s.replace('→', "->")
-        .replace('…', "...")
-        .replace('·', "-")
-        .replace('▼', "v")
-        .replace('█', "#")
-        .chars()
-        .map(|c| if c.is_ascii() { c } else { '?' })
-        .collect()
+    if s.is_ascii() {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match glyph_ascii(c) {
+            Some(a) => out.push_str(a),
+            None if c.is_ascii() => out.push(c),
+            None => {
+                let t = deunicode::deunicode_char(c).filter(|t| !t.is_empty() && t.is_ascii());
+                out.push_str(t.unwrap_or("_"));
+            }
+        }
+    }
+    out
+}
+
+/// The drawn look-alike of each non-ASCII glyph copyscope itself draws.
+fn glyph_ascii(c: char) -> Option<&'static str> {
+    Some(match c {
+        '→' => "->",
+        '←' => "<-",
+        '…' => "...",
+        '·' => "-",
+        '•' => "*",
+        '▼' | '▾' => "v",
+        '▲' | '▴' => "^",
+        '█' | '▇' | '▓' => "#",
+        '▆' | '▅' | '▄' => "+",
+        '▃' | '▂' | '▁' | '░' => ".",
+        '▒' => ":",
+        '─' | '━' | '╌' | '┄' | '═' => "-",
+        '│' | '┃' | '╎' | '║' => "|",
+        '┌' | '┐' | '└' | '┘' | '├' | '┤' | '┬' | '┴' | '┼' | '╭' | '╮' | '╰' | '╯' => {
+            "+"
+        }
+        '×' => "x",
+        '–' | '—' => "-",
+        _ => return None,
+    })
 }
 
 /// A label step such that four steps cover `max` with little headroom: with only eight
