@@ -633,3 +633,53 @@ fn interactive_update_asks_only_about_newer_sources() {
     assert_eq!(fs::read(dst.join("s/newer")).unwrap(), b"new");
     assert_eq!(fs::read(dst.join("s/older")).unwrap(), b"old");
 }
+
+/// No "(os error N)" tail anywhere: a recording that cannot be written, a replay of a
+/// directory, a missing source.
+#[test]
+fn no_os_error_tails() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("f");
+    write(&f, b"x");
+    let rec = t.path().join("no/such/dir/rec.jsonl");
+    let o = copyscope(&[
+        OsStr::new("--record"),
+        rec.as_os_str(),
+        f.as_os_str(),
+        t.path().join("g").as_os_str(),
+    ]);
+    let all = text(&o);
+    assert!(
+        all.contains(&format!(
+            "copyscope: recording '{}': No such file or directory",
+            rec.display()
+        )),
+        "{all}"
+    );
+    let o = run_timeout(
+        {
+            let mut c = Command::new(bin());
+            c.args([
+                OsStr::new("replay"),
+                OsStr::new("--plain"),
+                t.path().as_os_str(),
+            ]);
+            c
+        },
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "cannot read recording '{}': Is a directory",
+            t.path().display()
+        )),
+        "{}",
+        text(&o)
+    );
+    let o = copyscope(&[t.path().join("nope").as_os_str(), f.as_os_str()]);
+    for o in [&o] {
+        assert!(!text(o).contains("os error"), "{}", text(o));
+    }
+    assert!(!all.contains("os error"), "{all}");
+}

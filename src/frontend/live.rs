@@ -266,8 +266,8 @@ pub fn run_copy_tui(
         match rec_err {
             None => out(&format!("recording: {}\n", shell_escape(p))),
             Some(e) => err(&format!(
-                "copyscope: recording {}: {e}",
-                crate::present::quote::quote(p)
+                "copyscope: recording {}",
+                crate::present::quote::file_line(p, &e)
             )),
         }
     }

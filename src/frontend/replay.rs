@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context;
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
@@ -114,10 +113,10 @@ pub async fn run_tui(
     opts: UiOptions,
     speed: f64,
 ) -> anyhow::Result<()> {
-    let rec = Recording::load(path).with_context(|| {
-        format!(
+    let rec = Recording::load(path).map_err(|e| {
+        anyhow::anyhow!(
             "cannot read recording {}",
-            crate::present::quote::quote(path)
+            crate::present::quote::file_line(path, &e.to_string())
         )
     })?;
     let items = timeline(&rec);
@@ -214,10 +213,10 @@ pub async fn run_tui(
 
 /// `replay --plain`: the same summary the TUI prints after a copy.
 pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Result<String> {
-    let rec = Recording::load(path).with_context(|| {
-        format!(
+    let rec = Recording::load(path).map_err(|e| {
+        anyhow::anyhow!(
             "cannot read recording {}",
-            crate::present::quote::quote(path)
+            crate::present::quote::file_line(path, &e.to_string())
         )
     })?;
     let model = replay_model(&rec, cfg);

@@ -279,7 +279,7 @@ pub fn run_copy(
         match rec_err {
             None if !d.json => emit(&format!("recording: {}", shell_escape(path))),
             None => {}
-            Some(e) => emit_err(&format!("copyscope: recording {}: {e}", quote(path))),
+            Some(e) => emit_err(&format!("copyscope: recording {}", file_line(path, &e))),
         }
     }
     outcome

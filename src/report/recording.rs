@@ -26,11 +26,16 @@ const FLUSH_EVERY_NS: u64 = 1_000_000_000;
 /// Errors reading or writing a recording.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    #[error("{path}: {source}")]
+    /// Said as cp says it ("'x': No such file or directory"); the io::Error is kept but not
+    /// chained, so `{:#}` does not repeat it with an "(os error N)" tail.
+    #[error(
+        "{}: {}",
+        crate::present::quote::quote(path),
+        crate::copy::error::io_reason(error)
+    )]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("line {line}: {message}")]
     Parse { line: usize, message: String },
@@ -211,14 +216,14 @@ impl Recording {
 
     /// Reads and parses a recording file, line by line (a day-long recording is large).
     pub fn load(path: &Path) -> Result<Recording, RecordingError> {
-        let file = File::open(path).map_err(|source| RecordingError::Io {
+        let file = File::open(path).map_err(|error| RecordingError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Recording::read(std::io::BufReader::new(file)).map_err(|e| match e {
-            RecordingError::Io { source, .. } => RecordingError::Io {
+            RecordingError::Io { error, .. } => RecordingError::Io {
                 path: path.to_path_buf(),
-                source,
+                error,
             },
             other => other,
         })
@@ -241,9 +246,9 @@ impl Recording {
             buf.clear();
             let n = input
                 .read_until(b'\n', &mut buf)
-                .map_err(|source| RecordingError::Io {
+                .map_err(|error| RecordingError::Io {
                     path: PathBuf::new(),
-                    source,
+                    error,
                 })?;
             if n == 0 {
                 break;
@@ -361,9 +366,9 @@ pub struct RecordingWriter {
 impl RecordingWriter {
     /// Creates (truncates) the file and writes and flushes the header at once.
     pub fn create(path: &Path, header: &Header) -> Result<RecordingWriter, RecordingError> {
-        let file = File::create(path).map_err(|source| RecordingError::Io {
+        let file = File::create(path).map_err(|error| RecordingError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let mut writer = RecordingWriter {
             path: path.to_path_buf(),
@@ -409,9 +414,9 @@ impl RecordingWriter {
 
     /// Writes everything buffered to the file.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
-        self.out.flush().map_err(|source| RecordingError::Io {
+        self.out.flush().map_err(|error| RecordingError::Io {
             path: self.path.clone(),
-            source,
+            error,
         })
     }
 
@@ -419,9 +424,9 @@ impl RecordingWriter {
     /// summary, which `load` accepts).
     pub fn save_copy_to(&mut self, dest: &Path) -> Result<(), RecordingError> {
         self.flush()?;
-        std::fs::copy(&self.path, dest).map_err(|source| RecordingError::Io {
+        std::fs::copy(&self.path, dest).map_err(|error| RecordingError::Io {
             path: dest.to_path_buf(),
-            source,
+            error,
         })?;
         Ok(())
     }
@@ -442,9 +447,9 @@ impl RecordingWriter {
         self.out
             .get_ref()
             .sync_data()
-            .map_err(|source| RecordingError::Io {
+            .map_err(|error| RecordingError::Io {
                 path: self.path.clone(),
-                source,
+                error,
             })
     }
 
@@ -462,7 +467,7 @@ impl RecordingWriter {
             if source.is_io() {
                 RecordingError::Io {
                     path: self.path.clone(),
-                    source: std::io::Error::other(source.to_string()),
+                    error: std::io::Error::other(source.to_string()),
                 }
             } else {
                 RecordingError::Encode { what, source }
@@ -470,9 +475,9 @@ impl RecordingWriter {
         })?;
         self.out
             .write_all(b"\n")
-            .map_err(|source| RecordingError::Io {
+            .map_err(|error| RecordingError::Io {
                 path: self.path.clone(),
-                source,
+                error,
             })
     }
 }
