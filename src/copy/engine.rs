@@ -2,7 +2,7 @@
 //! the deferred hard links, then the honest finish: syncfs (or per-file fsync) and the
 //! outcome with both speeds. Shared state is in shared.rs, conflict decisions in conflict.rs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -127,6 +127,8 @@ impl Shared {
                 .then(|| super::filter::Exclude::new(&opts.exclude).ok())
                 .flatten(),
             verify_on_zfs: AtomicBool::new(false),
+            made_names: None,
+            unfinished: Mutex::new(HashMap::new()),
             opts,
         }
     }
@@ -146,7 +148,11 @@ fn run_engine(
 ) -> CopyOutcome {
     raise_nofile_limit();
     let opts = job.options.clone();
-    let sh = Arc::new(Shared::new(progress, control, events, ask, opts));
+    let mut sh = Shared::new(progress, control, events, ask, opts);
+    if job.roots.len() > 1 {
+        sh.made_names = Some(Mutex::new(HashSet::new()));
+    }
+    let sh = Arc::new(sh);
     let start = Instant::now();
     if sh.opts.verify {
         let _ = sh.events.send(EngineEvent::VerifyStarted);
@@ -188,11 +194,12 @@ fn run_engine(
     let links = std::mem::take(&mut *lock(&sh.links));
     for item in links {
         if sh.gate().is_ok() {
-            super::file::make_link(&sh, &item.entry, &item.first_dir, &item.first_name);
+            super::file::make_link(&sh, &item.entry, &item.first);
         }
         item.entry.parent.release(&sh);
     }
     lock(&sh.link_map).clear();
+    sh.finalize_unfinished();
     let copy_dur = start.elapsed();
     if let Ok(mut c) = sh.progress.current.lock() {
         *c = None;

@@ -4,10 +4,9 @@
 
 use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU64;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -16,9 +15,12 @@ use rustix::io::Errno;
 
 use super::EngineEvent;
 use super::conflict::Decision;
+use super::nofollow::{self, Expect, Ident, NodeErr, Pinned};
 use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
+use super::scan::node_error;
 use super::shared::{
-    DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs, timestamps,
+    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs,
+    timestamps,
 };
 use crate::present::quote::quote;
 
@@ -55,16 +57,32 @@ struct Temp<'a> {
 impl Drop for Temp<'_> {
     fn drop(&mut self) {
         if self.armed {
+            // unlinkat never follows: at worst it removes what someone put under our name.
             let _ = rfs::unlinkat(&self.dir.dst, &self.name, AtFlags::empty());
         }
     }
 }
 
 impl Temp<'_> {
-    fn commit(mut self, final_name: &OsStr) -> Result<(), Errno> {
-        rfs::renameat(&self.dir.dst, &self.name, &self.dir.dst, final_name)?;
-        self.armed = false;
-        Ok(())
+    /// Renames into place if the temporary name still holds node `id` (see
+    /// [`nofollow::rename_checked`]); `noreplace` when the final name was free.
+    fn commit(mut self, final_name: &OsStr, id: Ident, noreplace: bool) -> Result<(), NodeErr> {
+        let r =
+            nofollow::rename_checked(self.dir.dst.as_fd(), &self.name, final_name, id, noreplace);
+        // On failure the temporary name is removed on drop, whatever holds it now (unlinkat
+        // does not follow: at worst it removes what someone else put there).
+        self.armed = r.is_err();
+        r
+    }
+
+    /// Pins the node just made under this name (see [`nofollow::pin`]).
+    fn pin(&self, kind: FileType, rdev: Option<u64>) -> Result<Pinned, NodeErr> {
+        let want = Expect {
+            kind,
+            rdev,
+            owner: rustix::process::geteuid().as_raw(),
+        };
+        nofollow::pin(self.dir.dst.as_fd(), &self.name, &want)
     }
 }
 
@@ -109,61 +127,87 @@ fn add_ns(counter: &std::sync::atomic::AtomicU64, since: Instant) {
     counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
-/// Waits out a pause, then applies the conflict policy to `e`'s destination name. False when
-/// the entry must not be written (cancelled, skipped or failed; already reported through `sh`).
-fn may_write(sh: &Shared, e: &Entry, path: &Path) -> bool {
+/// Waits out a pause, then applies the conflict policy to `e`'s destination name. None
+/// when the entry must not be written (cancelled, skipped or failed; already reported
+/// through `sh`); else the existing destination it replaces, if any.
+fn may_write(sh: &Shared, e: &Entry, path: &Path) -> Option<Option<Meta>> {
     if sh.gate().is_err() {
-        return false;
+        return None;
     }
-    match sh.decide(&e.parent, &e.dst_name, e.meta.mtime) {
-        Decision::Proceed => true,
+    match sh.decide(&e.parent, &e.dst_name, path, &e.meta) {
+        Decision::Proceed(existing) => Some(existing),
         Decision::Skip(r) => {
             sh.skip(path, r);
-            false
+            None
         }
         Decision::Fail(m) => {
             sh.fail(path, m);
-            false
+            None
         }
-        Decision::Stop => false,
+        Decision::Stop => None,
     }
+}
+
+/// Opens a source file for reading. Never blocks and never opens anything but a regular
+/// file: the name may have been swapped for a FIFO or device since the scan (a hostile
+/// user who can write into the source); `O_NONBLOCK` makes the open of a FIFO return at
+/// once, and the type is checked on the descriptor before a byte is read.
+fn open_source(sh: &Shared, e: &Entry, path: &Path) -> Option<(OwnedFd, Meta)> {
+    let mut oflags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    if !e.follow {
+        oflags |= OFlags::NOFOLLOW;
+    }
+    let src = match rfs::openat(&e.parent.src, &e.src_name, oflags, Mode::empty()) {
+        Ok(f) => f,
+        Err(Errno::NOENT) => {
+            sh.fail(path, "vanished before it could be copied".into());
+            return None;
+        }
+        // O_NOFOLLOW met a symlink where the scan saw a regular file: say that, not ELOOP's
+        // "Too many levels of symbolic links".
+        Err(Errno::LOOP) if !e.follow => {
+            sh.fail(
+                path,
+                "was replaced by a symlink after it was found; the symlink was not followed".into(),
+            );
+            return None;
+        }
+        Err(err) => {
+            let m = format!("cannot open {} for reading: {}", quote(path), errmsg(err));
+            sh.fail(path, m);
+            return None;
+        }
+    };
+    let st = match rfs::fstat(&src) {
+        Ok(s) => Meta::from_stat(&s),
+        Err(err) => {
+            sh.fail(
+                path,
+                format!("cannot fstat {}: {}", quote(path), errmsg(err)),
+            );
+            return None;
+        }
+    };
+    if st.file_type() != FileType::RegularFile {
+        sh.fail(
+            path,
+            "was replaced by something that is not a regular file while it was copied; not read"
+                .into(),
+        );
+        return None;
+    }
+    Some((src, st))
 }
 
 /// Copies one regular file: conflict policy, temp file, data, metadata, optional fsync and
 /// verify, rename. Errors are reported through `sh` (per file, or fatal for the destination).
 pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let path = e.src_display();
-    if !may_write(sh, e, &path) {
+    let Some(existing) = may_write(sh, e, &path) else {
         return;
-    }
-    let mut oflags = OFlags::RDONLY | OFlags::CLOEXEC;
-    if !e.follow {
-        oflags |= OFlags::NOFOLLOW;
-    }
-    let src = match rfs::openat(&e.parent.src, &e.src_name, oflags, Mode::empty()) {
-        Ok(f) => f,
-        Err(Errno::NOENT) => return sh.fail(&path, "vanished before it could be copied".into()),
-        // O_NOFOLLOW met a symlink where the scan saw a regular file: say that, not ELOOP's
-        // "Too many levels of symbolic links".
-        Err(Errno::LOOP) if !e.follow => {
-            return sh.fail(
-                &path,
-                "was replaced by a symlink after it was found; the symlink was not followed".into(),
-            );
-        }
-        Err(err) => {
-            let m = format!("cannot open {} for reading: {}", quote(&path), errmsg(err));
-            return sh.fail(&path, m);
-        }
     };
-    let st = match rfs::fstat(&src) {
-        Ok(s) => Meta::from_stat(&s),
-        Err(err) => {
-            return sh.fail(
-                &path,
-                format!("cannot fstat {}: {}", quote(&path), errmsg(err)),
-            );
-        }
+    let Some((src, st)) = open_source(sh, e, &path) else {
+        return;
     };
     let rel = e.rel();
     let _ = sh.events.send(EngineEvent::FileStarted {
@@ -175,7 +219,10 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
     }
 
-    let dst_flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    // O_EXCL: the name is created by this call or the call fails; it never opens a file
+    // or follows a symlink someone put there.
+    let dst_flags =
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     // Created with the permission bits it will keep (the kernel applies the umask), so the
     // usual case needs no fchmod; `apply_file_meta` fixes the rest.
     let create_mode = Mode::from_raw_mode(st.mode & 0o777);
@@ -188,6 +235,10 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         (Ok(t), Some(f)) => (t, f),
         (Err(err), _) => return sh.dest_error(&path, "cannot create the destination file", err),
         (Ok(_), None) => return,
+    };
+    let id = match nofollow::ident_of(&dst) {
+        Ok(i) => i,
+        Err(err) => return sh.dest_error(&path, "cannot stat the destination file", err),
     };
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
@@ -210,8 +261,16 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             );
         }
     };
+    if let Some(why) = source_changed(&src, &st, written) {
+        // The temporary goes with `tmp`: a copy that matches neither the old nor the new
+        // source never gets the real name.
+        return sh.fail(
+            &path,
+            format!("changed while it was copied ({why}); not kept, copy it again"),
+        );
+    }
 
-    if let Err(m) = apply_file_meta(sh, &dst, &st) {
+    if let Err(m) = apply_file_meta(sh, &dst, &st, existing.as_ref()) {
         return sh.fail(&path, m);
     }
     if sh.opts.sync == SyncMode::PerFile || sh.opts.verify {
@@ -238,19 +297,14 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             Err(DataErr::Write(err)) => return sh.dest_error(&path, "verify", err),
         }
     }
-    if let Err(err) = tmp.commit(&e.dst_name) {
-        return sh.dest_error(&path, "cannot rename the finished file into place", err);
+    if let Err(err) = tmp.commit(&e.dst_name, id, existing.is_none()) {
+        return node_error(sh, &path, "cannot rename the finished file into place", err);
     }
-    if written != st.size {
-        let how = if written > st.size { "grew" } else { "shrank" };
-        sh.changed(
-            &path,
-            format!(
-                "{how} from {} to {written} bytes while it was copied; the copy has {written}",
-                st.size
-            ),
-        );
-    } else if rfs::fstat(&src).is_ok_and(|s| Meta::from_stat(&s).nlink == 0) && st.nlink > 0 {
+    sh.record_made(&e.parent, &e.dst_name);
+    if let Some(made) = &e.made {
+        let _ = made.set(id.ino);
+    }
+    if rfs::fstat(&src).is_ok_and(|s| Meta::from_stat(&s).nlink == 0) && st.nlink > 0 {
         sh.changed(
             &path,
             "was deleted while it was copied; the copy holds the data as it was read".into(),
@@ -259,8 +313,43 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     sh.done(&path, written);
 }
 
+/// Why the source no longer matches what was copied: its size or modification time moved
+/// since it was opened, or fewer bytes than its size could be read.
+fn source_changed(src: &OwnedFd, before: &Meta, written: u64) -> Option<String> {
+    let now = match rfs::fstat(src) {
+        Ok(s) => Meta::from_stat(&s),
+        Err(e) => return Some(format!("cannot stat it again: {}", errmsg(e))),
+    };
+    if now.size != before.size {
+        let how = if now.size > before.size {
+            "grew"
+        } else {
+            "shrank"
+        };
+        return Some(format!("{how} from {} to {} bytes", before.size, now.size));
+    }
+    if now.mtime != before.mtime {
+        return Some("modified".into());
+    }
+    if written != before.size {
+        return Some(format!(
+            "{written} of {} bytes could be read before the end of the file",
+            before.size
+        ));
+    }
+    None
+}
+
 /// Mode, times and (with `-p`) ownership onto the temporary file before the rename.
-fn apply_file_meta(sh: &Shared, dst: &OwnedFd, st: &Meta) -> Result<(), String> {
+/// Without preserved metadata, a file that replaces an existing one keeps that file's
+/// mode (cp writes into the existing file, so its mode stays) and a new one gets
+/// 0666 minus the umask (cp `--no-preserve=mode`).
+fn apply_file_meta(
+    sh: &Shared,
+    dst: &OwnedFd,
+    st: &Meta,
+    existing: Option<&Meta>,
+) -> Result<(), String> {
     if sh.opts.preserve_owner
         && let Err(e) = rfs::fchown(
             dst,
@@ -275,7 +364,10 @@ fn apply_file_meta(sh: &Shared, dst: &OwnedFd, st: &Meta) -> Result<(), String> 
     let mode = if sh.opts.preserve_mode_time {
         st.mode & 0o7777
     } else {
-        created
+        match existing {
+            Some(x) if x.file_type() == FileType::RegularFile => x.mode & 0o777,
+            _ => 0o666 & !sh.umask,
+        }
     };
     // fchown clears set-id bits, so with -p the mode is always set afterwards.
     if mode != created || sh.opts.preserve_owner {
@@ -537,6 +629,9 @@ fn hash_fd(
 }
 
 /// Symlinks, FIFOs (mkfifo: never opened), device nodes (root only); sockets are skipped.
+/// The node is made under a temporary name, pinned (checked to be the node made, held by
+/// an `O_PATH` descriptor), given its owner, mode and times through that descriptor, and
+/// renamed into place only if the temporary name still holds it.
 pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     let path = e.src_display();
     let ft = e.meta.file_type();
@@ -555,9 +650,9 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
         }
         _ => {}
     }
-    if !may_write(sh, e, &path) {
+    let Some(existing) = may_write(sh, e, &path) else {
         return;
-    }
+    };
     let dir = &e.parent;
     let target = if ft == FileType::Symlink {
         match rfs::readlinkat(&dir.src, &e.src_name, Vec::new()) {
@@ -567,91 +662,137 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     } else {
         None
     };
-    let perm = Mode::from_raw_mode(e.meta.mode & 0o7777);
+    let mode = special_mode(sh, &e.meta, existing.as_ref());
+    let rdev =
+        matches!(ft, FileType::CharacterDevice | FileType::BlockDevice).then_some(e.meta.rdev);
     let tmp = with_temp(dir, &e.dst_name, |t| match ft {
         FileType::Symlink => rfs::symlinkat(target.as_deref().unwrap_or(c""), &dir.dst, t),
-        FileType::Fifo => rfs::mknodat(&dir.dst, t, FileType::Fifo, perm, 0),
-        _ => rfs::mknodat(&dir.dst, t, ft, perm, e.meta.rdev as _),
+        _ => rfs::mknodat(
+            &dir.dst,
+            t,
+            ft,
+            Mode::from_raw_mode(mode),
+            rdev.unwrap_or(0) as _,
+        ),
     });
     let tmp = match tmp {
         Ok(t) => t,
         Err(err) => return sh.dest_error(&path, "cannot create", err),
     };
-    if sh.opts.preserve_owner
-        && let Err(err) = rfs::chownat(
-            &dir.dst,
-            &tmp.name,
-            Some(rfs::Uid::from_raw(e.meta.uid)),
-            Some(rfs::Gid::from_raw(e.meta.gid)),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        && err != Errno::PERM
-    {
-        return sh.fail(&path, format!("cannot preserve ownership: {}", errmsg(err)));
+    let node = match tmp.pin(ft, rdev) {
+        Ok(n) => n,
+        Err(err) => return node_error(sh, &path, "cannot create", err),
+    };
+    if let Err(m) = apply_special_meta(sh, &e.meta, &node, mode) {
+        return sh.fail(&path, m);
     }
-    if ft != FileType::Symlink {
-        let mode = if sh.opts.preserve_mode_time {
-            e.meta.mode & 0o7777
-        } else {
-            e.meta.mode & 0o777 & !sh.umask
-        };
-        if let Err(err) = rfs::chmodat(
-            &dir.dst,
-            &tmp.name,
-            Mode::from_raw_mode(mode),
-            AtFlags::empty(),
-        ) {
-            return sh.fail(&path, format!("cannot set the mode: {}", errmsg(err)));
-        }
+    if let Err(err) = tmp.commit(&e.dst_name, node.id, existing.is_none()) {
+        return node_error(sh, &path, "cannot rename into place", err);
     }
-    if sh.opts.preserve_mode_time
-        && let Err(err) = rfs::utimensat(
-            &dir.dst,
-            &tmp.name,
-            &timestamps(&e.meta),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-    {
-        return sh.fail(&path, format!("cannot set the times: {}", errmsg(err)));
-    }
-    if let Err(err) = tmp.commit(&e.dst_name) {
-        return sh.dest_error(&path, "cannot rename into place", err);
-    }
+    sh.record_made(dir, &e.dst_name);
     sh.done(&path, 0);
 }
 
-/// A second name of a hard-linked file (`-a`): linked to the first copy; copied on its own
-/// if the first copy does not exist (it failed or was skipped).
-pub(crate) fn make_link(sh: &Shared, e: &Entry, first_dir: &Arc<DirNode>, first_name: &OsStr) {
-    let path = e.src_display();
+/// The final permission bits of a FIFO or device node (symlinks have none).
+fn special_mode(sh: &Shared, m: &Meta, existing: Option<&Meta>) -> u32 {
+    if sh.opts.preserve_mode_time {
+        return m.mode & 0o7777;
+    }
+    match existing {
+        Some(x) if x.file_type() == m.file_type() => x.mode & 0o777,
+        _ => 0o666 & !sh.umask,
+    }
+}
+
+/// Owner (with `-p`), mode and times of a pinned special node, through its descriptor.
+fn apply_special_meta(sh: &Shared, m: &Meta, node: &Pinned, mode: u32) -> Result<(), String> {
+    if sh.opts.preserve_owner
+        && let Err(err) = node.chown(m.uid, m.gid)
+        && err != Errno::PERM
+    {
+        return Err(format!("cannot preserve ownership: {}", errmsg(err)));
+    }
+    // mknodat applied the umask; chown cleared set-id bits.
+    if m.file_type() != FileType::Symlink
+        && let Err(err) = node.chmod(mode)
+    {
+        return Err(format!("cannot set the mode: {}", errmsg(err)));
+    }
+    if sh.opts.preserve_mode_time
+        && let Err(err) = node.set_times(&timestamps(m))
+    {
+        return Err(format!("cannot set the times: {}", errmsg(err)));
+    }
+    Ok(())
+}
+
+/// A second name of a hard-linked file (`-a`): linked to the first copy (checked to be
+/// that copy's inode, not whatever its name holds now); copied on its own if the first
+/// copy does not exist (it failed or was skipped).
+pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
     // cp -u keeps a hard-link group whole: the group's first name decided (copied, or kept as
     // not newer), and every later name becomes a link to it, replacing what is there (coreutils
     // copy.c: "we currently replace DST_NAME unconditionally, even if it was a newer separate file").
-    let decision = if sh.opts.overwrite == OverwritePolicy::Update || sh.opts.only_newer {
-        Decision::Proceed
-    } else {
-        sh.decide(&e.parent, &e.dst_name, e.meta.mtime)
+    let update = sh.opts.overwrite == OverwritePolicy::Update || sh.opts.only_newer;
+    let kept = || {
+        rfs::statat(&first.dir.dst, &first.name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| Meta::from_stat(&st))
+            .filter(|m| m.file_type() == FileType::RegularFile)
+            .map(|m| m.ino)
     };
-    match decision {
-        Decision::Proceed => {}
-        Decision::Skip(r) => return sh.skip(&path, r),
-        Decision::Fail(m) => return sh.fail(&path, m),
-        Decision::Stop => return,
-    }
+    let Some(ino) = first
+        .made
+        .get()
+        .copied()
+        .or_else(|| update.then(kept).flatten())
+    else {
+        let mut buf = vec![0u8; sh.opts.buffer_size.max(4096)];
+        return copy_regular(sh, e, &mut buf);
+    };
+    let path = e.src_display();
+    let existing = if update {
+        match rfs::statat(&e.parent.dst, &e.dst_name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(Meta::from_stat(&st)),
+            Err(_) => None,
+        }
+    } else {
+        match may_write(sh, e, &path) {
+            Some(x) => x,
+            None => return,
+        }
+    };
     let dir = &e.parent;
     let tmp = with_temp(dir, &e.dst_name, |t| {
-        rfs::linkat(&first_dir.dst, first_name, &dir.dst, t, AtFlags::empty())
+        rfs::linkat(&first.dir.dst, &first.name, &dir.dst, t, AtFlags::empty())
     });
-    match tmp {
-        Ok(t) => match t.commit(&e.dst_name) {
-            Ok(()) => sh.done(&path, 0),
-            Err(err) => sh.dest_error(&path, "cannot rename into place", err),
-        },
-        Err(Errno::NOENT) => {
-            let mut buf = vec![0u8; sh.opts.buffer_size.max(4096)];
-            copy_regular(sh, e, &mut buf);
+    let tmp = match tmp {
+        Ok(t) => t,
+        Err(err) => return sh.dest_error(&path, "cannot make the hard link", err),
+    };
+    let id = match rfs::statat(&dir.dst, &tmp.name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Meta::from_stat(&st),
+        Err(err) => return sh.dest_error(&path, "cannot make the hard link", err),
+    };
+    if id.ino != ino || id.file_type() != FileType::RegularFile {
+        return sh.fail(
+            &path,
+            format!(
+                "cannot make the hard link: '{}' no longer holds the copy made by this run",
+                first.dir.dst_display.join(&first.name).display()
+            ),
+        );
+    }
+    let id = Ident {
+        dev: id.dev,
+        ino: id.ino,
+    };
+    match tmp.commit(&e.dst_name, id, existing.is_none()) {
+        Ok(()) => {
+            sh.record_made(dir, &e.dst_name);
+            sh.done(&path, 0)
         }
-        Err(err) => sh.dest_error(&path, "cannot make the hard link", err),
+        Err(err) => node_error(sh, &path, "cannot rename into place", err),
     }
 }
 

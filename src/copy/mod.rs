@@ -163,6 +163,7 @@ pub mod error;
 pub(crate) mod file;
 pub mod filter;
 mod flush;
+pub(crate) mod nofollow;
 pub mod options;
 pub mod plan;
 pub(crate) mod scan;

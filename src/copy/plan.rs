@@ -27,8 +27,9 @@ pub struct Root {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyJob {
     pub roots: Vec<Root>,
-    /// Sources that cannot be stat'ed, with cp's message ("cannot stat 'x': No such file or
-    /// directory"): as cp, the others are still copied and the run exits 1.
+    /// Sources that cannot be stat'ed, or that are the same file as their destination, with
+    /// cp's message ("cannot stat 'x': No such file or directory", "'a' and 'b' are the
+    /// same file"): as cp, the others are still copied and the run exits 1.
     pub missing: Vec<(PathBuf, String)>,
     pub options: CopyOptions,
 }
@@ -147,6 +148,24 @@ fn canonical_lenient(p: &Path) -> PathBuf {
     }
 }
 
+/// cp's "are the same file": the destination (followed) is the source; or the source is a
+/// symlink copied as a symlink and the destination is the file it points to (copying it
+/// would leave a symlink to itself where the file was, its data gone).
+fn same_file(
+    src: &Path,
+    smeta: &fs::Metadata,
+    dst_follow: Option<&fs::Metadata>,
+    dst_link: Option<&fs::Metadata>,
+) -> bool {
+    let same = |a: &fs::Metadata, b: &fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+    if dst_follow.is_some_and(|d| same(d, smeta)) {
+        return true;
+    }
+    smeta.file_type().is_symlink()
+        && dst_link.is_some_and(|d| !d.file_type().is_symlink())
+        && fs::metadata(src).is_ok_and(|target| dst_link.is_some_and(|d| same(d, &target)))
+}
+
 impl CopyJob {
     /// Checks every pair and refuses, before any write, the copies cp refuses.
     pub fn plan(request: &CopyRequest) -> Result<CopyJob, CopyError> {
@@ -173,19 +192,17 @@ impl CopyJob {
             };
             let dmeta_follow = fs::metadata(dst).ok();
             let dmeta_link = fs::symlink_metadata(dst).ok();
-            if let Some(d) = &dmeta_follow
-                && d.dev() == smeta.dev()
-                && d.ino() == smeta.ino()
-            {
-                return Err(CopyError::Refused(format!(
-                    "{} and {} are the same file",
-                    display(src),
-                    display(dst)
-                )));
+            if same_file(src, &smeta, dmeta_follow.as_ref(), dmeta_link.as_ref()) {
+                // cp: reported, the other sources are still copied, exit 1.
+                let msg = format!("{} and {} are the same file", display(src), display(dst));
+                missing.push((src.clone(), msg));
+                continue;
             }
             let dest_is_dir = dmeta_follow.as_ref().is_some_and(|m| m.is_dir());
             if smeta.is_dir() {
-                if dmeta_link.is_some() && !dest_is_dir {
+                // A symlink where the directory goes is never followed (cp refuses it too):
+                // in a destination others can write, it may point anywhere.
+                if dmeta_link.as_ref().is_some_and(|m| !m.is_dir()) {
                     return Err(CopyError::Refused(format!(
                         "cannot overwrite non-directory {} with directory {}",
                         display(dst),

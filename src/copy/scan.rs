@@ -4,19 +4,22 @@
 
 use crate::present::quote::quote;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::EngineEvent;
+use super::nofollow::{self, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
-use super::shared::{DirNode, Entry, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock};
+use super::shared::{
+    DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock,
+};
 
 /// Directory entry names, sorted so the copy order is predictable.
 fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
@@ -53,6 +56,52 @@ fn parent_of(p: &Path) -> PathBuf {
 /// The parent as the user wrote it ("" for a bare name, so events say "file", not "./file").
 fn display_parent(p: &Path) -> PathBuf {
     p.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Opens a destination directory `name` in `parent` without following a symlink; one this
+/// run just made must still be the directory it made (ours, not one someone swapped in).
+fn open_made_dir(parent: BorrowedFd<'_>, name: &OsStr, made: bool) -> Result<OwnedFd, NodeErr> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rfs::openat(parent, name, flags, Mode::empty())?;
+    if made {
+        nofollow::check_made_dir(parent, name, &fd)?;
+    }
+    Ok(fd)
+}
+
+/// The destination directory of a tree root: the path the user named is resolved as cp
+/// resolves it (its parent may be a symlink), the last name is made and opened
+/// relative to the parent, without following. Returns the directory and whether this run
+/// made it.
+fn open_root_dest(root: &Root) -> Result<(OwnedFd, bool), (&'static str, NodeErr)> {
+    let open_err = |e| ("cannot open directory", e);
+    if root.dest_exists {
+        return open_dir(&root.dest, true)
+            .map(|d| (d, false))
+            .map_err(|e| open_err(e.into()));
+    }
+    let Some(name) = root.dest.file_name() else {
+        return open_dir(&root.dest, true)
+            .map(|d| (d, false))
+            .map_err(|e| open_err(e.into()));
+    };
+    let parent = open_dir(&parent_of(&root.dest), true).map_err(|e| open_err(e.into()))?;
+    let made = match rfs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) => true,
+        Err(Errno::EXIST) => false,
+        Err(e) => return Err(("cannot create directory", e.into())),
+    };
+    open_made_dir(parent.as_fd(), name, made)
+        .map(|d| (d, made))
+        .map_err(open_err)
+}
+
+/// Reports a failed operation on a destination node.
+pub(crate) fn node_error(sh: &Shared, path: &Path, what: &str, e: NodeErr) {
+    match e {
+        NodeErr::Io(err) => sh.dest_error(path, what, err),
+        NodeErr::Replaced => sh.fail(path, format!("{what}: {}", nofollow::REPLACED)),
+    }
 }
 
 /// Walks every root; creates directories and specials; queues regular files.
@@ -143,6 +192,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
         dst_name: dst_name.to_os_string(),
         meta,
         follow,
+        made: None,
     };
     let alive = dispatch(sh, entry, tx);
     node.release(sh);
@@ -151,7 +201,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
 
 /// Counts an entry and routes it: regular files to the workers, the rest made here.
 /// Returns false when the workers are gone.
-fn dispatch(sh: &Arc<Shared>, entry: Entry, tx: &SyncSender<Entry>) -> bool {
+fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool {
     let m = entry.meta;
     sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
     match m.file_type() {
@@ -161,18 +211,21 @@ fn dispatch(sh: &Arc<Shared>, entry: Entry, tx: &SyncSender<Entry>) -> bool {
                 .fetch_add(m.data_size(), Ordering::Relaxed);
             if sh.opts.hard_links && m.nlink > 1 {
                 let mut map = lock(&sh.link_map);
-                if let Some((first_dir, first_name)) = map.get(&(m.dev, m.ino)) {
+                if let Some(first) = map.get(&(m.dev, m.ino)) {
                     entry.parent.hold();
-                    lock(&sh.links).push(LinkItem {
-                        first_dir: first_dir.clone(),
-                        first_name: first_name.clone(),
-                        entry,
-                    });
+                    let first = first.clone();
+                    lock(&sh.links).push(LinkItem { first, entry });
                     return true;
                 }
+                let made = Arc::new(OnceLock::new());
+                entry.made = Some(made.clone());
                 map.insert(
                     (m.dev, m.ino),
-                    (entry.parent.clone(), entry.dst_name.clone()),
+                    FirstName {
+                        dir: entry.parent.clone(),
+                        name: entry.dst_name.clone(),
+                        made,
+                    },
                 );
             }
             entry.parent.hold();
@@ -213,27 +266,16 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
             return true;
         }
     };
-    let mut created = false;
-    if !root.dest_exists {
-        match rfs::mkdir(&root.dest, Mode::from_raw_mode(0o700)) {
-            Ok(()) => {
-                created = true;
-                sh.dir_created(&root.source);
-            }
-            Err(Errno::EXIST) if root.dest.is_dir() => {}
-            Err(e) => {
-                sh.dest_error(&root.dest, "cannot create directory", e);
-                return !sh.is_stopped();
-            }
-        }
-    }
-    let dst = match open_dir(&root.dest, true) {
-        Ok(f) => f,
-        Err(e) => {
-            sh.dest_error(&root.dest, "cannot open directory", e);
+    let (dst, created) = match open_root_dest(root) {
+        Ok(d) => d,
+        Err((what, e)) => {
+            node_error(sh, &root.dest, what, e);
             return !sh.is_stopped();
         }
     };
+    if created {
+        sh.dir_created(&root.source);
+    }
     if let Ok(st) = rfs::fstat(&dst) {
         sh.add_sync_target(Meta::from_stat(&st).dev, &dst);
     }
@@ -267,6 +309,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         rel,
         cfr_ok,
     });
+    sh.track_unfinished(&node);
     let mut stack = vec![Frame {
         node,
         names,
@@ -327,6 +370,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 src_name: name,
                 meta,
                 follow: follow_all,
+                made: None,
             };
             if !dispatch(sh, entry, tx) {
                 return false;
@@ -419,20 +463,15 @@ fn enter_dir(
             return None;
         }
     };
-    let dst = match rfs::openat(
-        &node.dst,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
+    let dst = match open_made_dir(node.dst.as_fd(), name, created) {
         Ok(f) => f,
         Err(e) => {
-            sh.dest_error(&dst_path, "cannot open directory", e);
+            node_error(sh, &dst_path, "cannot open directory", e);
             return None;
         }
     };
     node.hold();
-    Some(Arc::new(DirNode {
+    let child = Arc::new(DirNode {
         src,
         dst,
         pending: AtomicUsize::new(1),
@@ -444,5 +483,7 @@ fn enter_dir(
         dst_display: dst_path,
         rel: node.rel.join(name),
         cfr_ok: node.cfr_ok,
-    }))
+    });
+    sh.track_unfinished(&child);
+    Some(child)
 }

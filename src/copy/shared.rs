@@ -2,12 +2,12 @@
 //! per-file outcome lists, the directory nodes that carry their final metadata, and the
 //! small helpers (errno words, timestamps) every part of the engine uses.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{self as rfs, FileType, Mode};
@@ -104,6 +104,9 @@ pub(crate) struct Entry {
     pub meta: Meta,
     /// Open the source following a symlink (command-line argument, or `-L`).
     pub follow: bool,
+    /// The first name of a hard-linked file (`-a`): the inode of its copy, once renamed
+    /// into place, so its other names link to that copy and nothing else.
+    pub made: Option<Arc<OnceLock<u64>>>,
 }
 
 impl Entry {
@@ -118,12 +121,16 @@ impl Entry {
 /// A hard link to make once its first name has been copied (`-a`).
 pub(crate) struct LinkItem {
     pub(crate) entry: Entry,
-    pub(crate) first_dir: Arc<DirNode>,
-    pub(crate) first_name: OsString,
+    pub(crate) first: FirstName,
 }
 
-/// Where the first name of a hard-linked file went: (directory, name).
-pub(crate) type FirstName = (Arc<DirNode>, OsString);
+/// Where the first name of a hard-linked file went, and the inode of its copy.
+#[derive(Clone)]
+pub(crate) struct FirstName {
+    pub dir: Arc<DirNode>,
+    pub name: OsString,
+    pub made: Arc<OnceLock<u64>>,
+}
 
 /// State shared by the scanner, the workers and the engine thread.
 pub(crate) struct Shared {
@@ -155,6 +162,11 @@ pub(crate) struct Shared {
     /// `--exclude`, compiled.
     pub(crate) exclude: Option<super::filter::Exclude>,
     pub verify_on_zfs: AtomicBool,
+    /// Names made by this run (destination directory dev, ino, name), kept only when
+    /// there are several sources: cp refuses to overwrite them.
+    pub(crate) made_names: Option<Mutex<HashSet<(u64, u64, OsString)>>>,
+    /// Directories waiting for their final metadata (keyed by node address).
+    pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
 }
 
 /// How far ahead of the `--bwlimit` rate the writers may run: enough that a chunk at a few
@@ -207,6 +219,7 @@ impl DirNode {
             }
             if !sh.is_stopped() {
                 sh.dir_complete(&n);
+                lock(&sh.unfinished).remove(&(Arc::as_ptr(&n) as usize));
             }
             cur = n.parent.clone();
         }
@@ -396,7 +409,7 @@ impl Shared {
     pub(crate) fn dir_complete(&self, n: &DirNode) {
         let Some(m) = n.meta else { return };
         if n.finalize {
-            self.finalize_dir(n, &m);
+            self.finalize_dir(n, &m, true);
         }
         if self.opts.sync == SyncMode::PerFile {
             let t = Instant::now();
@@ -410,7 +423,8 @@ impl Shared {
         }
     }
 
-    pub(crate) fn finalize_dir(&self, n: &DirNode, m: &Meta) {
+    /// Owner (with -p), mode and, when its content is complete, mtime of a directory.
+    pub(crate) fn finalize_dir(&self, n: &DirNode, m: &Meta, complete: bool) {
         let path = &n.dst_display;
         if self.opts.preserve_owner
             && let Err(e) = rfs::fchown(
@@ -423,23 +437,46 @@ impl Shared {
             self.fail(path, format!("cannot preserve ownership: {}", errmsg(e)));
         }
         let mode = if self.opts.preserve_mode_time {
-            m.mode & 0o7777
+            Some(m.mode & 0o7777)
         } else {
-            0o777 & !self.umask
+            // A directory that existed keeps its mode (cp); a new one: cp --no-preserve=mode.
+            n.fresh.then_some(0o777 & !self.umask)
         };
-        if let Err(e) = rfs::fchmod(&n.dst, Mode::from_raw_mode(mode)) {
+        if let Some(mode) = mode
+            && let Err(e) = rfs::fchmod(&n.dst, Mode::from_raw_mode(mode))
+        {
             self.fail(
                 path,
                 format!("cannot set the directory mode: {}", errmsg(e)),
             );
         }
-        if self.opts.preserve_mode_time
+        if complete
+            && self.opts.preserve_mode_time
             && let Err(e) = rfs::futimens(&n.dst, &timestamps(m))
         {
             self.fail(
                 path,
                 format!("cannot set the directory time: {}", errmsg(e)),
             );
+        }
+    }
+
+    /// Tracks a directory that takes its final metadata when its last child is done.
+    pub(crate) fn track_unfinished(&self, n: &Arc<DirNode>) {
+        if n.finalize && n.meta.is_some() {
+            lock(&self.unfinished).insert(Arc::as_ptr(n) as usize, n.clone());
+        }
+    }
+
+    /// After a stop (cancel, a signal, disk full) no directory stays at the 0700 it was
+    /// made with: each unfinished one gets its owner and mode; its mtime stays the time of
+    /// the copy, since its content is not complete.
+    pub(crate) fn finalize_unfinished(&self) {
+        let left: Vec<Arc<DirNode>> = lock(&self.unfinished).drain().map(|(_, n)| n).collect();
+        for n in left {
+            if let Some(m) = n.meta {
+                self.finalize_dir(&n, &m, false);
+            }
         }
     }
 
