@@ -315,6 +315,35 @@ mod tests {
     }
 
     #[test]
+    fn same_file_through_a_symlink_copied_as_a_symlink() {
+        // coreutils tests/cp/same-file.sh, 'symlink foo' with -d: "'symlink' and 'foo' are
+        // the same file" (copying it would leave foo a symlink to itself, its data gone).
+        let t = tempfile::tempdir().unwrap();
+        let foo = t.path().join("foo");
+        fs::write(&foo, b"XYZ").unwrap();
+        let link = t.path().join("symlink");
+        std::os::unix::fs::symlink("foo", &link).unwrap();
+        let mut options = CopyOptions::default();
+        options.dereference = Dereference::Never;
+        let req = CopyRequest {
+            pairs: vec![Pair {
+                source: link.clone(),
+                dest: foo.clone(),
+            }],
+            options,
+        };
+        let j = CopyJob::plan(&req).unwrap();
+        assert!(j.roots.is_empty(), "{j:?}");
+        assert!(j.missing[0].1.contains("are the same file"));
+        // 'sl1 sl2' with -d (both symlinks to foo): copied, the symlink replaces the symlink.
+        let sl2 = t.path().join("sl2");
+        std::os::unix::fs::symlink("foo", &sl2).unwrap();
+        let mut req = req;
+        req.pairs[0].dest = sl2;
+        assert_eq!(CopyJob::plan(&req).unwrap().roots.len(), 1);
+    }
+
+    #[test]
     fn refusals() {
         let t = tempfile::tempdir().unwrap();
         let d = t.path().join("d");
@@ -330,8 +359,14 @@ mod tests {
         };
         let e = CopyJob::plan(&req(&d, &d.join("sub/x"))).unwrap_err();
         assert!(e.to_string().contains("into itself"), "{e}");
-        let e = CopyJob::plan(&req(&f, &f)).unwrap_err();
-        assert!(e.to_string().contains("same file"), "{e}");
+        // Same file: cp's per-source failure (the other sources are still copied, exit 1).
+        let j = CopyJob::plan(&req(&f, &f)).unwrap();
+        assert!(j.roots.is_empty());
+        assert!(
+            j.missing[0].1.contains("are the same file"),
+            "{:?}",
+            j.missing
+        );
         let e = CopyJob::plan(&req(&d, &f)).unwrap_err();
         assert!(e.to_string().contains("non-directory"), "{e}");
         let e = CopyJob::plan(&req(&f, &t.path().join("nope/x"))).unwrap_err();
