@@ -323,8 +323,10 @@ mod tests {
         fs::write(&foo, b"XYZ").unwrap();
         let link = t.path().join("symlink");
         std::os::unix::fs::symlink("foo", &link).unwrap();
-        let mut options = CopyOptions::default();
-        options.dereference = Dereference::Never;
+        let options = CopyOptions {
+            dereference: Dereference::Never,
+            ..CopyOptions::default()
+        };
         let req = CopyRequest {
             pairs: vec![Pair {
                 source: link.clone(),
