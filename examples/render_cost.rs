@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use copyscope::frontend::replay::app_at;
 use copyscope::model::ModelConfig;
+use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
-use copyscope::ui::app::UiOptions;
 use copyscope::ui::theme::Theme;
-use copyscope::ui::units::Units;
+use copyscope::ui::view::UiOptions;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

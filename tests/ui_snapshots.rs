@@ -4,13 +4,14 @@
 
 use std::path::Path;
 
-use copyscope::copy::{CurrentFile, EngineEvent};
+use copyscope::copy::EngineEvent;
 use copyscope::frontend::replay::app_at;
+use copyscope::frontend::state::App;
 use copyscope::model::ModelConfig;
+use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
-use copyscope::ui::app::{App, Dialog, RunState, UiOptions};
 use copyscope::ui::theme::Theme;
-use copyscope::ui::units::Units;
+use copyscope::ui::view::{Dialog, FileProgress, RunState, UiOptions};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -37,7 +38,7 @@ fn app(t_s: f64) -> App {
     if a.state == RunState::Scanning && a.progress.scan_done {
         a.state = RunState::Copying;
     }
-    a.current = Some(CurrentFile {
+    a.current = Some(FileProgress {
         path: "big".into(),
         size: 3_145_728_000,
         done: a.progress.bytes_copied,

@@ -8,15 +8,16 @@ use crate::config::{Config, Display};
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy};
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session, fs_label, model_config, summary_of};
+use crate::frontend::state::App;
 use crate::frontend::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
 use crate::model::{Event, Model};
 use crate::present::quote::shell_escape;
+use crate::present::units::Units;
 use crate::report::export::{ChartData, write_screenshot_set};
 use crate::report::recording::Header;
 use crate::sample::Sample;
-use crate::ui::app::{App, Header as UiHeader, RunState, UiOptions};
 use crate::ui::theme::Theme;
-use crate::ui::units::Units;
+use crate::ui::view::{Header as UiHeader, RunState, UiOptions};
 
 /// Default PNG/SVG size for screenshots.
 pub const SCREENSHOT_SIZE: (u32, u32) = (1600, 900);
@@ -249,7 +250,8 @@ pub fn run_copy_tui(
         out(&crate::report::summary::final_summary(
             &data,
             &app.model,
-            opts,
+            opts.theme.ascii(),
+            opts.units,
             Some(&outcome),
             width,
         ));

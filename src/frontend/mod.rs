@@ -7,6 +7,7 @@ pub mod demo;
 pub mod live;
 pub mod replay;
 pub mod session;
+pub mod state;
 pub mod stream;
 pub mod tui;
 

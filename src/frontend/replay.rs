@@ -9,11 +9,12 @@ use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::copy::EngineEvent;
+use crate::frontend::state::{Action, App};
 use crate::frontend::tui::{FRAME_INTERVAL, TerminalGuard};
 use crate::model::{Model, ModelConfig};
 use crate::report::recording::Recording;
 use crate::sample::Sample;
-use crate::ui::app::{Action, App, Header, ReplayStatus, RunState, UiOptions};
+use crate::ui::view::{Header, ReplayStatus, RunState, UiOptions};
 
 /// One item of the recording's timeline.
 #[derive(Debug, Clone, Copy)]
@@ -223,6 +224,11 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     let data =
         crate::report::export::ChartData::from_model(&model, &rec.header, rec.summary.as_ref());
     Ok(crate::report::summary::final_summary(
-        &data, &model, opts, None, 100,
+        &data,
+        &model,
+        opts.theme.ascii(),
+        opts.units,
+        None,
+        100,
     ))
 }

@@ -18,9 +18,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::copy::{ConflictAnswer, ConflictAsk, Control, EngineEvent, Progress};
+use crate::frontend::state::{Action, App};
 use crate::model::Event;
 use crate::sample::Sample;
-use crate::ui::app::{Action, App, Dialog, RunState};
+use crate::ui::view::{Dialog, RunState};
 
 /// Default time between frames: ~5 fps keeps SSH traffic small (DESIGN §10) and is still smooth
 /// for a chart that gains one column per sample.
@@ -278,7 +279,7 @@ pub async fn run_live<T>(
                 hooks.on_sample(&s);
                 let evs = app.on_sample(&s);
                 hooks.on_events(&evs);
-                app.current = io.progress.current();
+                app.current = io.progress.current().as_ref().map(crate::frontend::state::file_of);
                 if app.state == RunState::Verifying || app.verified.is_some() {
                     let v = io.progress.bytes_verified.load(std::sync::atomic::Ordering::Relaxed);
                     app.verified = Some(v);

@@ -1,3 +1,7 @@
-//! Presentation helpers shared by every output (plain lines, errors, summary, TUI).
+//! One voice for every output: units and times, marker glyphs and names, text shaping and
+//! name quoting. The TUI, plain and JSON lines, the summary and every export go through here.
 
+pub mod markers;
 pub mod quote;
+pub mod text;
+pub mod units;

@@ -5,12 +5,10 @@
 use crate::copy::CopyOutcome;
 use crate::model::format::fmt_clock;
 use crate::model::{EventKind, Model};
-use crate::report::export::text::asciify;
+use crate::present::text::{asciify, wrap_words};
+use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::summary_text;
-use crate::ui::app::UiOptions;
-use crate::ui::panels::wrap_words;
-use crate::ui::units::Units;
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -20,11 +18,11 @@ const MAX_DROPS_LISTED: usize = 12;
 pub fn final_summary(
     data: &ChartData,
     model: &Model,
-    opts: UiOptions,
+    ascii: bool,
+    units: Units,
     outcome: Option<&CopyOutcome>,
     width: usize,
 ) -> String {
-    let ascii = opts.theme.ascii();
     let mut s = render_text(data, width.min(100), ascii);
     let drops: Vec<_> = model
         .events()
@@ -60,12 +58,12 @@ pub fn final_summary(
         }
     }
     match outcome {
-        Some(o) => s.push_str(&summary_text(o, opts.units == Units::Binary)),
+        Some(o) => s.push_str(&summary_text(o, units == Units::Binary)),
         None => {
             let st = &data.stats;
             s.push_str(&format!(
                 "recorded: {} in {} files, {} failed\n",
-                opts.units.size(st.bytes),
+                units.size(st.bytes),
                 st.files,
                 st.failed
             ));

@@ -11,8 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 
 use crate::model::series::Point;
+use crate::present::units::{Units, fmt_duration_axis};
 use crate::ui::theme::Theme;
-use crate::ui::units::{Units, fmt_duration_axis};
 
 /// Which quantity the x axis shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

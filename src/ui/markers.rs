@@ -5,7 +5,7 @@
 use ratatui::style::Color;
 
 use crate::model::{Event, EventKind, Model};
-use crate::report::export::MarkerKind;
+use crate::present::markers::MarkerKind;
 use crate::ui::chart::{Marker, Span};
 
 /// Every family, in legend order.

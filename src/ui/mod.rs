@@ -1,13 +1,12 @@
-//! Drawing: `render(frame, &App)` is a pure function of the app state (its `now_ns` is the
+//! Drawing: `render(frame, &View)` is a pure function of the app state (its `now_ns` is the
 //! clock). One file per screen region; nothing here reads /proc or the wall clock.
 
-pub mod app;
 pub mod chart;
 pub mod markers;
 pub mod overlay;
 pub mod panels;
 pub mod theme;
-pub mod units;
+pub mod view;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -15,21 +14,21 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use crate::ui::app::{App, RunState};
+use crate::present::units::fmt_clock;
 use crate::ui::chart::{SpeedBar, SpeedChart};
-use crate::ui::units::fmt_clock;
+use crate::ui::view::{RunState, View};
 
 /// Height below which the chart moves into the progress bar (DESIGN §4 "Compact").
 pub const COMPACT_BELOW_ROWS: u16 = 18;
 
 /// Draws the whole screen.
-pub fn render(frame: &mut Frame, app: &App) {
+pub fn render(frame: &mut Frame, app: &View) {
     let area = frame.area();
     render_to(area, frame.buffer_mut(), app);
 }
 
 /// Draws into any buffer (tests use a TestBackend buffer).
-pub fn render_to(area: Rect, buf: &mut Buffer, app: &App) {
+pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
     if area.width == 0 || area.height == 0 {
         return;
     }
@@ -166,7 +165,7 @@ fn ascii_only(area: Rect, buf: &mut Buffer) {
         for x in area.left()..area.right() {
             let cell = &mut buf[(x, y)];
             if !cell.symbol().is_ascii() {
-                let mapped = crate::report::export::text::asciify(cell.symbol());
+                let mapped = crate::present::text::asciify(cell.symbol());
                 let first = mapped.chars().next().unwrap_or('_');
                 let mut tmp = [0u8; 4];
                 cell.set_symbol(first.encode_utf8(&mut tmp));
@@ -212,7 +211,7 @@ fn take_bottom(area: &mut Rect, h: u16) -> Rect {
     }
 }
 
-fn full_layout(inner: Rect, app: &App, kernel_lines: u16) -> Rows {
+fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
     let kernel = app
@@ -240,7 +239,7 @@ fn full_layout(inner: Rect, app: &App, kernel_lines: u16) -> Rows {
     }
 }
 
-fn compact_layout(inner: Rect, app: &App) -> Rows {
+fn compact_layout(inner: Rect, app: &View) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
     let speed_bar = Some(take(&mut rest, 2));
@@ -259,7 +258,7 @@ fn compact_layout(inner: Rect, app: &App) -> Rows {
 }
 
 /// A horizontal rule across the outer block at row `y`, joined to its borders, with a title.
-fn separator(buf: &mut Buffer, outer: Rect, y: u16, title: &str, app: &App) {
+fn separator(buf: &mut Buffer, outer: Rect, y: u16, title: &str, app: &View) {
     if y <= outer.y || y >= outer.bottom().saturating_sub(1) {
         return;
     }

@@ -7,9 +7,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
-use crate::ui::app::{App, Dialog};
 use crate::ui::markers::{self, LEGEND};
 use crate::ui::panels::ellipsize_start;
+use crate::ui::view::{Dialog, View};
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -22,7 +22,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-fn popup(area: Rect, buf: &mut Buffer, app: &App, title: &str, lines: Vec<Line<'static>>, w: u16) {
+fn popup(area: Rect, buf: &mut Buffer, app: &View, title: &str, lines: Vec<Line<'static>>, w: u16) {
     let t = app.opts.theme;
     let h = lines.len() as u16 + 2;
     let r = centered(area, w, h);
@@ -38,7 +38,7 @@ fn popup(area: Rect, buf: &mut Buffer, app: &App, title: &str, lines: Vec<Line<'
 }
 
 /// Keys and the marker legend.
-pub fn help(area: Rect, buf: &mut Buffer, app: &App) {
+pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
     let t = app.opts.theme;
     let key = |k: &str, what: &str| {
         Line::from(vec![
@@ -87,7 +87,7 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &App) {
 }
 
 /// The cancel confirmation or the overwrite dialog.
-pub fn dialog(area: Rect, buf: &mut Buffer, app: &App, d: &Dialog) {
+pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
     let t = app.opts.theme;
     match d {
         Dialog::ConfirmCancel => {

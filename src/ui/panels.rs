@@ -10,8 +10,9 @@ use ratatui::widgets::Widget;
 
 use crate::model::format::fmt_count;
 use crate::model::{EventKind, KernelView};
-use crate::ui::app::{App, RunState};
-use crate::ui::units::fmt_clock;
+use crate::present::text::wrap_words;
+use crate::present::units::fmt_clock;
+use crate::ui::view::{RunState, View};
 
 /// Shortens `s` to `max` chars, keeping the end (the file name matters most).
 pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
@@ -42,7 +43,7 @@ pub fn ellipsize_end(s: &str, max: usize, ellipsis: &str) -> String {
 }
 
 /// " copyscope  ~/iso → /tank/backup (zfs tank/backup) "
-pub fn title_line(app: &App, width: u16) -> Line<'static> {
+pub fn title_line(app: &View, width: u16) -> Line<'static> {
     let t = app.opts.theme;
     let g = t.glyphs;
     // " copyscope " + "  " + " → " + " ": what surrounds the paths.
@@ -74,7 +75,7 @@ pub fn title_line(app: &App, width: u16) -> Line<'static> {
 }
 
 /// Keys (or a transient status message) in the bottom border.
-pub fn footer_line(app: &App) -> Line<'static> {
+pub fn footer_line(app: &View) -> Line<'static> {
     let t = app.opts.theme;
     if let Some((msg, at)) = &app.status
         && app.now_ns.saturating_sub(*at) < 8_000_000_000
@@ -91,7 +92,7 @@ pub fn footer_line(app: &App) -> Line<'static> {
     Line::from(Span::styled(keys.to_string(), t.dim()))
 }
 
-fn labeled(label: &str, value: String, app: &App) -> Vec<Span<'static>> {
+fn labeled(label: &str, value: String, app: &View) -> Vec<Span<'static>> {
     let t = app.opts.theme;
     vec![
         Span::styled(format!("{label} "), t.label()),
@@ -101,7 +102,7 @@ fn labeled(label: &str, value: String, app: &App) -> Vec<Span<'static>> {
 }
 
 /// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)"
-pub fn speeds(area: Rect, buf: &mut Buffer, app: &App) {
+pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
     let mut spans = Vec::new();
@@ -123,7 +124,7 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &App) {
 }
 
 /// Fraction of bytes done, once the total is known and non-zero.
-pub fn fraction_done(app: &App) -> Option<f64> {
+pub fn fraction_done(app: &View) -> Option<f64> {
     let p = &app.progress;
     let (done, work) = match app.verified {
         // --verify: writing and reading back are each half the work.
@@ -135,7 +136,7 @@ pub fn fraction_done(app: &App) -> Option<f64> {
 
 /// Seconds until durable, including the backlog still in RAM (the model decides how). Under
 /// `--verify` while copying, the work left (writes and read-backs) at the pace so far.
-pub fn eta_secs(app: &App) -> Option<f64> {
+pub fn eta_secs(app: &View) -> Option<f64> {
     match (app.verified, app.state) {
         (Some(_), RunState::Verifying | RunState::Paused) => {
             let f = fraction_done(app)?;
@@ -146,7 +147,7 @@ pub fn eta_secs(app: &App) -> Option<f64> {
     }
 }
 
-fn gauge(width: usize, frac: f64, app: &App) -> (String, String) {
+fn gauge(width: usize, frac: f64, app: &View) -> (String, String) {
     let g = app.opts.theme.glyphs;
     let done = ((frac.clamp(0.0, 1.0)) * width as f64).round() as usize;
     (g.gauge_full.repeat(done), g.empty_bar.repeat(width - done))
@@ -160,7 +161,7 @@ fn marked_gauge(
     frac: f64,
     sync_pct: Option<u32>,
     delay_pct: Option<u32>,
-    app: &App,
+    app: &View,
 ) -> Vec<Span<'static>> {
     let t = app.opts.theme;
     let g = t.glyphs;
@@ -190,7 +191,7 @@ fn marked_gauge(
 }
 
 /// The progress rows: the bytes gauge with files and ETA, then the current file (or the flush).
-pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
+pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     if area.height == 0 {
         return;
     }
@@ -284,7 +285,7 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
                 let name = shell_escape(&cur.path);
                 // Transliterated as a whole, so "ß" stays "ss" and wide characters keep their width.
                 let name = if t.ascii() {
-                    crate::report::export::text::asciify(&name).into()
+                    crate::present::text::asciify(&name).into()
                 } else {
                     name
                 };
@@ -312,36 +313,8 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &App, with_gauge: bool) {
     }
 }
 
-/// Splits `text` into lines of at most `width` chars at spaces (long words are cut).
-pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = vec![String::new()];
-    for word in text.split(' ') {
-        let cur = lines.last_mut().expect("one line");
-        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
-        if need <= width || cur.is_empty() {
-            if !cur.is_empty() {
-                cur.push(' ');
-            }
-            cur.push_str(word);
-        } else {
-            lines.push(word.to_string());
-        }
-    }
-    lines
-        .into_iter()
-        .flat_map(|l| {
-            let chars: Vec<char> = l.chars().collect();
-            chars
-                .chunks(width)
-                .map(|c| c.iter().collect::<String>())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// The events panel: newest first; a drop's diagnosis wraps onto following lines.
-pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
+pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
     let t = app.opts.theme;
     let evs = app.model.events();
     if evs.is_empty() {
@@ -367,7 +340,7 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
             _ => Style::new(),
         };
         let text = if t.ascii() {
-            crate::report::export::text::asciify(&e.describe())
+            crate::present::text::asciify(&e.describe())
         } else {
             e.describe()
         };
@@ -400,7 +373,7 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &App) {
 }
 
 /// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
-pub fn kernel_lines(app: &App, with_note: bool) -> Vec<Line<'static>> {
+pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
     let t = app.opts.theme;
     let u = app.opts.units;
     let k: KernelView = app.model.kernel();
@@ -530,7 +503,7 @@ pub fn kernel(area: Rect, buf: &mut Buffer, lines: Vec<Line<'static>>) {
 }
 
 /// Below 30×7 the frame cannot hold the layout: one status line per row, as many as fit.
-pub fn tiny(area: Rect, buf: &mut Buffer, app: &App) {
+pub fn tiny(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
     let pct = fraction_done(app)
@@ -561,12 +534,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wrap_words_splits_at_spaces_and_cuts_long_words() {
-        assert_eq!(
-            wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
-            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
-        );
-        assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+    fn ellipsize_start_keeps_the_end() {
         assert_eq!(
             ellipsize_start("photos/2019/IMG_2231.CR2", 10, "…"),
             "…_2231.CR2"
@@ -576,8 +544,8 @@ mod tests {
     #[test]
     fn verify_counts_the_read_back_in_the_gauge_and_the_eta() {
         use crate::model::{Model, ModelConfig};
-        use crate::ui::app::{Header, UiOptions};
-        let mut app = App::new(
+        use crate::ui::view::{Header, UiOptions};
+        let mut app = View::new(
             Model::new(ModelConfig::default(), Default::default()),
             Header {
                 source: "s".into(),
@@ -586,7 +554,7 @@ mod tests {
             },
             UiOptions {
                 theme: crate::ui::theme::Theme::plain(false),
-                units: crate::ui::units::Units::Decimal,
+                units: crate::present::units::Units::Decimal,
                 compact: false,
             },
         );

@@ -8,6 +8,7 @@ use super::units::{
     ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, rate_unit, time_step,
 };
 use super::{ChartData, MarkerKind};
+use crate::present::text::asciify;
 
 /// Chart rows (each row holds eight levels with block characters).
 const ROWS: usize = 8;
@@ -21,53 +22,6 @@ fn ascii_block(eighths: usize) -> char {
         4..=7 => '+',
         _ => '#',
     }
-}
-
-/// An ASCII form of `s`: copyscope's own glyphs map to their drawn look-alikes (blocks to
-/// `.:+#`, box lines to `-|+`, arrows to `->`), anything else (file names, units) is
-/// transliterated ("Müller" → "Muller", "µs" → "us"), and what has no transliteration becomes
-/// `_`. Never `?`: that is the help key, and a `?` in a chart reads as "unknown".
-pub fn asciify(s: &str) -> String {
-    if s.is_ascii() {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match glyph_ascii(c) {
-            Some(a) => out.push_str(a),
-            None if c.is_ascii() => out.push(c),
-            None => {
-                let t = deunicode::deunicode_char(c).filter(|t| !t.is_empty() && t.is_ascii());
-                out.push_str(t.unwrap_or("_"));
-            }
-        }
-    }
-    out
-}
-
-/// The drawn look-alike of each non-ASCII glyph copyscope itself draws.
-fn glyph_ascii(c: char) -> Option<&'static str> {
-    Some(match c {
-        '→' => "->",
-        '←' => "<-",
-        '…' => "...",
-        '·' => "-",
-        '•' => "*",
-        '▼' | '▾' => "v",
-        '▲' | '▴' => "^",
-        '█' | '▇' | '▓' => "#",
-        '▆' | '▅' | '▄' => "+",
-        '▃' | '▂' | '▁' | '░' => ".",
-        '▒' => ":",
-        '─' | '━' | '╌' | '┄' | '═' => "-",
-        '│' | '┃' | '╎' | '║' => "|",
-        '┌' | '┐' | '└' | '┘' | '├' | '┤' | '┬' | '┴' | '┼' | '╭' | '╮' | '╰' | '╯' => {
-            "+"
-        }
-        '×' => "x",
-        '–' | '—' => "-",
-        _ => return None,
-    })
 }
 
 /// A label step such that four steps cover `max` with little headroom: with only eight

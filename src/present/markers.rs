@@ -1,0 +1,101 @@
+//! Marker families: the one vocabulary of event glyphs, colours and names that the live
+//! chart, the text chart, the SVG/PNG and the legends share.
+
+use crate::model::EventKind;
+
+/// Marker families: one glyph and colour each, one lane each in the SVG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MarkerKind {
+    Drop,
+    Txg,
+    ZfsThrottle,
+    Writeback,
+    DirtyThrottle,
+    FileError,
+    Flush,
+    Pause,
+    Scan,
+    Note,
+}
+
+impl MarkerKind {
+    /// The family of an event.
+    pub fn of(kind: &EventKind) -> MarkerKind {
+        match kind {
+            EventKind::Drop(_) => MarkerKind::Drop,
+            EventKind::TxgSyncStarted { .. } | EventKind::TxgCommitted { .. } => MarkerKind::Txg,
+            EventKind::ZfsDelay { .. } => MarkerKind::ZfsThrottle,
+            EventKind::WritebackStarted { .. } => MarkerKind::Writeback,
+            EventKind::DirtyThrottleZone { .. } => MarkerKind::DirtyThrottle,
+            EventKind::FileError { .. } => MarkerKind::FileError,
+            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. } => MarkerKind::Flush,
+            EventKind::Paused | EventKind::Resumed => MarkerKind::Pause,
+            EventKind::ScanDone { .. } => MarkerKind::Scan,
+            EventKind::Note { .. } => MarkerKind::Note,
+        }
+    }
+
+    /// Text-chart glyph: (Unicode, ASCII).
+    pub fn glyph(self) -> (char, char) {
+        match self {
+            MarkerKind::Drop => ('▼', 'v'),
+            MarkerKind::Txg => ('T', 'T'),
+            MarkerKind::ZfsThrottle => ('Z', 'Z'),
+            MarkerKind::Writeback => ('W', 'W'),
+            MarkerKind::DirtyThrottle => ('D', 'D'),
+            MarkerKind::FileError => ('!', '!'),
+            MarkerKind::Flush => ('F', 'F'),
+            MarkerKind::Pause => ('P', 'P'),
+            MarkerKind::Scan => ('S', 'S'),
+            MarkerKind::Note => ('i', 'i'),
+        }
+    }
+
+    /// Colour in the SVG.
+    pub fn colour(self) -> &'static str {
+        match self {
+            MarkerKind::Drop => "#dc2626",
+            MarkerKind::Txg => "#0f766e",
+            MarkerKind::ZfsThrottle => "#c026d3",
+            MarkerKind::Writeback => "#ea580c",
+            MarkerKind::DirtyThrottle => "#7c3aed",
+            MarkerKind::FileError => "#b91c1c",
+            MarkerKind::Flush => "#475569",
+            MarkerKind::Pause => "#64748b",
+            MarkerKind::Scan => "#16a34a",
+            MarkerKind::Note => "#0369a1",
+        }
+    }
+
+    /// Legend / lane label.
+    pub fn label(self) -> &'static str {
+        match self {
+            MarkerKind::Drop => "drop",
+            MarkerKind::Txg => "txg sync",
+            MarkerKind::ZfsThrottle => "ZFS throttle",
+            MarkerKind::Writeback => "writeback",
+            MarkerKind::DirtyThrottle => "dirty throttle",
+            MarkerKind::FileError => "file error",
+            MarkerKind::Flush => "flush",
+            MarkerKind::Pause => "pause",
+            MarkerKind::Scan => "scan done",
+            MarkerKind::Note => "note",
+        }
+    }
+
+    /// Which glyph wins a text column shared by several events (lower wins).
+    pub fn priority(self) -> u8 {
+        match self {
+            MarkerKind::FileError => 0,
+            MarkerKind::Drop => 1,
+            MarkerKind::ZfsThrottle => 2,
+            MarkerKind::DirtyThrottle => 3,
+            MarkerKind::Writeback => 4,
+            MarkerKind::Txg => 5,
+            MarkerKind::Flush => 6,
+            MarkerKind::Pause => 7,
+            MarkerKind::Scan => 8,
+            MarkerKind::Note => 9,
+        }
+    }
+}

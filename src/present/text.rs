@@ -1,0 +1,91 @@
+//! Text shaping shared by every output: ASCII fallbacks for the few non-ASCII glyphs in
+//! messages, and word wrapping for the events panel and the summary.
+
+/// An ASCII form of `s`: copyscope's own glyphs map to their drawn look-alikes (blocks to
+/// `.:+#`, box lines to `-|+`, arrows to `->`), anything else (file names, units) is
+/// transliterated ("Müller" → "Muller", "µs" → "us"), and what has no transliteration becomes
+/// `_`. Never `?`: that is the help key, and a `?` in a chart reads as "unknown".
+pub fn asciify(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match glyph_ascii(c) {
+            Some(a) => out.push_str(a),
+            None if c.is_ascii() => out.push(c),
+            None => {
+                let t = deunicode::deunicode_char(c).filter(|t| !t.is_empty() && t.is_ascii());
+                out.push_str(t.unwrap_or("_"));
+            }
+        }
+    }
+    out
+}
+
+/// The drawn look-alike of each non-ASCII glyph copyscope itself draws.
+fn glyph_ascii(c: char) -> Option<&'static str> {
+    Some(match c {
+        '→' => "->",
+        '←' => "<-",
+        '…' => "...",
+        '·' => "-",
+        '•' => "*",
+        '▼' | '▾' => "v",
+        '▲' | '▴' => "^",
+        '█' | '▇' | '▓' => "#",
+        '▆' | '▅' | '▄' => "+",
+        '▃' | '▂' | '▁' | '░' => ".",
+        '▒' => ":",
+        '─' | '━' | '╌' | '┄' | '═' => "-",
+        '│' | '┃' | '╎' | '║' => "|",
+        '┌' | '┐' | '└' | '┘' | '├' | '┤' | '┬' | '┴' | '┼' | '╭' | '╮' | '╰' | '╯' => {
+            "+"
+        }
+        '×' => "x",
+        '–' | '—' => "-",
+        _ => return None,
+    })
+}
+
+/// Splits `text` into lines of at most `width` chars at spaces (long words are cut).
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = lines.last_mut().expect("one line");
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need <= width || cur.is_empty() {
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        } else {
+            lines.push(word.to_string());
+        }
+    }
+    lines
+        .into_iter()
+        .flat_map(|l| {
+            let chars: Vec<char> = l.chars().collect();
+            chars
+                .chunks(width)
+                .map(|c| c.iter().collect::<String>())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_words_splits_at_spaces_and_cuts_long_words() {
+        assert_eq!(
+            wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
+            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
+        );
+        assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+    }
+}
