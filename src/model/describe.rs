@@ -1,8 +1,9 @@
 //! Words for the model's events: one-line diagnoses for the events panel and reports,
 //! short cause labels, and the marker glyph of each event kind.
 
-use super::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_secs};
 use super::{Cause, DropInfo, Event, EventKind};
+use crate::present::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_secs};
+use crate::present::markers::MarkerKind;
 use crate::present::quote::file_line;
 
 /// Marker glyphs and what they mean, for the help screen's legend (ASCII only, so
@@ -259,6 +260,25 @@ impl Event {
             }
             EventKind::FlushDone { secs } => format!("flushed in {}", fmt_secs(*secs)),
             EventKind::Note { text } => text.clone(),
+        }
+    }
+}
+
+/// The marker family of each event kind (the vocabulary itself is present/markers.rs).
+impl MarkerKind {
+    /// The family of an event.
+    pub fn of(kind: &EventKind) -> MarkerKind {
+        match kind {
+            EventKind::Drop(_) => MarkerKind::Drop,
+            EventKind::TxgSyncStarted { .. } | EventKind::TxgCommitted { .. } => MarkerKind::Txg,
+            EventKind::ZfsDelay { .. } => MarkerKind::ZfsThrottle,
+            EventKind::WritebackStarted { .. } => MarkerKind::Writeback,
+            EventKind::DirtyThrottleZone { .. } => MarkerKind::DirtyThrottle,
+            EventKind::FileError { .. } => MarkerKind::FileError,
+            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. } => MarkerKind::Flush,
+            EventKind::Paused | EventKind::Resumed => MarkerKind::Pause,
+            EventKind::ScanDone { .. } => MarkerKind::Scan,
+            EventKind::Note { .. } => MarkerKind::Note,
         }
     }
 }

@@ -9,7 +9,6 @@
 pub mod attrib;
 mod describe;
 mod detect;
-pub mod format;
 pub mod series;
 mod txg;
 
@@ -744,12 +743,15 @@ impl Model {
             }),
             EngineEvent::VerifyDone { files, mismatches } => Some(EventKind::Note {
                 text: if *mismatches == 0 {
-                    format!("verified {} files: all match", format::fmt_count(*files))
+                    format!(
+                        "verified {} files: all match",
+                        crate::present::format::fmt_count(*files)
+                    )
                 } else {
                     format!(
                         "verified {} files: {} differ",
-                        format::fmt_count(*files),
-                        format::fmt_count(*mismatches)
+                        crate::present::format::fmt_count(*files),
+                        crate::present::format::fmt_count(*mismatches)
                     )
                 },
             }),

@@ -1,8 +1,6 @@
 //! Marker families: the one vocabulary of event glyphs, colours and names that the live
 //! chart, the text chart, the SVG/PNG and the legends share.
 
-use crate::model::EventKind;
-
 /// Marker families: one glyph and colour each, one lane each in the SVG.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MarkerKind {
@@ -19,22 +17,6 @@ pub enum MarkerKind {
 }
 
 impl MarkerKind {
-    /// The family of an event.
-    pub fn of(kind: &EventKind) -> MarkerKind {
-        match kind {
-            EventKind::Drop(_) => MarkerKind::Drop,
-            EventKind::TxgSyncStarted { .. } | EventKind::TxgCommitted { .. } => MarkerKind::Txg,
-            EventKind::ZfsDelay { .. } => MarkerKind::ZfsThrottle,
-            EventKind::WritebackStarted { .. } => MarkerKind::Writeback,
-            EventKind::DirtyThrottleZone { .. } => MarkerKind::DirtyThrottle,
-            EventKind::FileError { .. } => MarkerKind::FileError,
-            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. } => MarkerKind::Flush,
-            EventKind::Paused | EventKind::Resumed => MarkerKind::Pause,
-            EventKind::ScanDone { .. } => MarkerKind::Scan,
-            EventKind::Note { .. } => MarkerKind::Note,
-        }
-    }
-
     /// Text-chart glyph: (Unicode, ASCII).
     pub fn glyph(self) -> (char, char) {
         match self {

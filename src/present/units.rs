@@ -1,7 +1,7 @@
 //! Number formatting for the screen: rates, sizes, durations, in decimal (MB/s, the default,
 //! like forum result tables) or binary (MiB/s, `--binary`) units.
 
-use crate::model::format::{fmt_bytes_with, fmt_rate_with};
+use crate::present::format::{fmt_bytes_with, fmt_rate_with};
 
 /// Unit system for rates and sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

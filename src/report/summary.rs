@@ -3,8 +3,8 @@
 //! the result stays in the scrollback.
 
 use crate::copy::CopyOutcome;
-use crate::model::format::fmt_clock;
 use crate::model::{EventKind, Model};
+use crate::present::format::fmt_clock;
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};

@@ -8,8 +8,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::model::format::fmt_count;
 use crate::model::{EventKind, KernelView};
+use crate::present::format::fmt_count;
 use crate::present::text::wrap_words;
 use crate::present::units::fmt_clock;
 use crate::ui::view::{RunState, View};
@@ -355,7 +355,7 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
                 break;
             }
             let stamp = if i == 0 {
-                format!("{}  ", crate::model::format::fmt_clock(e.t_ns))
+                format!("{}  ", crate::present::format::fmt_clock(e.t_ns))
             } else {
                 " ".repeat(stamp_w)
             };
