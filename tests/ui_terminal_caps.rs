@@ -5,14 +5,14 @@
 
 use std::path::Path;
 
-use copyscope::copy::CurrentFile;
 use copyscope::frontend::caps;
 use copyscope::frontend::replay::app_at;
+use copyscope::frontend::state::App;
 use copyscope::model::ModelConfig;
+use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
-use copyscope::ui::app::{App, RunState, UiOptions};
 use copyscope::ui::theme::Theme;
-use copyscope::ui::units::Units;
+use copyscope::ui::view::{FileProgress, RunState, UiOptions};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -26,7 +26,7 @@ fn app(ascii: bool, t_s: f64) -> App {
     };
     let mut a = app_at(&rec, ModelConfig::default(), opts, (t_s * 1e9) as u64);
     a.state = RunState::Copying;
-    a.current = Some(CurrentFile {
+    a.current = Some(FileProgress {
         path: "Fotos/Müller – Straße €5 ½ 写真.jpg".into(),
         size: 3_145_728_000,
         done: a.progress.bytes_copied,
