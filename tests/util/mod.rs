@@ -13,8 +13,14 @@ use std::time::{Duration, Instant};
 
 pub const TEMP_MARKER: &str = ".copyscope-tmp-";
 
+/// The binary under test; `COPYSCOPE_TEST_BIN` overrides it (several worktrees sharing one
+/// CARGO_TARGET_DIR overwrite each other's target/debug/copyscope: copy yours and point here).
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_copyscope")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("COPYSCOPE_TEST_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_copyscope").into())
+    })
 }
 
 pub fn is_root() -> bool {
