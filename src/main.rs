@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     let config = match Config::try_from(cli) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("copyscope: {e}");
+            eprintln!("copyscope: {}", copyscope::present::quote::said(&e));
             return ExitStatus::Fatal.into();
         }
     };

@@ -679,5 +679,33 @@ fn no_os_error_tails() {
     );
     let o = copyscope(&[t.path().join("nope").as_os_str(), f.as_os_str()]);
     assert!(!text(&o).contains("os error"), "{}", text(&o));
+    // An export that cannot be written (the recording made above by --record on a good path).
+    let good = t.path().join("rec.jsonl");
+    let o = copyscope(&[
+        OsStr::new("--record"),
+        good.as_os_str(),
+        f.as_os_str(),
+        t.path().join("h").as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let png = t.path().join("no/such/x.png");
+    let o = run_timeout(
+        {
+            let mut c = Command::new(bin());
+            c.args([OsStr::new("export"), good.as_os_str(), OsStr::new("--png")])
+                .arg(&png);
+            c
+        },
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "copyscope: writing '{}': No such file or directory",
+            png.display()
+        )),
+        "{}",
+        text(&o)
+    );
     assert!(!all.contains("os error"), "{all}");
 }

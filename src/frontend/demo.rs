@@ -108,14 +108,20 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let _signals = match install_signal_handlers(control.clone()) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("copyscope: cannot install signal handlers: {e}");
+            eprintln!(
+                "copyscope: cannot install signal handlers: {}",
+                crate::present::quote::said(&e)
+            );
             return ExitStatus::Fatal;
         }
     };
     let tmp = match tempfile::Builder::new().prefix("copyscope-demo-").tempdir() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("copyscope demo: cannot make a temp dir: {e}");
+            eprintln!(
+                "copyscope demo: cannot make a temp dir: {}",
+                crate::present::quote::said(&e)
+            );
             return ExitStatus::Fatal;
         }
     };
@@ -130,7 +136,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let (files, made) = match make_data(&src, size_mb, &control) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("copyscope demo: cannot make sample data: {e}");
+            eprintln!(
+                "copyscope demo: cannot make sample data: {}",
+                crate::present::quote::said(&e)
+            );
             return ExitStatus::Fatal;
         }
     };
@@ -162,7 +171,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let job = match CopyJob::plan(&request) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("copyscope demo: {e}");
+            eprintln!("copyscope demo: {}", crate::present::quote::said(&e));
             return ExitStatus::Fatal;
         }
     };
@@ -177,7 +186,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         println!("copyscope demo: removing {}", tmp.path().display());
     }
     if let Err(e) = tmp.close() {
-        eprintln!("copyscope demo: cleanup failed: {e}");
+        eprintln!(
+            "copyscope demo: cleanup failed: {}",
+            crate::present::quote::said(&e)
+        );
     }
     outcome.status
 }

@@ -53,7 +53,8 @@ pub fn screenshot_to(
         .replace('T', "-")
         .replace('Z', "");
     let stem = format!("copyscope-{stamp}");
-    write_screenshot_set(data, &dir, &stem, SCREENSHOT_SIZE, ascii).map_err(|e| format!("{e:#}"))
+    write_screenshot_set(data, &dir, &stem, SCREENSHOT_SIZE, ascii)
+        .map_err(|e| crate::present::quote::error_chain(&e))
 }
 
 /// `s` on a screen: a screenshot of what the app's model holds; a message for the footer.
@@ -61,7 +62,7 @@ pub fn screenshot_message(app: &App, header: &Header, dir: Option<&Path>) -> Str
     let data = ChartData::from_model(&app.model, header, None);
     match screenshot_to(&data, header, dir, app.opts.theme.ascii()) {
         Ok(p) => format!("wrote {}", join_paths(&p)),
-        Err(e) => format!("screenshot failed: {e}"),
+        Err(e) => format!("screenshot failed: {}", crate::present::quote::said(&e)),
     }
 }
 
@@ -195,7 +196,10 @@ pub fn run_copy_tui(
             control
                 .cancelled
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            err(&format!("copyscope: cannot start the event loop: {e}"));
+            err(&format!(
+                "copyscope: cannot start the event loop: {}",
+                crate::present::quote::said(&e)
+            ));
             return CopyOutcome::crashed("no event loop");
         }
     };
@@ -214,7 +218,10 @@ pub fn run_copy_tui(
             control
                 .cancelled
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            err(&format!("copyscope: cannot use the terminal: {e}"));
+            err(&format!(
+                "copyscope: cannot use the terminal: {}",
+                crate::present::quote::said(&e)
+            ));
             (None, None, false)
         }
     };
@@ -258,7 +265,10 @@ pub fn run_copy_tui(
         if let Some(dir) = &d.screenshot {
             match screenshot_to(&data, &header, Some(dir), d.ascii) {
                 Ok(p) => out(&format!("screenshot: {}\n", join_paths(&p))),
-                Err(e) => err(&format!("copyscope: screenshot failed: {e}")),
+                Err(e) => err(&format!(
+                    "copyscope: screenshot failed: {}",
+                    crate::present::quote::said(&e)
+                )),
             }
         }
     } else {

@@ -11,6 +11,7 @@ pub mod state;
 pub mod stream;
 pub mod tui;
 
+use crate::present::quote::error_chain;
 use std::sync::Arc;
 
 use clap::CommandFactory;
@@ -113,7 +114,7 @@ pub fn run(mut config: Config) -> ExitStatus {
             let job = match CopyJob::plan(request) {
                 Ok(j) => j,
                 Err(e) => {
-                    eprintln!("copyscope: {e}");
+                    eprintln!("copyscope: {}", crate::present::quote::said(&e));
                     return ExitStatus::Fatal;
                 }
             };
@@ -121,7 +122,10 @@ pub fn run(mut config: Config) -> ExitStatus {
             let _signals = match install_signal_handlers(control.clone()) {
                 Ok(g) => g,
                 Err(e) => {
-                    eprintln!("copyscope: cannot install signal handlers: {e}");
+                    eprintln!(
+                        "copyscope: cannot install signal handlers: {}",
+                        crate::present::quote::said(&e)
+                    );
                     return ExitStatus::Fatal;
                 }
             };
@@ -139,7 +143,7 @@ pub fn run(mut config: Config) -> ExitStatus {
         }
         Command::Demo { size_mb, replay } => {
             if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {
-                eprintln!("copyscope demo: {e:#}");
+                eprintln!("copyscope demo: {}", error_chain(&e));
                 return ExitStatus::Fatal;
             }
             crate::frontend::demo::run(*size_mb, &config)
@@ -154,7 +158,7 @@ pub fn run(mut config: Config) -> ExitStatus {
             match man.render(&mut std::io::stdout()) {
                 Ok(()) => ExitStatus::Success,
                 Err(e) => {
-                    eprintln!("copyscope: {e}");
+                    eprintln!("copyscope: {}", crate::present::quote::said(&e));
                     ExitStatus::Fatal
                 }
             }
@@ -178,7 +182,7 @@ pub fn run(mut config: Config) -> ExitStatus {
                 }) {
                     Ok(()) => ExitStatus::Success,
                     Err(e) => {
-                        eprintln!("copyscope: {e:#}");
+                        eprintln!("copyscope: {}", error_chain(&e));
                         ExitStatus::Fatal
                     }
                 }
@@ -189,7 +193,7 @@ pub fn run(mut config: Config) -> ExitStatus {
                         ExitStatus::Success
                     }
                     Err(e) => {
-                        eprintln!("copyscope: {e:#}");
+                        eprintln!("copyscope: {}", error_chain(&e));
                         ExitStatus::Fatal
                     }
                 }
@@ -218,7 +222,7 @@ pub fn run(mut config: Config) -> ExitStatus {
                     ExitStatus::Success
                 }
                 Err(e) => {
-                    eprintln!("copyscope: {e:#}");
+                    eprintln!("copyscope: {}", error_chain(&e));
                     ExitStatus::Fatal
                 }
             }

@@ -59,7 +59,10 @@ impl Recorder {
                     return Recorder {
                         writer: None,
                         _temp: None,
-                        failed: Some(format!("cannot create a temporary recording: {e}")),
+                        failed: Some(format!(
+                            "cannot create a temporary recording: {}",
+                            crate::present::quote::said(&e)
+                        )),
                     };
                 }
             },

@@ -48,6 +48,30 @@ pub fn file_line(path: &Path, message: &str) -> String {
     }
 }
 
+/// An error's text as cp would say it: every " (os error N)" that Rust's io::Error adds is cut.
+pub fn said(e: &(impl std::fmt::Display + ?Sized)) -> String {
+    let mut s = e.to_string();
+    while let Some(i) = s.find(" (os error ") {
+        match s[i..].find(')') {
+            Some(j) => s.replace_range(i..i + j + 1, ""),
+            None => break,
+        }
+    }
+    s
+}
+
+/// An error and its causes on one line, `: `-separated as cp chains them, each I/O error said
+/// in words without Rust's " (os error N)" tail.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    e.chain()
+        .map(|c| match c.downcast_ref::<std::io::Error>() {
+            Some(io) => crate::copy::error::io_reason(io),
+            None => said(c),
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 /// What gnulib's `c32isprint` accepts in a UTF-8 locale, minus its table of unassigned code
 /// points (those print as themselves here; they cannot drive a terminal).
 fn printable(c: char) -> bool {
@@ -324,5 +348,26 @@ mod tests {
             file_line(p, "destination exists"),
             "'src/se cret': destination exists"
         );
+    }
+
+    #[test]
+    fn error_chains_have_no_os_error_tail() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(io).context("writing 'x.png'");
+        assert_eq!(
+            error_chain(&e),
+            "writing 'x.png': No such file or directory"
+        );
+    }
+
+    #[test]
+    fn said_cuts_every_os_error_tail() {
+        let io = std::io::Error::from_raw_os_error(13);
+        assert_eq!(said(&io), "Permission denied");
+        assert_eq!(
+            said("a: Is a directory (os error 21): Is a directory (os error 21)"),
+            "a: Is a directory: Is a directory"
+        );
+        assert_eq!(said("fine"), "fine");
     }
 }

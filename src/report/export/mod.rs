@@ -12,6 +12,7 @@ pub mod svg;
 pub mod text;
 pub mod units;
 
+use crate::present::quote::quote;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -577,7 +578,7 @@ pub fn run_export(
     ascii: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let rec = Recording::load(recording)
-        .with_context(|| format!("reading recording {}", recording.display()))?;
+        .with_context(|| format!("reading recording {}", quote(recording)))?;
     let data = ChartData::from_recording(&rec);
     if targets.is_empty() {
         let dir = recording
@@ -602,7 +603,7 @@ pub fn write_targets(
     let mut written = Vec::new();
     let (w, h) = size;
     let write = |path: &Path, bytes: &[u8]| -> anyhow::Result<()> {
-        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", quote(path)))
     };
     if targets.png.is_some() || targets.svg.is_some() {
         let svg_text = render_svg(data, w, h);
@@ -648,7 +649,7 @@ pub fn write_screenshot_set(
     size: (u32, u32),
     ascii: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", quote(dir)))?;
     let targets = ExportTargets {
         png: Some(dir.join(format!("{stem}.png"))),
         svg: Some(dir.join(format!("{stem}.svg"))),
