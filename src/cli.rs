@@ -69,7 +69,7 @@ pub struct CopyArgs {
     /// Never overwrite (--overwrite=never).
     #[arg(short = 'n', long = "no-clobber", overrides_with = "interactive")]
     pub no_clobber: bool,
-    /// Overwrite only when the source is newer (--overwrite=update).
+    /// Overwrite only when the source is newer (--overwrite=update); with -i, ask only then.
     #[arg(short = 'u', long = "update")]
     pub update: bool,
     /// Also preserve ownership (when permitted).
@@ -92,7 +92,8 @@ pub struct CopyArgs {
     /// Same as --no-dereference with hard links kept within the tree (cp's -d).
     #[arg(short = 'd')]
     pub no_dereference_links: bool,
-    /// Print 'SOURCE' -> 'DEST' for every file copied (plain output; the TUI shows the current file).
+    /// Print 'SOURCE' -> 'DEST' for every directory made and file copied, as cp -v (plain output;
+    /// the TUI shows the current file).
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
     /// Stay on the source's file system: directories that are mount points are created empty.
@@ -102,8 +103,8 @@ pub struct CopyArgs {
     /// to the source directory, e.g. `*.tmp`, `/build`, `cache/`, `**/node_modules`); repeatable.
     #[arg(long, value_name = "PATTERN")]
     pub exclude: Vec<String>,
-    /// Limit the copy speed to RATE bytes per second (suffixes k, M, G, T: powers of 1024;
-    /// e.g. 40M, 1.5G, 500k).
+    /// Limit the copy speed to RATE per second, e.g. 40M, 1.5G, 500k (k, M, G, T: powers of
+    /// 1024; kB, MB, GB, TB: powers of 1000; B: bytes). A unit is required.
     #[arg(long, value_name = "RATE")]
     pub bwlimit: Option<String>,
     /// Do not preserve mode and modification time.

@@ -63,13 +63,7 @@ pub fn said(e: &(impl std::fmt::Display + ?Sized)) -> String {
 /// An error and its causes on one line, `: `-separated as cp chains them, each I/O error said
 /// in words without Rust's " (os error N)" tail.
 pub fn error_chain(e: &anyhow::Error) -> String {
-    e.chain()
-        .map(|c| match c.downcast_ref::<std::io::Error>() {
-            Some(io) => crate::copy::error::io_reason(io),
-            None => said(c),
-        })
-        .collect::<Vec<_>>()
-        .join(": ")
+    e.chain().map(said).collect::<Vec<_>>().join(": ")
 }
 
 /// What gnulib's `c32isprint` accepts in a UTF-8 locale, minus its table of unassigned code
