@@ -164,7 +164,6 @@ fn xcp_file_copy_keeps_read_only() {
 /// (`cp -a --no-preserve=mode` under umask 077 gives -rw-------): a copy without the source's
 /// mode is writable (0666 minus the umask).
 #[test]
-#[ignore = "waits for issue 8 item 5 (--no-preserve gives 0666/0777 minus the umask), helper safety's part"]
 fn xcp_no_perms_gives_a_writable_copy() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("source.txt");
