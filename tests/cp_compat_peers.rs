@@ -519,3 +519,37 @@ fn coreutils_sparse_transitions() {
         }
     }
 }
+
+/// xcp dest_file_exists_not_writable: an existing destination without write permission is not
+/// replaced (cp without -f: "Permission denied"), run as nobody when the tests run as root.
+#[test]
+fn xcp_dest_file_exists_not_writable() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path();
+    let src = base.join("source.txt");
+    let dst = base.join("dest.txt");
+    write(&src, b"falskjdfa;lskdjfa");
+    write(&dst, b"");
+    let mut c = if is_root() {
+        fs::set_permissions(base, fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::chown(&dst, Some(65534), Some(65534)).unwrap();
+        let exe = base.join("copyscope");
+        fs::copy(bin(), &exe).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&exe);
+        c
+    } else {
+        Command::new(bin())
+    };
+    fs::set_permissions(&dst, fs::Permissions::from_mode(0o000)).unwrap();
+    c.arg("--plain").arg(&src).arg(&dst);
+    let o = run_timeout(c, std::time::Duration::from_secs(60));
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Permission denied"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(fs::read(&dst).unwrap(), b"");
+}
