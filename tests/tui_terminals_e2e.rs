@@ -4,6 +4,7 @@
 mod tmux;
 
 use std::fs;
+use std::process::Command;
 use std::time::Duration;
 
 use tmux::{Tmux, have, wait_file};
@@ -118,4 +119,172 @@ fn lang_c_draws_ascii_in_the_tui() {
         },
     );
     assert_eq!(code, "130", "{pane}");
+}
+
+/// The stop tests find their copyscope by its executable: one at a time.
+static STOP_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A paced 64 MB copy in an interactive bash inside tmux (job control on).
+fn start_in_shell(tag: &str) -> (Tmux, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("big.bin"), vec![3u8; 64 << 20]).unwrap();
+    let t = Tmux::start(
+        tag,
+        100,
+        30,
+        "bash --norc --noprofile -i",
+        &[("COPYSCOPE_TEST_THROTTLE_BPS", "2000000")],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    t.send("PS1='shell$ '");
+    t.send("Enter");
+    t.wait_for("the shell prompt", Duration::from_secs(10), |s| {
+        s.contains("shell$ ")
+    });
+    t.send(&format!(
+        "TERM=xterm-256color {BIN} --no-sync {} {}",
+        src.display(),
+        tmp.path().join("dst").display()
+    ));
+    t.send("Enter");
+    t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    (t, tmp)
+}
+
+/// After a resume: the full screen is back (title row and footer drawn, nothing of the
+/// shell's text), and raw mode too: `p` pauses without Enter.
+fn assert_redrawn_and_raw(t: &Tmux, what: &str) {
+    let s = t.wait_for(
+        &format!("the redrawn screen after {what}"),
+        Duration::from_secs(5),
+        |s| s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit"),
+    );
+    assert!(t.alternate_on(), "{what}: alternate screen back\n{s}");
+    assert!(
+        !s.contains("shell$") && !s.contains("Stopped"),
+        "{what}: shell text left on the screen\n{s}"
+    );
+    t.send("p");
+    t.wait_for(
+        &format!("'p' acting without Enter after {what}"),
+        Duration::from_secs(5),
+        |s| s.contains("paused"),
+    );
+    t.send("p");
+}
+
+#[test]
+fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
+    need_tmux();
+    let _one = STOP_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let (t, _tmp) = start_in_shell("ctrlz");
+    t.send("C-z");
+    let s = t.wait_for("the shell after Ctrl-Z", Duration::from_secs(5), |s| {
+        s.contains("Stopped") && s.contains("shell$")
+    });
+    assert!(!t.alternate_on(), "Ctrl-Z leaves the alternate screen\n{s}");
+    t.send("fg");
+    t.send("Enter");
+    assert_redrawn_and_raw(&t, "Ctrl-Z and fg");
+    // kill -STOP (cannot be caught: raw mode and the alternate screen stay as they were, the
+    // shell takes the terminal back), then fg: the same full redraw.
+    let pid = copyscope_pid();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    t.wait_for("the shell after kill -STOP", Duration::from_secs(5), |s| {
+        s.contains("Stopped")
+    });
+    t.send("fg");
+    t.send("Enter");
+    assert_redrawn_and_raw(&t, "kill -STOP and fg");
+    t.send("q");
+    t.send("q");
+    t.wait_for(
+        "the prompt after the cancel",
+        Duration::from_secs(10),
+        |s| s.contains("shell$") && s.contains("cancelled"),
+    );
+}
+
+#[test]
+fn kill_stop_then_cont_redraws_without_a_shell() {
+    need_tmux();
+    let _one = STOP_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("big.bin"), vec![5u8; 64 << 20]).unwrap();
+    let cmd = format!(
+        "env TERM=xterm-256color {BIN} --no-sync {} {}; sleep 60",
+        src.display(),
+        tmp.path().join("dst").display()
+    );
+    let t = Tmux::start(
+        "stopcont",
+        100,
+        30,
+        &cmd,
+        &[("COPYSCOPE_TEST_THROTTLE_BPS", "2000000")],
+    );
+    t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+        s.contains("copying")
+    });
+    let pid = copyscope_pid();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // Something else writes over the screen meanwhile, as a shell or a wall message would.
+    Command::new("tmux")
+        .args([
+            "-L",
+            &t.socket,
+            "send-keys",
+            "-t",
+            &t.name,
+            "-l",
+            "garbage typed while stopped",
+        ])
+        .status()
+        .unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let s = t.wait_for("the redrawn screen", Duration::from_secs(5), |s| {
+        s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit")
+    });
+    assert!(!s.contains("garbage"), "{s}");
+    t.send("p");
+    t.wait_for("'p' acting", Duration::from_secs(5), |s| {
+        s.contains("paused")
+    });
+}
+
+/// The pid of the copyscope started by this test binary's tmux sessions (a direct child of
+/// a shell or of tmux; the newest one).
+fn copyscope_pid() -> rustix::process::Pid {
+    let mut best: Option<(u64, i32)> = None;
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(exe) = fs::read_link(e.path().join("exe")) else {
+            continue;
+        };
+        if exe != std::path::Path::new(BIN) {
+            continue;
+        }
+        let start: u64 = fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .and_then(|r| r.split_whitespace().nth(19).map(str::to_string))
+            })
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if best.is_none_or(|(b, _)| start > b) {
+            best = Some((start, pid));
+        }
+    }
+    rustix::process::Pid::from_raw(best.expect("copyscope is running").1).unwrap()
 }

@@ -89,6 +89,34 @@ impl TerminalGuard {
         }
     }
 
+    /// Ctrl-Z: gives the terminal back to the shell (main screen, cooked mode, cursor), then
+    /// stops the process group as the kernel would have for a Ctrl-Z outside raw mode. The
+    /// whole process stops, so the copy waits too; [`TerminalGuard::resume`] runs on SIGCONT.
+    pub fn suspend(&mut self) {
+        restore_terminal();
+        let _ = rustix::process::kill_current_process_group(rustix::process::Signal::TSTP);
+    }
+
+    /// SIGCONT (`fg`, `bg`, or `kill -CONT` after `kill -STOP`): the shell may have put the
+    /// terminal back into cooked mode and drawn over the screen, so raw mode is applied again
+    /// (crossterm keeps it as "already raw" otherwise), the alternate screen re-entered and the
+    /// next frame drawn in full.
+    pub fn resume(&mut self) -> io::Result<()> {
+        let _ = terminal::disable_raw_mode();
+        terminal::enable_raw_mode()?;
+        TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+        execute!(
+            io::stdout(),
+            terminal::EnterAlternateScreen,
+            terminal::Clear(terminal::ClearType::All),
+            cursor::Hide
+        )?;
+        // The screen is blank now; an empty frame tells ratatui so, and the next frame is then
+        // drawn in full. (Terminal::clear would ask the terminal for the cursor position, which
+        // waits on the key reader that EventStream holds: a deadlock.)
+        self.terminal.draw(|_| {}).map(|_| ())
+    }
+
     /// Draws one frame. An error means the terminal is gone (e.g. SSH dropped).
     pub fn draw(&mut self, app: &App) -> io::Result<()> {
         self.terminal
@@ -101,6 +129,27 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore_terminal();
     }
+}
+
+fn is_ctrl_z(k: &crossterm::event::KeyEvent) -> bool {
+    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    k.kind == KeyEventKind::Press
+        && k.modifiers.contains(KeyModifiers::CONTROL)
+        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
+}
+
+/// True when this process group owns the terminal (drawing and raw mode are ours to set).
+fn in_foreground() -> bool {
+    rustix::termios::tcgetpgrp(io::stdout()).is_ok_and(|pg| pg == rustix::process::getpgrp())
+}
+
+/// True once the terminal was hung up (the SSH connection dropped, the terminal window
+/// closed): the kernel then answers every terminal ioctl on it with EIO.
+fn terminal_hung_up() -> bool {
+    matches!(
+        rustix::termios::tcgetattr(io::stdout()),
+        Err(rustix::io::Errno::IO)
+    )
 }
 
 /// A question from an engine worker: "this destination exists; what now?"
@@ -198,6 +247,7 @@ pub async fn run_live<T>(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(io.frame_interval);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut pending_reply: Option<std::sync::mpsc::Sender<ConflictAnswer>> = None;
@@ -205,6 +255,8 @@ pub async fn run_live<T>(
     let mut hung_up = false;
     let mut outcome: Option<T> = None;
     let mut keys_open = true;
+    // Continued while another process group holds the terminal: draw nothing until `fg`.
+    let mut background = false;
 
     let cancel = |control: &Control,
                   reply: &mut Option<std::sync::mpsc::Sender<ConflictAnswer>>| {
@@ -275,6 +327,17 @@ pub async fn run_live<T>(
             _ = sigterm.recv() => { cancel(&io.control, &mut pending_reply); }
             _ = sighup.recv() => { hung_up = true; cancel(&io.control, &mut pending_reply); }
             _ = sigint.recv() => { cancel(&io.control, &mut pending_reply); }
+            _ = sigcont.recv() => {
+                // `kill -CONT` while the shell holds the terminal (after `kill -STOP`, the
+                // job is in the background): touching the terminal would stop us again
+                // (SIGTTOU) or draw over the shell. Wait for `fg`, which sends SIGCONT again.
+                background = !in_foreground();
+                if !hung_up && !background && guard.resume().is_err() {
+                    hung_up = true;
+                    cancel(&io.control, &mut pending_reply);
+                }
+                dirty = true;
+            }
             Some(s) = io.samples.recv() => {
                 hooks.on_sample(&s);
                 let evs = app.on_sample(&s);
@@ -304,6 +367,10 @@ pub async fn run_live<T>(
             }
             maybe = keys.next(), if keys_open => {
                 match maybe {
+                    Some(Ok(TermEvent::Key(k))) if is_ctrl_z(&k) => {
+                        guard.suspend();
+                        dirty = true;
+                    }
                     Some(Ok(TermEvent::Key(k))) => {
                         match app.handle_key(k) {
                             Action::Cancel => cancel(&io.control, &mut pending_reply),
@@ -338,7 +405,14 @@ pub async fn run_live<T>(
                 }
             }
             _ = frame.tick() => {
-                if dirty && !hung_up {
+                if !hung_up && terminal_hung_up() {
+                    // The input side may only ever say "end of file" (read returning 0):
+                    // ask the terminal itself, so a dropped session always ends the copy.
+                    keys_open = false;
+                    hung_up = true;
+                    cancel(&io.control, &mut pending_reply);
+                }
+                if dirty && !hung_up && !background {
                     if guard.draw(&app).is_err() {
                         hung_up = true;
                         cancel(&io.control, &mut pending_reply);

@@ -52,6 +52,10 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
             "cancel (asks once; press again to cancel at once)",
         ),
         key("p space", "pause / resume (no I/O is issued while paused)"),
+        key(
+            "^Z",
+            "suspend to the shell: the copy stops too until fg (use p, or tmux, to leave it running)",
+        ),
         key("s", "screenshot: PNG, SVG, text chart, Markdown"),
         key("t", "x axis: time / percent complete"),
         key("+ -", "zoom in / out;  ← → scroll through history"),
