@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 #[path = "../build.rs"]
 mod build_script;
+mod util;
 
 use std::fs;
 use std::path::Path;
@@ -45,10 +46,7 @@ fn repo_with_commit(dir: &Path) -> String {
 
 #[test]
 fn built_binary_reports_package_version_and_this_checkout_commit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_copyscope"))
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = Command::new(util::bin()).arg("--version").output().unwrap();
     assert!(out.status.success());
     let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let expected_start = format!("copyscope {}", env!("CARGO_PKG_VERSION"));
