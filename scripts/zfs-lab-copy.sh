@@ -12,7 +12,7 @@
 # Big files (the share with the binary, the pool images) stay under $ZFS_LAB_DIR (/var/tmp).
 #
 # Usage: scripts/zfs-lab-copy.sh [--out DIR] [--disk-mbps 40] [--size-mib 1536] [--mem 4G]
-#                                [--interval MS] [--timeout S] [--no-build]
+#                                [--interval MS] [--timeout S] [--no-build] [--compression lz4]
 # Env: ZFS_LAB (default /work/shared/lab/zfs-vm), ZFS_LAB_DIR (default /var/tmp/zfs-lab)
 set -euo pipefail
 
@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 LAB=${ZFS_LAB:-/work/shared/lab/zfs-vm}
 LABDIR=${ZFS_LAB_DIR:-/var/tmp/zfs-lab}
 OUT=""
-MBPS=40 SIZE_MIB=1536 MEM=4G INTERVAL=100 TIMEOUT=900 BUILD=1
+MBPS=40 SIZE_MIB=1536 MEM=4G INTERVAL=100 TIMEOUT=900 BUILD=1 COMPRESSION=off
 while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2 ;;
@@ -30,6 +30,7 @@ while [ $# -gt 0 ]; do
     --interval) INTERVAL=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
+    --compression) COMPRESSION=$2; shift 2 ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "zfs-lab-copy: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -58,6 +59,7 @@ for p in zfs_dirty_data_max zfs_dirty_data_sync_percent zfs_delay_min_dirty_perc
          zfs_txg_timeout zfs_txg_history zfs_arc_max; do
   echo "\$p \$(cat /sys/module/zfs/parameters/\$p)"
 done > \$O/params.txt
+zfs get -H -o property,value compression,compressratio,recordsize,sync tank >> \$O/params.txt
 # tmpfs defaults to half of RAM: make room for the source file whatever --mem is.
 mount -o remount,size=$((SIZE_MIB + 256))m /dev/shm
 df -m /dev/shm > \$O/shm.txt
@@ -75,10 +77,11 @@ cat \$K/tank/txgs > \$O/txgs-after.txt
 cat \$K/dmu_tx > \$O/dmu_tx-after.txt
 cat \$K/arcstats > \$O/arcstats-after.txt
 ls -l /tank/big >> \$O/guest.log
+zfs get -H -p -o property,value compressratio,logicalused,used tank >> \$O/guest.log
 GUEST
 
 set +e
-"$LAB/run.sh" --disk-mbps "$MBPS" --mem "$MEM" --share "$SHARE" --timeout "$TIMEOUT" -v \
+"$LAB/run.sh" --disk-mbps "$MBPS" --mem "$MEM" --compression "$COMPRESSION" --share "$SHARE" --timeout "$TIMEOUT" -v \
   --script "$SHARE/guest.sh" > "$SHARE/out/run.log" 2>&1
 rc=$?
 set -e

@@ -232,6 +232,10 @@ impl App {
                 self.screen.view.show_kernel = !self.screen.view.show_kernel;
                 Action::Redraw
             }
+            KeyCode::Char('b') => {
+                self.screen.view.show_budget = !self.screen.view.show_budget;
+                Action::Redraw
+            }
             KeyCode::Char('?') | KeyCode::Char('h') => {
                 self.screen.view.help = true;
                 Action::Redraw

@@ -255,6 +255,8 @@ pub fn run_copy(
                 json!(summary.lost_secs_by_cause),
             );
             m.insert("notes".into(), json!(env.notes));
+            m.insert("budget".into(), json::budget_json(model.budget()));
+            m.insert("verdict".into(), json!(model.verdict()));
         }
         emit(&v.to_string());
     } else {
@@ -268,6 +270,11 @@ pub fn run_copy(
                 .collect();
             text.push_str(&format!("  drops: {} ({})\n", st.drops, lost.join(", ")));
         }
+        let bar = model.budget().text_bar(40);
+        if !bar.is_empty() {
+            text.push_str(&format!("  time: {bar}\n"));
+        }
+        text.push_str(&format!("  verdict: {}\n", model.verdict().text));
         for n in &env.notes {
             text.push_str(&format!("  note: {n}\n"));
         }

@@ -7,18 +7,22 @@
 //! same events.
 
 pub mod attrib;
+pub mod budget;
 mod describe;
 mod detect;
 pub mod series;
 mod txg;
+pub mod verdict;
 
 use crate::present::quote::quote;
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+pub use budget::{Budget, Slice};
 pub use describe::LEGEND;
 pub use series::{Point, Series};
+pub use verdict::{Limit, Verdict};
 
 use crate::copy::EngineEvent;
 use crate::sample::{Environment, PageCache, Sample};
@@ -358,6 +362,8 @@ pub struct Model {
     min_bps: Option<f64>,
     drops: usize,
     lost_by_cause: [f64; CAUSE_LABELS.len()],
+    budget: Budget,
+    facts: verdict::Facts,
 }
 
 impl Model {
@@ -391,6 +397,8 @@ impl Model {
             min_bps: None,
             drops: 0,
             lost_by_cause: [0.0; CAUSE_LABELS.len()],
+            budget: Budget::default(),
+            facts: verdict::Facts::default(),
         }
     }
 
@@ -432,6 +440,7 @@ impl Model {
             self.now_ring.pop_front();
         }
         self.now_ring.push_back(speed);
+        self.add_to_budget(&tick);
 
         if let Some(z) = &s.zfs {
             for ch in self.txgs.update(s.t_ns, z) {
@@ -442,6 +451,9 @@ impl Model {
                     },
                     TxgChange::Committed { t, row } => {
                         self.patch_drops(row.txg, row.ndirty, row.stime);
+                        if self.first_byte_t.is_some() {
+                            self.facts.txg_committed(t, &row);
+                        }
                         Event {
                             t_ns: t,
                             kind: EventKind::TxgCommitted {
@@ -467,6 +479,51 @@ impl Model {
             self.store(ev.clone());
         }
         out
+    }
+
+    /// Adds the tick to the writer's time budget, in the phase the copy is in at its end;
+    /// nothing after the flush or the end of the run.
+    fn add_to_budget(&mut self, tick: &TickInfo) {
+        if self.finished_at.is_some() || self.flush_done.is_some() {
+            return;
+        }
+        let phase = if self.paused_since.is_some() {
+            budget::Phase::Paused
+        } else if self.flush_start.is_some() {
+            budget::Phase::Flushing
+        } else {
+            if let (Some(c), None) = (tick.cpu, self.copy_end) {
+                self.facts.core_load(c.max_core_pct as f64);
+            }
+            budget::Phase::Copying
+        };
+        self.budget.add(tick.dt(), phase, tick.threads.as_ref());
+    }
+
+    /// The copy phase is over (last byte written, flush, fatal error, or the run finished).
+    pub fn copy_ended(&self) -> bool {
+        self.copy_end.is_some() || self.finished_at.is_some()
+    }
+
+    /// Where the writer's time went so far (DESIGN §5a, issue 16).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// What limits the copy, in one paragraph from the run's figures.
+    pub fn verdict(&self) -> Verdict {
+        let stats = self.stats();
+        verdict::judge(&verdict::Input {
+            budget: &self.budget,
+            facts: &self.facts,
+            stats: &stats,
+            env: &self.env,
+            span: verdict::Span {
+                first_byte: self.first_byte_t,
+                copy_end: self.copy_end.unwrap_or(stats.elapsed_ns),
+                on_zfs: self.on_zfs(),
+            },
+        })
     }
 
     fn baseline(&mut self, s: &Sample) {
@@ -629,6 +686,9 @@ impl Model {
         if freerun > 0 {
             if self.zone_armed && dw > freerun {
                 self.zone_armed = false;
+                if self.first_byte_t.is_some() && self.copy_end.is_none() {
+                    self.facts.throttle_zone(s.t_ns, s.engine.bytes_copied, dw);
+                }
                 out.push(Event {
                     t_ns: s.t_ns,
                     kind: EventKind::DirtyThrottleZone { dirty: dw, freerun },

@@ -96,6 +96,19 @@ fn issues(v: &[FileIssue]) -> Value {
     )
 }
 
+/// The writer's time budget: seconds and share of the run per slice, in bar order, e.g.
+/// `{"total_secs":30.1,"slices":[{"slice":"writing","secs":9.0,"share":0.3},…]}`.
+pub fn budget_json(b: &crate::model::Budget) -> Value {
+    let slices: Vec<Value> = b
+        .shares()
+        .iter()
+        .map(|(s, share)| {
+            json!({"slice": s, "secs": round3(b.ns(*s) / 1e9), "share": round3(*share)})
+        })
+        .collect();
+    json!({"total_secs": round3(b.total_ns() / 1e9), "slices": slices})
+}
+
 /// The final summary object.
 pub fn summary_json(o: &CopyOutcome) -> Value {
     json!({

@@ -318,6 +318,26 @@ impl Recording {
         Ok(rec)
     }
 
+    /// Samples and engine events in time order (samples first at equal times), as the model
+    /// is fed them live.
+    pub fn replay_items(&self) -> Vec<crate::model::ReplayItem<'_>> {
+        let mut items: Vec<(u64, u8, crate::model::ReplayItem<'_>)> = self
+            .samples
+            .iter()
+            .map(|s| (s.t_ns, 0, crate::model::ReplayItem::Sample(s)))
+            .chain(self.engine_events.iter().map(|(t, e)| {
+                (
+                    *t,
+                    1,
+                    crate::model::ReplayItem::Engine { t_ns: *t, event: e },
+                )
+            }))
+            .collect();
+        // Stable: events keep their recorded order within a time.
+        items.sort_by_key(|(t, k, _)| (*t, *k));
+        items.into_iter().map(|(_, _, i)| i).collect()
+    }
+
     /// The time of the last sample, ns (0 when there are none).
     pub fn duration_ns(&self) -> u64 {
         self.samples.last().map_or(0, |s| s.t_ns)

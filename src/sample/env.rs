@@ -170,6 +170,11 @@ pub fn probe_environment_with(
             env.tunables.push((format!("vm.{name}"), v));
         }
     }
+    env.mem_total = root
+        .read_to_string("proc/meminfo")
+        .ok()
+        .and_then(|t| super::procfs::parse_meminfo(&t).ok())
+        .and_then(|m| m.mem_total);
     check_sources(root, &mut env);
     env
 }

@@ -196,4 +196,8 @@ pub struct Environment {
     /// The destination dataset's objset kstat file name (`objset-0x36`), when found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zfs_objset: Option<String>,
+    /// MemTotal from /proc/meminfo, bytes: the verdict says what share of RAM the dirty limits
+    /// are (ZFS sizes `zfs_dirty_data_max` from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_total: Option<u64>,
 }

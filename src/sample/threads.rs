@@ -22,7 +22,9 @@ pub enum WaitClass {
     Running,
     /// Paced by the page cache: `balance_dirty_pages`.
     DirtyThrottle,
-    /// Waiting for pages under writeback (stable pages): `folio_wait_writeback`.
+    /// Waiting for the disk: pages under writeback (stable pages, `folio_wait_writeback`), or
+    /// the block layer's queue after submitting writeback itself (`rq_qos_wait`,
+    /// `blk_mq_get_tag`; e.g. the copier's write-behind on a nearly full destination).
     WritebackWait,
     /// Held by a ZFS transaction group: `txg_wait_synced`, `txg_wait_open`, `dmu_tx_wait`,
     /// `dmu_tx_delay`.
@@ -78,7 +80,7 @@ impl WaitClass {
 /// Kernel function names (substrings of a stack frame or wchan) and the class they prove, in
 /// the order they are tried: the write-side waits first, because a read wait can sit under a
 /// write (copy_file_range reads inside the write call).
-const SIGNATURES: [(&str, WaitClass); 20] = [
+const SIGNATURES: [(&str, WaitClass); 22] = [
     ("balance_dirty_pages", WaitClass::DirtyThrottle),
     ("zil_commit", WaitClass::ZilCommit),
     ("txg_wait_synced", WaitClass::ZfsTxg),
@@ -92,6 +94,8 @@ const SIGNATURES: [(&str, WaitClass); 20] = [
     ("wait_on_page_writeback", WaitClass::WritebackWait),
     ("folio_wait_writeback", WaitClass::WritebackWait),
     ("folio_wait_stable", WaitClass::WritebackWait),
+    ("rq_qos_wait", WaitClass::WritebackWait),
+    ("blk_mq_get_tag", WaitClass::WritebackWait),
     ("file_write_and_wait_range", WaitClass::SyncWait),
     ("filemap_fdatawait", WaitClass::SyncWait),
     ("filemap_read", WaitClass::SourceRead),
@@ -366,6 +370,10 @@ mod tests {
                    [<0>] splice_file_to_pipe+0x1/0x2\n[<0>] do_splice_direct+0x1/0x2\n";
         assert_eq!(classify('D', "", cfr).0, WaitClass::SourceRead);
         assert_eq!(classify('D', "zil_commit_impl", "").0, WaitClass::ZilCommit);
+        // Write-behind: the writer submitted writeback itself and waits for the disk's queue.
+        let wb = "[<0>] rq_qos_wait+0xbd/0x130\n[<0>] wbt_wait+0x9f/0x100\n\
+                  [<0>] blk_mq_submit_bio+0x1f0/0x5a0\n[<0>] generic_fadvise+0x1e0/0x280\n";
+        assert_eq!(classify('D', "rq_qos_wait", wb).0, WaitClass::WritebackWait);
         assert_eq!(
             classify('S', "", "[<0>] futex_wait_queue+0x1/0x2\n").0,
             WaitClass::Sleeping

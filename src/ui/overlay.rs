@@ -60,6 +60,7 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
         key("t", "x axis: time / percent complete"),
         key("+ -", "zoom in / out;  ← → scroll through history"),
         key("e k", "show / hide the events and kernel panels"),
+        key("b", "writer's time budget and verdict in the kernel panel"),
         Line::raw(""),
         Line::from(Span::styled("chart", t.title())),
         Line::raw(format!(

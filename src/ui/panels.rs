@@ -482,8 +482,33 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         None => d.push(na()),
     }
     lines.push(Line::from(d));
+    if app.view.show_budget {
+        lines.extend(budget_lines(app));
+    }
     if let Some(note) = env.notes.first().filter(|_| with_note) {
         lines.push(Line::from(Span::styled(format!("note: {note}"), t.dim())));
+    }
+    lines
+}
+
+/// The writer's time budget so far (`b`), and the model's verdict once the copy has ended.
+fn budget_lines(app: &View) -> Vec<Line<'static>> {
+    let t = app.opts.theme;
+    let b = app.model.budget();
+    let bar = b.text_bar(30);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("time  ".to_string(), t.label()),
+        if bar.is_empty() {
+            Span::styled("n/a (no thread states yet)".to_string(), t.dim())
+        } else {
+            Span::raw(bar)
+        },
+    ])];
+    if app.model.copy_ended() {
+        lines.push(Line::from(vec![
+            Span::styled("verdict  ".to_string(), t.label()),
+            Span::raw(app.model.verdict().text),
+        ]));
     }
     lines
 }

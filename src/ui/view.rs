@@ -112,6 +112,8 @@ pub struct ViewState {
     pub scroll_ns: u64,
     pub show_events: bool,
     pub show_kernel: bool,
+    /// The writer's time budget (and, once the copy ended, the verdict) in the kernel panel.
+    pub show_budget: bool,
     pub help: bool,
 }
 
@@ -123,6 +125,7 @@ impl Default for ViewState {
             scroll_ns: 0,
             show_events: true,
             show_kernel: true,
+            show_budget: false,
             help: false,
         }
     }

@@ -93,6 +93,7 @@ pub fn render_markdown(data: &ChartData) -> String {
         fmt_mbps(st.peak_bps)
     );
     o.push('\n');
+    verdict(data, &mut o);
 
     let drops: Vec<_> = data.drops().collect();
     if drops.is_empty() {
@@ -120,4 +121,43 @@ pub fn render_markdown(data: &ChartData) -> String {
         let _ = writeln!(o, "\n… and {} more drops.", drops.len() - MAX_DROPS);
     }
     o
+}
+
+/// The verdict as a paragraph and the writer's time budget as a bar in a code span and a
+/// one-row table (Markdown has no stacked bar).
+fn verdict(data: &ChartData, o: &mut String) {
+    if let Some(v) = &data.verdict {
+        let _ = writeln!(o, "**Verdict:** {}", cell(&v.text));
+        o.push('\n');
+    }
+    let Some(b) = data.budget.as_ref().filter(|b| b.is_measured()) else {
+        return;
+    };
+    let shares: Vec<_> = b
+        .shares()
+        .into_iter()
+        .filter(|(_, v)| *v >= 0.005)
+        .collect();
+    if shares.is_empty() {
+        return;
+    }
+    let bar: String = b
+        .cells(50)
+        .iter()
+        .flat_map(|(s, n)| std::iter::repeat_n(s.glyph(), *n))
+        .collect();
+    let _ = writeln!(o, "Writer's time: `{bar}`");
+    o.push('\n');
+    let head: Vec<String> = shares
+        .iter()
+        .map(|(s, _)| format!("{} {}", s.glyph(), s.label()))
+        .collect();
+    let _ = writeln!(o, "| {} |", head.join(" | "));
+    let _ = writeln!(o, "|{}", "--:|".repeat(shares.len()));
+    let row: Vec<String> = shares
+        .iter()
+        .map(|(_, v)| format!("{:.0} %", v * 100.0))
+        .collect();
+    let _ = writeln!(o, "| {} |", row.join(" | "));
+    o.push('\n');
 }

@@ -114,6 +114,9 @@ pub struct ChartData {
     pub stats: ChartStats,
     /// Length of the time axis, seconds.
     pub duration_s: f64,
+    /// Where the writer's time went, and the verdict (issue 16): the model's, never re-derived.
+    pub budget: Option<crate::model::Budget>,
+    pub verdict: Option<crate::model::Verdict>,
 }
 
 pub use crate::present::markers::MarkerKind;
@@ -128,6 +131,12 @@ impl ChartData {
         let events = merged_events(rec);
         let duration_s = rec.duration_ns() as f64 / 1e9;
         let stats = derive_stats(rec, &points, &events);
+        // The budget and the verdict come from the model fed with the recording, as in replay.
+        let model = crate::model::Model::replay_stream(
+            crate::model::ModelConfig::default(),
+            rec.header.environment.clone(),
+            rec.replay_items(),
+        );
         ChartData {
             title: derive_title(rec),
             points,
@@ -135,6 +144,8 @@ impl ChartData {
             events,
             stats,
             duration_s,
+            budget: Some(model.budget().clone()),
+            verdict: Some(model.verdict()),
         }
     }
 
@@ -185,6 +196,8 @@ impl ChartData {
             events: model.events().to_vec(),
             stats,
             duration_s: st.elapsed_ns as f64 / 1e9,
+            budget: Some(model.budget().clone()),
+            verdict: Some(model.verdict()),
         }
     }
 

@@ -90,6 +90,7 @@ pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
         chart(data, width, ascii, &mut out);
     }
     stats(data, width, &mut out);
+    verdict(data, width, &mut out);
 
     let mut text = String::new();
     for line in out {
@@ -287,5 +288,42 @@ fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
             items.push(if i + 1 < n { format!("{c},") } else { c });
         }
         out.extend(wrap(&items, " ", width));
+    }
+}
+
+/// The writer's time budget as a bar with its legend, then the verdict, wrapped.
+fn verdict(data: &ChartData, width: usize, out: &mut Vec<String>) {
+    if let Some(b) = data.budget.as_ref().filter(|b| b.is_measured()) {
+        // "time   [" + bar + "]" within the width.
+        let cells = b.cells(width.saturating_sub(9).min(60));
+        if !cells.is_empty() {
+            let bar: String = cells
+                .iter()
+                .flat_map(|(s, n)| std::iter::repeat_n(s.glyph(), *n))
+                .collect();
+            out.push(format!("time   [{bar}]"));
+            let legend: Vec<String> = b
+                .shares()
+                .iter()
+                .filter(|(_, v)| *v >= 0.005)
+                .map(|(s, v)| format!("{} {} {:.0} %", s.glyph(), s.label(), v * 100.0))
+                .collect();
+            out.extend(wrap(&legend, " · ", width));
+        }
+    }
+    if let Some(v) = &data.verdict {
+        // A word longer than the line (a path) is cut, so no line passes the width.
+        let words: Vec<String> = v
+            .text
+            .split(' ')
+            .flat_map(|w| {
+                let chars: Vec<char> = w.chars().collect();
+                chars
+                    .chunks(width.max(1))
+                    .map(|c| c.iter().collect::<String>())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.extend(wrap(&words, " ", width));
     }
 }

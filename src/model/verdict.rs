@@ -1,0 +1,438 @@
+//! The verdict (issue 16): one short paragraph naming what limited the copy and at what rate,
+//! built only from figures of the run (the time budget, the txgs, the page-cache limits, the
+//! environment's tunables). Pure; every output prints [`Verdict::text`] as it is.
+
+use serde::{Deserialize, Serialize};
+
+use super::Stats;
+use super::budget::{Budget, Slice};
+use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::sample::{Environment, TxgRow};
+
+/// A wait must hold the writer at least this share of the measured copying time to be named.
+pub const NAMED_SHARE: f64 = 0.2;
+/// Without thread states, drops of one cause must cost at least this share of the copy time.
+pub const LOST_SHARE: f64 = 0.25;
+/// Thread states must cover at least this share of the copying time to be used.
+pub const MEASURED_SHARE: f64 = 0.5;
+/// A copy shorter than this says "unknown".
+pub const MIN_COPY_SECS: f64 = 2.0;
+/// Logical ÷ physical bytes from which a ZFS copy "measures the CPU, not the disks".
+pub const COMPRESSED_RATIO: f64 = 10.0;
+/// Smallest copy for which the compression ratio is judged.
+const MIN_COMPRESS_BYTES: u64 = 64 << 20;
+/// Txgs that wrote less than this are idle ticks of the pool, not the copy's data.
+const MIN_TXG_BYTES: u64 = 1 << 20;
+
+/// What limited the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The ZFS pool's write rate (the writer waited for txgs).
+    Pool,
+    /// The destination disk behind the page cache (dirty throttling).
+    Disk,
+    /// Reading the source.
+    Source,
+    /// Waiting for a CPU.
+    Cpu,
+    /// Synchronous writes (ZIL, fsync).
+    SyncWrites,
+    /// The ext4 journal.
+    Journal,
+    /// Nothing in the kernel held the copier: it ran on a CPU most of the time.
+    Copier,
+    /// The evidence is too thin to say.
+    Unknown,
+}
+
+/// The verdict: the limit, its rate, and the paragraph every output prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub limit: Limit,
+    /// The limiting rate, bytes/s, when one was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// Logical ÷ physical bytes on ZFS when the data compressed at least 10:1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressed_ratio: Option<f64>,
+    pub text: String,
+}
+
+/// Figures of the copy the model collects for the verdict as samples pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Facts {
+    /// Txgs committed after the first byte that wrote at least [`MIN_TXG_BYTES`].
+    txgs: u64,
+    txg_ndirty: u64,
+    txg_nwritten: u64,
+    txg_stime_ns: u64,
+    /// Every byte the pool wrote in txgs committed after the first byte (physical).
+    pool_written: u64,
+    /// When the last txg commit was seen (its data includes the copy's last bytes only if it
+    /// came after the copy phase ended).
+    last_commit_ns: Option<u64>,
+    /// First time dirty + writeback passed freerun: (t, bytes copied, dirty + writeback).
+    throttle_zone: Option<(u64, u64, u64)>,
+    /// Highest busiest-core load seen while copying, percent.
+    max_core_pct: Option<f64>,
+}
+
+impl Facts {
+    pub fn txg_committed(&mut self, t_ns: u64, row: &TxgRow) {
+        self.last_commit_ns = Some(t_ns);
+        self.pool_written = self.pool_written.saturating_add(row.nwritten);
+        if row.nwritten >= MIN_TXG_BYTES && row.stime > 0 {
+            self.txgs += 1;
+            self.txg_ndirty = self.txg_ndirty.saturating_add(row.ndirty);
+            self.txg_nwritten = self.txg_nwritten.saturating_add(row.nwritten);
+            self.txg_stime_ns = self.txg_stime_ns.saturating_add(row.stime);
+        }
+    }
+
+    pub fn throttle_zone(&mut self, t_ns: u64, bytes: u64, dirty: u64) {
+        self.throttle_zone.get_or_insert((t_ns, bytes, dirty));
+    }
+
+    pub fn core_load(&mut self, pct: f64) {
+        self.max_core_pct = Some(self.max_core_pct.map_or(pct, |m| m.max(pct)));
+    }
+
+    /// The pool's write rate while syncing: Σ written ÷ Σ sync time of the copy's txgs.
+    fn pool_bps(&self) -> Option<f64> {
+        (self.txg_stime_ns > 0).then(|| self.txg_nwritten as f64 * 1e9 / self.txg_stime_ns as f64)
+    }
+}
+
+/// Copy-phase times the model knows (ns since start).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Span {
+    pub first_byte: Option<u64>,
+    /// End of the copy phase (last byte, flush, fatal), else the last sample.
+    pub copy_end: u64,
+    pub on_zfs: bool,
+}
+
+/// Everything the verdict reads.
+pub(crate) struct Input<'a> {
+    pub budget: &'a Budget,
+    pub facts: &'a Facts,
+    pub stats: &'a Stats,
+    pub env: &'a Environment,
+    pub span: Span,
+}
+
+/// The verdict of a run.
+pub(crate) fn judge(i: &Input) -> Verdict {
+    let copy_secs = i.budget.copying_ns() / 1e9;
+    if i.stats.bytes == 0 || copy_secs < MIN_COPY_SECS {
+        return Verdict {
+            limit: Limit::Unknown,
+            rate_bps: None,
+            compressed_ratio: None,
+            text: format!(
+                "Unknown: the copy lasted {}, too short to name a limit.",
+                fmt_secs(copy_secs)
+            ),
+        };
+    }
+    let compressed = compression(i);
+    let (limit, rate_bps, body) = if i.budget.measured() >= MEASURED_SHARE {
+        from_budget(i)
+    } else {
+        from_drops(i)
+    };
+    let mut text = String::new();
+    if let Some((_, sentence)) = &compressed {
+        text.push_str(sentence);
+        text.push(' ');
+    }
+    text.push_str(&body);
+    Verdict {
+        limit,
+        rate_bps,
+        compressed_ratio: compressed.map(|c| c.0),
+        text,
+    }
+}
+
+fn pct(share: f64) -> String {
+    format!("{:.0} %", share * 100.0)
+}
+
+/// The verdict from where the writer's time went.
+fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
+    let b = i.budget;
+    let measured_ns = b.copying_ns() - b.ns(Slice::Unknown);
+    // The disk's two faces add up: paced by the page cache, or waiting for the device's queue.
+    let waits = [
+        (Limit::Pool, vec![Slice::TxgWait]),
+        (Limit::Disk, vec![Slice::DirtyThrottle, Slice::DiskWait]),
+        (Limit::Source, vec![Slice::SourceRead]),
+        (Limit::Cpu, vec![Slice::CpuWait]),
+        (Limit::SyncWrites, vec![Slice::SyncWrites]),
+        (Limit::Journal, vec![Slice::Journal]),
+    ];
+    let best = waits
+        .iter()
+        .map(|(l, slices)| {
+            let ns: f64 = slices.iter().map(|s| b.ns(*s)).sum();
+            (*l, slices.clone(), ns / measured_ns)
+        })
+        .max_by(|a, c| a.2.total_cmp(&c.2))
+        .filter(|w| w.2 >= NAMED_SHARE);
+    let avg = i.stats.avg_bps;
+    let Some((limit, slices, _)) = best else {
+        let writing = b.ns(Slice::Writing) / measured_ns;
+        if writing >= 0.5 {
+            return (
+                Limit::Copier,
+                Some(avg),
+                format!(
+                    "Not held by the kernel: the copier ran on a CPU {} of the time and no wait held it {} of the time; {} is the rate of the copy itself.",
+                    pct(b.share(Slice::Writing)),
+                    pct(NAMED_SHARE),
+                    fmt_rate(avg)
+                ),
+            );
+        }
+        return (
+            Limit::Unknown,
+            None,
+            format!(
+                "Unknown: no single wait held the writer {} of the time ({}).",
+                pct(NAMED_SHARE),
+                b.legend()
+            ),
+        );
+    };
+    let held = pct(slices.iter().map(|s| b.share(*s)).sum());
+    match limit {
+        Limit::Pool => pool(i, &format!("the writer waited for them {held} of the time")),
+        Limit::Disk => {
+            let how = match (b.share(Slice::DirtyThrottle), b.share(Slice::DiskWait)) {
+                (d, 0.0) => format!("the writer was held by dirty throttling {}", pct(d)),
+                (0.0, w) => format!("the writer waited for the disk {}", pct(w)),
+                (d, w) => format!(
+                    "the writer was held by dirty throttling {} and waited for the disk {}",
+                    pct(d),
+                    pct(w)
+                ),
+            };
+            disk(i, &format!("{how} of the time"))
+        }
+        Limit::Source => (
+            limit,
+            Some(avg),
+            format!(
+                "Limited by the source, {}: reads waited {held} of the time.",
+                fmt_rate(avg)
+            ),
+        ),
+        Limit::Cpu => (
+            limit,
+            Some(avg),
+            format!(
+                "CPU: the copier waited for a core {held} of the time{}; the copy averaged {}.",
+                i.facts
+                    .max_core_pct
+                    .map(|c| format!(" (busiest core {c:.0} % busy)"))
+                    .unwrap_or_default(),
+                fmt_rate(avg)
+            ),
+        ),
+        Limit::SyncWrites => (
+            limit,
+            Some(avg),
+            format!(
+                "Limited by synchronous writes, {}: the writer waited in zil_commit or fsync {held} of the time.",
+                fmt_rate(avg)
+            ),
+        ),
+        _ => (
+            Limit::Journal,
+            Some(avg),
+            format!(
+                "Limited by the ext4 journal, {}: the writer waited for jbd2 {held} of the time.",
+                fmt_rate(avg)
+            ),
+        ),
+    }
+}
+
+/// Without thread states: the cause whose drops cost the most time, when that is a real part
+/// of the copy.
+fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
+    let copy_secs = i.budget.copying_ns() / 1e9;
+    let top = i.stats.lost_secs_by_cause.first().copied();
+    let Some((cause, lost)) = top.filter(|(_, s)| *s >= LOST_SHARE * copy_secs) else {
+        return (
+            Limit::Unknown,
+            None,
+            format!(
+                "Unknown: the copier's threads were not sampled, and drops explain {} of {}.",
+                fmt_secs(i.stats.lost_secs_by_cause.iter().map(|c| c.1).sum()),
+                fmt_secs(copy_secs)
+            ),
+        );
+    };
+    let because = format!(
+        "drops while {cause} held the copy cost {} of {} (the copier's threads were not sampled)",
+        fmt_secs(lost),
+        fmt_secs(copy_secs)
+    );
+    let avg = i.stats.avg_bps;
+    match cause {
+        "txg sync" | "zfs throttle" => pool(i, &because),
+        "dirty throttle" | "writeback" | "disk busy" => disk(i, &because),
+        "source stall" => (
+            Limit::Source,
+            Some(avg),
+            format!("Limited by the source, {}: {because}.", fmt_rate(avg)),
+        ),
+        "cpu" => (
+            Limit::Cpu,
+            Some(avg),
+            format!("CPU, {}: {because}.", fmt_rate(avg)),
+        ),
+        "sync writes" => (
+            Limit::SyncWrites,
+            Some(avg),
+            format!(
+                "Limited by synchronous writes, {}: {because}.",
+                fmt_rate(avg)
+            ),
+        ),
+        "journal" => (
+            Limit::Journal,
+            Some(avg),
+            format!("Limited by the ext4 journal, {}: {because}.", fmt_rate(avg)),
+        ),
+        _ => (
+            Limit::Unknown,
+            None,
+            format!("Unknown: {because}, and no signal explains them."),
+        ),
+    }
+}
+
+/// "Limited by the pool's write rate, 40 MB/s: txgs of ~82 MB (20 % of zfs_dirty_data_max =
+/// 410 MB) sync in ~2.1 s, and <held>." plus what RAM can and cannot change, when the txgs were
+/// sized by the dirty-data limit.
+fn pool(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
+    let f = i.facts;
+    let rate = f.pool_bps().unwrap_or(i.stats.avg_bps);
+    let mut s = format!("Limited by the pool's write rate, {}", fmt_rate(rate));
+    if f.txgs == 0 {
+        s.push_str(&format!(": {held}."));
+        return (Limit::Pool, Some(rate), s);
+    }
+    let ndirty = f.txg_ndirty / f.txgs;
+    let stime = f.txg_stime_ns as f64 / f.txgs as f64 / 1e9;
+    let max = i.env.zfs_dirty_data_max.filter(|m| *m > 0);
+    let of_max = max.map(|m| {
+        let ram = i
+            .env
+            .mem_total
+            .filter(|r| *r > 0)
+            .map(|r| format!(", {:.0} % of RAM", m as f64 * 100.0 / r as f64))
+            .unwrap_or_default();
+        format!(
+            " ({:.0} % of zfs_dirty_data_max = {}{ram})",
+            ndirty as f64 * 100.0 / m as f64,
+            fmt_bytes(m)
+        )
+    });
+    s.push_str(&format!(
+        ": txgs of ~{}{} sync in ~{}, and {held}.",
+        fmt_bytes(ndirty),
+        of_max.unwrap_or_default(),
+        fmt_secs(stime)
+    ));
+    // The txgs closed at the dirty-data threshold (not at zfs_txg_timeout): the RAM-sized limit
+    // sets when the first drop comes, the pool sets the rate.
+    let sized_by_max = match (max, i.env.zfs_sync_percent) {
+        (Some(m), Some(p)) => ndirty as f64 >= 0.8 * m as f64 * p as f64 / 100.0,
+        _ => false,
+    };
+    if sized_by_max {
+        s.push_str(&format!(
+             " More RAM delays the first drop (it raises zfs_dirty_data_max, in /sys/module/zfs/parameters/); it cannot raise {}.",
+            fmt_rate(rate)
+        ));
+    }
+    (Limit::Pool, Some(rate), s)
+}
+
+/// "Disk-bound at 39 MB/s after the page cache filled (1.4 GB in 3.0 s): <held>."
+fn disk(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
+    let avg = i.stats.avg_bps;
+    let Some((t, bytes, dirty)) = i.facts.throttle_zone else {
+        return (
+            Limit::Disk,
+            Some(avg),
+            format!("Disk-bound at {}: {held}.", fmt_rate(avg)),
+        );
+    };
+    let since = i.span.copy_end.saturating_sub(t) as f64 / 1e9;
+    let after = i.stats.bytes.saturating_sub(bytes);
+    let rate = if since >= 1.0 {
+        after as f64 / since
+    } else {
+        avg
+    };
+    let fill_secs = t.saturating_sub(i.span.first_byte.unwrap_or(0)) as f64 / 1e9;
+    let mut s = format!(
+        "Disk-bound at {} after the page cache filled ({} in {}; {} dirty): {held}.",
+        fmt_rate(rate),
+        fmt_bytes(bytes),
+        fmt_secs(fill_secs),
+        fmt_bytes(dirty)
+    );
+    if let Some((name, value)) = dirty_limit(i.env) {
+        s.push_str(&format!(
+            " More RAM or a higher {name} (now {value}, /proc/sys/vm/{}) only delays the drop; it cannot raise {}.",
+            name.trim_start_matches("vm."),
+            fmt_rate(rate)
+        ));
+    }
+    (Limit::Disk, Some(rate), s)
+}
+
+/// The page-cache limit in force: vm.dirty_bytes when set, else vm.dirty_ratio.
+fn dirty_limit(env: &Environment) -> Option<(String, String)> {
+    let get = |n: &str| {
+        env.tunables
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    match get("vm.dirty_bytes") {
+        Some(v) if v != "0" => Some(("vm.dirty_bytes".into(), v)),
+        _ => get("vm.dirty_ratio").map(|v| ("vm.dirty_ratio".into(), v)),
+    }
+}
+
+/// On ZFS, the copy's logical bytes against what the pool wrote: zeros and other compressible
+/// data never reach the disks, so the run measured the CPU.
+fn compression(i: &Input) -> Option<(f64, String)> {
+    // Only once a txg committed after the last byte: before that the pool has not written
+    // all of the copy yet and any data would look compressed.
+    let covered = i.facts.last_commit_ns.is_some_and(|t| t >= i.span.copy_end);
+    if !i.span.on_zfs || i.stats.bytes < MIN_COMPRESS_BYTES || !covered {
+        return None;
+    }
+    let physical = i.facts.pool_written;
+    let ratio = i.stats.bytes as f64 / physical.max(1) as f64;
+    (ratio >= COMPRESSED_RATIO).then(|| {
+        (
+            ratio,
+            format!(
+                "The data compressed {:.0}:1 ({} copied, {} written by the pool): this measures the CPU, not the disks.",
+                ratio,
+                fmt_bytes(i.stats.bytes),
+                fmt_bytes(physical)
+            ),
+        )
+    })
+}

@@ -1,0 +1,141 @@
+//! The verdict of real recordings whose limit is known (issue 16): each run was made so that one
+//! thing limits it (tests/fixtures/verdict/README.md), and the model must name that thing, with
+//! the figures it measured, in every output.
+
+use std::path::PathBuf;
+
+use copyscope::model::{Limit, Model, ModelConfig, Slice, Verdict};
+use copyscope::report::export::ChartData;
+use copyscope::report::export::markdown::render_markdown;
+use copyscope::report::export::render_text;
+use copyscope::report::recording::Recording;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}"))
+}
+
+fn model_of(name: &str) -> (Recording, Model) {
+    let rec = Recording::load(&fixture(name)).expect("recording loads");
+    let model = Model::replay_stream(
+        ModelConfig::default(),
+        rec.header.environment.clone(),
+        rec.replay_items(),
+    );
+    (rec, model)
+}
+
+/// The verdict, checked to be the same words in the text and Markdown exports.
+fn verdict_of(name: &str) -> (Verdict, Model) {
+    let (rec, model) = model_of(name);
+    let v = model.verdict();
+    let data = ChartData::from_recording(&rec);
+    assert_eq!(data.verdict.as_ref(), Some(&v), "{name}: export's verdict");
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat(&render_text(&data, 100, false)).contains(&flat(&v.text)));
+    assert!(render_markdown(&data).contains(&v.text));
+    (v, model)
+}
+
+#[test]
+fn disk_bound_ext4_names_the_disk_rate_and_the_page_cache_fill() {
+    let (v, m) = verdict_of("verdict/disk-bound-ext4.jsonl");
+    assert_eq!(v.limit, Limit::Disk, "{}", v.text);
+    // The slowdev disk is throttled to 40 MB/s.
+    let rate = v.rate_bps.unwrap();
+    assert!((34e6..=42e6).contains(&rate), "{rate}");
+    assert!(v.text.starts_with("Disk-bound at 3"), "{}", v.text);
+    assert!(v.text.contains("after the page cache filled"), "{}", v.text);
+    assert!(v.text.contains("held by dirty throttling"), "{}", v.text);
+    // The limit in force for this run, by name, value and place.
+    assert!(
+        v.text
+            .contains("vm.dirty_bytes (now 1000000000, /proc/sys/vm/dirty_bytes)"),
+        "{}",
+        v.text
+    );
+    assert!(m.budget().share(Slice::DirtyThrottle) >= 0.2);
+}
+
+#[test]
+fn source_stall_names_the_source() {
+    let (v, m) = verdict_of("verdict/source-stall.jsonl");
+    assert_eq!(v.limit, Limit::Source, "{}", v.text);
+    // Reads throttled to 20 MB/s.
+    assert!((15e6..=21e6).contains(&v.rate_bps.unwrap()));
+    assert!(v.text.starts_with("Limited by the source, "), "{}", v.text);
+    assert!(m.budget().share(Slice::SourceRead) >= 0.5);
+}
+
+#[test]
+fn cpu_starvation_names_the_run_queue_wait() {
+    let (v, m) = verdict_of("verdict/cpu-starved.jsonl");
+    assert_eq!(v.limit, Limit::Cpu, "{}", v.text);
+    let wait = m.budget().share(Slice::CpuWait);
+    // Three busy loops on the copier's only CPU: it got about a quarter of it.
+    assert!(wait >= 0.5, "{wait}");
+    assert!(
+        v.text.starts_with(&format!(
+            "CPU: the copier waited for a core {:.0} % of the time",
+            wait * 100.0
+        )),
+        "{}",
+        v.text
+    );
+}
+
+#[test]
+fn txg_bound_zfs_names_the_pool_rate_and_what_ram_cannot_change() {
+    let (v, m) = verdict_of("verdict/zfs-txg-40mbps.jsonl");
+    assert_eq!(v.limit, Limit::Pool, "{}", v.text);
+    // The lab pool is throttled to 40 MB/s.
+    assert!((34e6..=42e6).contains(&v.rate_bps.unwrap()));
+    assert!(
+        v.text.starts_with("Limited by the pool's write rate, 3"),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text.contains("of zfs_dirty_data_max = 410 MB"),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("the writer waited for them"), "{}", v.text);
+    assert!(
+        v.text.contains("More RAM delays the first drop"),
+        "{}",
+        v.text
+    );
+    assert!(m.budget().share(Slice::TxgWait) >= 0.2);
+    assert_eq!(v.compressed_ratio, None);
+}
+
+#[test]
+fn compressed_zeros_say_they_measure_the_cpu() {
+    let (v, _) = verdict_of("verdict/zfs-lz4-zeros.jsonl");
+    let ratio = v.compressed_ratio.expect("lz4 zeros compress");
+    assert!(ratio >= 100.0, "{ratio}");
+    assert!(
+        v.text
+            .starts_with(&format!("The data compressed {ratio:.0}:1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("this measures the CPU, not the disks"));
+    assert_ne!(v.limit, Limit::Pool, "{}", v.text);
+}
+
+#[test]
+fn without_thread_states_the_drops_decide_and_say_so() {
+    // The lab's dd capture: no copier threads, 60 s of 76 s lost to txg syncs.
+    let (v, m) = verdict_of("recordings/zfs-40mbps-zero.jsonl");
+    assert_eq!(v.limit, Limit::Pool, "{}", v.text);
+    assert!(v.text.contains("the copier's threads were not sampled"));
+    assert!(m.budget().share(Slice::Unknown) > 0.9);
+}
+
+#[test]
+fn a_short_recording_is_unknown() {
+    let v = model_of("recordings/v1-handwritten.jsonl").1.verdict();
+    assert_eq!(v.limit, Limit::Unknown, "{}", v.text);
+    assert!(v.text.starts_with("Unknown:"), "{}", v.text);
+}
