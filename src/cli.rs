@@ -244,6 +244,9 @@ pub enum Command {
         #[arg(long, value_name = "WxH")]
         size: Option<String>,
     },
+    /// Chart and explain the writes something else makes into the filesystem holding PATH
+    /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
+    Watch(WatchArgs),
     /// Print shell completions.
     Completions {
         #[arg(value_enum)]
@@ -251,4 +254,26 @@ pub enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// `copyscope watch` options.
+#[derive(Debug, Args, Default, Clone)]
+pub struct WatchArgs {
+    /// A path on the filesystem to watch [default: the current directory].
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// Stop after SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Stop once nothing has been written for SECS seconds (after something was).
+    #[arg(long = "until-idle", value_name = "SECS")]
+    pub until_idle: Option<f64>,
+    /// Follow this writer process: its write rate is the intake, its file and position are
+    /// shown, its threads explain the drops (repeatable).
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// Follow every process with this command name (as in /proc/PID/comm, e.g. smbd, rsync),
+    /// including ones that start later (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub comm: Vec<String>,
 }

@@ -48,6 +48,18 @@ pub enum Command {
     },
     Completions(clap_complete::Shell),
     Man,
+    Watch(WatchRequest),
+}
+
+/// `copyscope watch`: what to watch and when to stop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchRequest {
+    /// A path on the watched filesystem.
+    pub path: PathBuf,
+    pub duration: Option<Duration>,
+    pub until_idle: Option<Duration>,
+    pub pids: Vec<u32>,
+    pub comms: Vec<String>,
 }
 
 /// How results are shown and sampled.
@@ -69,6 +81,8 @@ pub struct Display {
     pub min_drop: Duration,
     /// `-v`: a "'SOURCE' -> 'DEST'" line per file in plain output.
     pub verbose: bool,
+    /// `copyscope watch`: the writes are someone else's.
+    pub watch: bool,
 }
 
 /// The validated configuration.
@@ -175,6 +189,7 @@ impl TryFrom<Cli> for Config {
             recover_ratio: d.recover_ratio,
             min_drop: Duration::from_millis(d.min_drop_ms),
             verbose: cli.copy.verbose,
+            watch: matches!(cli.command, Some(CliCommand::Watch(_))),
         };
         let c = &cli.copy;
         let overwrite_explicit =
@@ -214,6 +229,7 @@ impl TryFrom<Cli> for Config {
             },
             Some(CliCommand::Completions { shell }) => Command::Completions(shell),
             Some(CliCommand::Man) => Command::Man,
+            Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),
             None => Command::Copy(copy_request(&cli)?),
         };
         Ok(Config {
@@ -222,6 +238,33 @@ impl TryFrom<Cli> for Config {
             overwrite_explicit,
         })
     }
+}
+
+/// Seconds from the command line as a duration (positive and finite).
+fn seconds(flag: &str, v: Option<f64>) -> Result<Option<Duration>, ConfigError> {
+    v.map(|secs| {
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| ConfigError::Invalid(format!("{flag} {secs}: must be above 0 seconds")))
+    })
+    .transpose()
+}
+
+/// `watch`'s flags: the path defaults to the current directory; a /proc comm is at most 15 bytes.
+fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> {
+    if let Some(c) = w.comm.iter().find(|c| c.is_empty() || c.len() > 15) {
+        return Err(ConfigError::Invalid(format!(
+            "--comm {c:?}: a command name is 1 to 15 bytes (as in /proc/PID/comm)"
+        )));
+    }
+    Ok(WatchRequest {
+        path: w.path.unwrap_or_else(|| PathBuf::from(".")),
+        duration: seconds("--duration", w.duration)?,
+        until_idle: seconds("--until-idle", w.until_idle)?,
+        pids: w.pid,
+        comms: w.comm,
+    })
 }
 
 /// Engine options and (source → destination) pairs from the copy flags.

@@ -152,17 +152,37 @@ pub fn run_copy_tui(
     };
     let limit_bps = job.options.bwlimit_bps.map(|b| b as f64);
     let sess = Session::start(d, job, sources, dest, control.clone(), ask);
-    let opts = ui_options(d);
+    let mut app = new_app(d, &sess, ui_header);
+    app.limit_bps = limit_bps;
+    run_session_tui(config, sess, app, conflicts, None)
+}
+
+/// The app for a started session: its model on the probed environment, the header's
+/// filesystem label filled in.
+pub(crate) fn new_app(d: &Display, sess: &Session, ui_header: UiHeader) -> App {
     let model = Model::new(model_config(d), sess.env.clone());
-    let mut app = App::new(
+    App::new(
         model,
         UiHeader {
             fs: fs_label(&sess.env),
             ..ui_header
         },
-        opts,
-    );
-    app.limit_bps = limit_bps;
+        ui_options(d),
+    )
+}
+
+/// Runs a started session (a copy or a watch) under the live loop, then prints the summary
+/// once the terminal is restored; returns the outcome.
+pub(crate) fn run_session_tui(
+    config: &Config,
+    sess: Session,
+    app: App,
+    conflicts: Option<tokio::sync::mpsc::UnboundedReceiver<crate::frontend::tui::ConflictRequest>>,
+    watch: Option<&crate::frontend::watch::WatchLines>,
+) -> CopyOutcome {
+    let d = &config.display;
+    let opts = app.opts;
+    let control = sess.control.clone();
     let Session {
         header,
         mut recorder,
@@ -259,9 +279,12 @@ pub fn run_copy_tui(
             &app.model,
             opts.theme.ascii(),
             opts.units,
-            Some(&outcome),
+            watch.is_none().then_some(&outcome),
             width,
         ));
+        if let Some(w) = watch {
+            out(&w.summary_text(&outcome, opts.units == Units::Binary));
+        }
         if let Some(dir) = &d.screenshot {
             match screenshot_to(&data, &header, Some(dir), d.ascii) {
                 Ok(p) => out(&format!("screenshot: {}\n", join_paths(&p))),

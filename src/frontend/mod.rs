@@ -10,6 +10,7 @@ pub mod session;
 pub mod state;
 pub mod stream;
 pub mod tui;
+pub mod watch;
 
 use crate::present::quote::error_chain;
 use std::sync::Arc;
@@ -148,6 +149,7 @@ pub fn run(mut config: Config) -> ExitStatus {
             }
             crate::frontend::demo::run(*size_mb, &config)
         }
+        Command::Watch(req) => crate::frontend::watch::run(&config, req),
         Command::Completions(shell) => {
             let mut cmd = Cli::command();
             clap_complete::generate(*shell, &mut cmd, "copyscope", &mut std::io::stdout());

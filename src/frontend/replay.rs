@@ -58,9 +58,17 @@ pub fn header_of(rec: &Recording) -> Header {
     }
 }
 
+/// The model's settings for a recording: a watch's ends as a watch does.
+fn for_recording(rec: &Recording, cfg: ModelConfig) -> ModelConfig {
+    ModelConfig {
+        stopped_tail_is_end: cfg.stopped_tail_is_end || rec.header.watch.is_some(),
+        ..cfg
+    }
+}
+
 /// A model fed with the whole recording: what `replay --plain` and `export` summarise.
 pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
-    let mut model = Model::new(cfg, rec.header.environment.clone());
+    let mut model = Model::new(for_recording(rec, cfg), rec.header.environment.clone());
     for item in timeline(rec) {
         match item {
             Item::Sample(s) => {
@@ -94,7 +102,7 @@ fn advance(app: &mut App, items: &[Item<'_>], mut next: usize, pos_ns: u64) -> u
 /// The replay screen's state at `t_ns` into the recording (tests and seeking use it).
 pub fn app_at(rec: &Recording, cfg: ModelConfig, opts: UiOptions, t_ns: u64) -> App {
     let mut app = App::new(
-        Model::new(cfg, rec.header.environment.clone()),
+        Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
         header_of(rec),
         opts,
     );
@@ -124,7 +132,7 @@ pub async fn run_tui(
     let total = rec.duration_ns();
     let fresh_app = |rec: &Recording| {
         let mut app = App::new(
-            Model::new(cfg, rec.header.environment.clone()),
+            Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
             header_of(rec),
             opts,
         );

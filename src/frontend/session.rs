@@ -22,6 +22,7 @@ use crate::sample::{
 /// Model thresholds from the command line.
 pub fn model_config(d: &Display) -> ModelConfig {
     ModelConfig {
+        stopped_tail_is_end: d.watch,
         drop_ratio: d.drop_ratio,
         recover_ratio: d.recover_ratio,
         min_drop_ns: d.min_drop.as_nanos() as u64,

@@ -16,6 +16,7 @@ use tokio::sync::oneshot::error::TryRecvError;
 use crate::config::Display;
 use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
 use crate::frontend::session::{Session, model_config, summary_of};
+use crate::frontend::watch::WatchLines;
 use crate::model::{Cause, Event, EventKind, Model};
 use crate::present::format::fmt_clock;
 use crate::present::quote::{file_line, quote, shell_escape};
@@ -59,7 +60,7 @@ fn verbose_line(roots: &[(PathBuf, PathBuf)], path: &Path) -> Option<String> {
     Some(format!("{} -> {}", quote(path), quote(&dest)))
 }
 
-struct Printer {
+pub(crate) struct Printer {
     json: bool,
     /// `-v`: the (source, destination) roots; empty without -v.
     verbose: Vec<(PathBuf, PathBuf)>,
@@ -71,6 +72,16 @@ struct Printer {
 }
 
 impl Printer {
+    /// A printer without -v or --verify (watch mode).
+    pub(crate) fn new(json: bool) -> Printer {
+        Printer {
+            json,
+            verbose: Vec::new(),
+            verify: false,
+            awaiting_commit: Vec::new(),
+        }
+    }
+
     fn model_events(&mut self, evs: &[Event]) {
         for e in evs {
             if self.json {
@@ -172,7 +183,7 @@ pub fn run_copy(
     } else {
         Vec::new()
     };
-    let mut p = Printer {
+    let p = Printer {
         json: d.json,
         verbose,
         verify: false,
@@ -180,7 +191,19 @@ pub fn run_copy(
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
     let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
-    let mut sess = Session::start(d, job, sources, dest, control, ask);
+    let sess = Session::start(d, job, sources, dest, control, ask);
+    run_session(d, sess, p, asking, None)
+}
+
+/// Runs a started session (a copy, or a watch when `watch` says what is watched) to its end
+/// with plain or JSON output; returns the outcome.
+pub(crate) fn run_session(
+    d: &Display,
+    mut sess: Session,
+    mut p: Printer,
+    asking: Option<Arc<std::sync::atomic::AtomicBool>>,
+    watch: Option<&WatchLines>,
+) -> CopyOutcome {
     let mut model = Model::new(model_config(d), sess.env.clone());
     let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
     let mut next = Instant::now() + period;
@@ -203,11 +226,11 @@ pub fn run_copy(
             let elapsed = now.duration_since(sess.start);
             if d.json {
                 let cur = sess.progress.current();
-                let eta = model.eta_secs(true);
+                let eta = model.eta_secs(true).filter(|_| watch.is_none());
                 emit(
                     &json::progress_json(
                         elapsed.as_secs_f64(),
-                        phase.as_str(),
+                        watch.map_or(phase.as_str(), |_| "watching"),
                         &snap,
                         st.now_bps,
                         st.avg_bps,
@@ -216,6 +239,8 @@ pub fn run_copy(
                     )
                     .to_string(),
                 );
+            } else if let Some(w) = watch {
+                emit(&w.progress_line(elapsed, &snap, st.now_bps, st.avg_bps, d.binary));
             } else if phase == Phase::CopyVerify {
                 let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
                 emit(&verify_line(elapsed, &snap, verified, d.binary));
@@ -260,7 +285,10 @@ pub fn run_copy(
         }
         emit(&v.to_string());
     } else {
-        let mut text = summary_text(&outcome, d.binary);
+        let mut text = match watch {
+            Some(w) => w.summary_text(&outcome, d.binary),
+            None => summary_text(&outcome, d.binary),
+        };
         let st = model.stats();
         if st.drops > 0 {
             let lost: Vec<String> = st

@@ -189,6 +189,9 @@ pub struct ModelConfig {
     pub smooth_ticks: usize,
     /// A drop that keeps moving at a lower level this long becomes the new normal.
     pub rebase_after_ns: u64,
+    /// Watch mode: writes that stopped and had not resumed when the watch ended are the
+    /// writer being done (a note), not a drop — a copy always ends at its last byte.
+    pub stopped_tail_is_end: bool,
 }
 
 impl Default for ModelConfig {
@@ -203,6 +206,7 @@ impl Default for ModelConfig {
             min_reference_ns: SEC,
             smooth_ticks: 3,
             rebase_after_ns: 30 * SEC,
+            stopped_tail_is_end: false,
         }
     }
 }
@@ -904,7 +908,20 @@ impl Model {
         if self.finished_at.is_some() {
             return out;
         }
-        self.interrupt(t_ns, &mut out);
+        match self.stopped_tail() {
+            Some(start) => {
+                self.detector.interrupt(t_ns);
+                self.evidence = None;
+                out.push(Event {
+                    t_ns: start,
+                    kind: EventKind::Note {
+                        text: "writes stopped here and had not resumed when the watch ended"
+                            .to_string(),
+                    },
+                });
+            }
+            None => self.interrupt(t_ns, &mut out),
+        }
         if self.delay_pending > 0 {
             out.push(self.take_delays(self.delay_last_rise));
         }
@@ -916,6 +933,15 @@ impl Model {
             self.store(e.clone());
         }
         out
+    }
+
+    /// Watch mode: the start of an open drop in which nothing is being written any more.
+    fn stopped_tail(&self) -> Option<u64> {
+        let start = self.detector.open_drop_start()?;
+        (self.cfg.stopped_tail_is_end
+            && self.detector.smoothed() == 0.0
+            && self.detector.open_min() == Some(0.0))
+        .then_some(start)
     }
 
     pub fn series(&self) -> &Series {

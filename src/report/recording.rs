@@ -84,6 +84,24 @@ pub struct Header {
     pub environment: Environment,
     /// Sampler interval in milliseconds.
     pub interval_ms: u64,
+    /// Set when the run was `copyscope watch` (writes made by others), not a copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<WatchTarget>,
+}
+
+/// What a watch run watched, and where its intake figure came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchTarget {
+    /// The path given (lossy UTF-8); the filesystem is in the environment.
+    pub path: String,
+    /// `--pid` values.
+    #[serde(default)]
+    pub pids: Vec<u32>,
+    /// `--comm` names.
+    #[serde(default)]
+    pub comms: Vec<String>,
+    /// The intake signal: "process wchar", "objset nwritten" or "diskstats sectors written".
+    pub intake: String,
 }
 
 impl Header {
@@ -108,6 +126,7 @@ impl Header {
             destination,
             environment,
             interval_ms,
+            watch: None,
         }
     }
 }

@@ -14,12 +14,14 @@ pub mod cpu;
 pub mod diskstats;
 pub mod env;
 pub mod error;
+pub mod intake;
 pub mod mountinfo;
 pub mod procfs;
 pub mod reader;
 pub mod root;
 pub mod sampler;
 pub mod threads;
+pub mod writers;
 pub mod zfs;
 
 pub use blockdev::BlockDev;
@@ -27,7 +29,7 @@ pub use env::{probe_environment, probe_environment_with};
 pub use error::ParseError;
 pub use reader::{SignalReader, read_sample};
 pub use root::SysRoot;
-pub use sampler::{SamplerHandle, SamplerStats, spawn_sampler};
+pub use sampler::{SampleSource, SamplerHandle, SamplerStats, spawn_sampler, spawn_sampler_from};
 pub use threads::{ThreadSample, WaitClass};
 
 /// One tick of every signal. Optional parts are `None` when the source is missing.

@@ -284,6 +284,11 @@ impl SignalReader {
         }
     }
 
+    /// Watch mode: the threads read each tick are those of `pids` (the followed writers).
+    pub fn follow_processes(&mut self, pids: &[u32]) {
+        self.threads.follow(pids);
+    }
+
     /// Reads every source once. `t_ns` stamps the sample; `birth_offset_ns` is computed from
     /// the live CLOCK_MONOTONIC_RAW against `now_ns`, the same instant on the sampler's clock.
     pub fn read(&mut self, engine: ProgressSnapshot, t_ns: u64) -> Sample {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rustix::time::{ClockId, clock_gettime};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::intake::Intake;
 use super::reader::{SignalReader, read_sample};
 use super::root::SysRoot;
 use super::{Environment, Sample};
@@ -149,13 +150,46 @@ impl Drop for SamplerHandle {
     }
 }
 
-/// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
-/// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
-/// when `tx`'s receiver is gone.
+/// What a sample's byte counter comes from.
+#[derive(Debug)]
+pub enum SampleSource {
+    /// The copy engine's own counters.
+    Copy(Arc<Progress>),
+    /// Watch mode: the filesystem's or the followed writers' intake.
+    Watch(Box<Intake>),
+}
+
+impl SampleSource {
+    fn tick(&mut self, reader: &mut SignalReader, start: Instant) -> Sample {
+        match self {
+            SampleSource::Copy(progress) => read_sample(reader, progress, start),
+            SampleSource::Watch(intake) => intake.tick(
+                reader,
+                u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            ),
+        }
+    }
+}
+
+/// Starts the sampler thread for a copy (see [`spawn_sampler_from`]).
 pub fn spawn_sampler(
     root: SysRoot,
     env: &Environment,
     progress: Arc<Progress>,
+    interval: Duration,
+    start: Instant,
+    tx: UnboundedSender<Sample>,
+) -> SamplerHandle {
+    spawn_sampler_from(root, env, SampleSource::Copy(progress), interval, start, tx)
+}
+
+/// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
+/// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
+/// when `tx`'s receiver is gone.
+pub fn spawn_sampler_from(
+    root: SysRoot,
+    env: &Environment,
+    mut source: SampleSource,
     interval: Duration,
     start: Instant,
     tx: UnboundedSender<Sample>,
@@ -189,7 +223,7 @@ pub fn spawn_sampler(
                 }
                 let late = nanos(Instant::now().saturating_duration_since(next));
                 let cpu0 = thread_cpu_ns();
-                let sample = read_sample(&mut reader, &progress, start);
+                let sample = source.tick(&mut reader, start);
                 let cpu = thread_cpu_ns().saturating_sub(cpu0);
                 if let Ok(mut s) = stats_t.lock() {
                     s.record(late, cpu);

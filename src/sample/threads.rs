@@ -231,6 +231,8 @@ pub struct ThreadReader {
     root: SysRoot,
     /// Last (run, wait) of every copy thread seen, by tid.
     seen: HashMap<u32, (u64, u64)>,
+    /// Watch mode: every thread of these processes instead of this process's copy threads.
+    followed: Option<Vec<u32>>,
 }
 
 impl ThreadReader {
@@ -238,25 +240,48 @@ impl ThreadReader {
         ThreadReader {
             root: root.clone(),
             seen: HashMap::new(),
+            followed: None,
+        }
+    }
+
+    /// Watch mode: read every thread of `pids` (the writers followed) from now on.
+    pub fn follow(&mut self, pids: &[u32]) {
+        self.followed = Some(pids.to_vec());
+    }
+
+    /// The task directories to read: `proc/self` or each followed process.
+    fn processes(&self) -> Vec<String> {
+        match &self.followed {
+            None => vec!["self".to_string()],
+            Some(pids) => pids.iter().map(u32::to_string).collect(),
         }
     }
 
     /// The copier's threads now; `None` when the task directory is unreadable or holds no
     /// copy thread yet and none was ever seen.
     pub fn read(&mut self) -> Option<ThreadSample> {
-        let dir = self.root.join("proc/self/task");
         let mut views = Vec::new();
-        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
-            let Some(tid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
+        let mut any_dir = false;
+        for proc in self.processes() {
+            let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{proc}/task"))) else {
                 continue;
             };
-            if let Some(v) = self.read_thread(tid) {
-                views.push(v);
+            any_dir = true;
+            for entry in dir.flatten() {
+                let Some(tid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|s| s.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if let Some(v) = self.read_thread(&proc, tid) {
+                    views.push(v);
+                }
             }
+        }
+        if !any_dir && self.followed.is_none() {
+            return None;
         }
         if views.is_empty() && self.seen.is_empty() {
             return None;
@@ -273,11 +298,12 @@ impl ThreadReader {
         Some(s)
     }
 
-    fn read_thread(&self, tid: u32) -> Option<ThreadView> {
-        let base = format!("proc/self/task/{tid}");
+    fn read_thread(&self, proc: &str, tid: u32) -> Option<ThreadView> {
+        let base = format!("proc/{proc}/task/{tid}");
         let read = |f: &str| self.root.read_to_string(format!("{base}/{f}")).ok();
         let (comm, state) = parse_task_stat(&read("stat")?)?;
-        if !is_copier(&comm) {
+        // A followed writer's threads all count: its thread names are its own.
+        if self.followed.is_none() && !is_copier(&comm) {
             return None;
         }
         let (run_ns, wait_ns) = read("schedstat")

@@ -83,6 +83,7 @@ fn header() -> Header {
             ..Default::default()
         },
         interval_ms: 100,
+        watch: None,
     }
 }
 

@@ -1,0 +1,310 @@
+//! `copyscope watch`: the session of a watch — the filesystem probed, the intake chosen, the
+//! sampler started on it and a watcher thread that ends the run (q/Ctrl-C, `--duration`,
+//! `--until-idle`) — handed to the same TUI and plain/JSON loops as a copy.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::{Config, WatchRequest};
+use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot, install_signal_handlers};
+use crate::exit::ExitStatus;
+use crate::frontend::session::{Recorder, Session};
+use crate::frontend::{Frontend, choose_frontend};
+use crate::present::quote::{quote, shell_escape};
+use crate::report::plain::{bytes, clock, rate};
+use crate::report::recording::{Header, WatchTarget};
+use crate::sample::intake::{Intake, IntakeSource};
+use crate::sample::writers::WriterReader;
+use crate::sample::{SampleSource, SysRoot, probe_environment, spawn_sampler_from};
+use crate::ui::view::Header as UiHeader;
+
+/// How often the watcher thread checks the end conditions.
+const WATCHER_TICK: Duration = Duration::from_millis(50);
+
+/// The lines a watch prints where a copy prints its own.
+#[derive(Debug, Clone)]
+pub struct WatchLines {
+    pub target: WatchTarget,
+}
+
+impl WatchLines {
+    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar)".
+    pub fn progress_line(
+        &self,
+        elapsed: Duration,
+        snap: &ProgressSnapshot,
+        now_bps: f64,
+        avg_bps: f64,
+        binary: bool,
+    ) -> String {
+        format!(
+            "[{}] intake {} now, avg {}, {} written ({})",
+            clock(elapsed.as_secs_f64()),
+            rate(now_bps, binary),
+            rate(avg_bps, binary),
+            bytes(snap.bytes_copied, binary),
+            self.target.intake
+        )
+    }
+
+    /// The summary's first line and the drops, as a copy's summary has them.
+    pub fn summary_text(&self, o: &CopyOutcome, binary: bool) -> String {
+        let avg = if o.copy_secs > 0.0 {
+            o.bytes_copied as f64 / o.copy_secs
+        } else {
+            0.0
+        };
+        format!(
+            "copyscope watch: {} written into {} in {} (avg {}, intake from {})\n",
+            bytes(o.bytes_copied, binary),
+            shell_escape(&self.target.path),
+            clock(o.copy_secs),
+            rate(avg, binary),
+            self.target.intake
+        )
+    }
+}
+
+/// What ends a watch.
+#[derive(Debug, Clone, Copy)]
+struct EndRule {
+    duration: Option<Duration>,
+    until_idle: Option<Duration>,
+}
+
+impl EndRule {
+    /// `Some(status)` once the watch should end: cancelled (q, Ctrl-C, SIGTERM), the duration
+    /// is over, or nothing was written for `until_idle` after something was.
+    fn check(
+        &self,
+        cancelled: bool,
+        elapsed: Duration,
+        written: u64,
+        quiet: Duration,
+    ) -> Option<ExitStatus> {
+        if cancelled {
+            return Some(ExitStatus::Cancelled);
+        }
+        let over = self.duration.is_some_and(|d| elapsed >= d);
+        let idle = self.until_idle.is_some_and(|i| written > 0 && quiet >= i);
+        (over || idle).then_some(ExitStatus::Success)
+    }
+}
+
+/// The outcome a watch reports: what was written while it watched.
+fn outcome(status: ExitStatus, written: u64, secs: f64) -> CopyOutcome {
+    CopyOutcome {
+        status,
+        bytes_copied: written,
+        copy_secs: secs,
+        to_cache_bps: if secs > 0.0 {
+            written as f64 / secs
+        } else {
+            0.0
+        },
+        fatal: None,
+        ..CopyOutcome::crashed("")
+    }
+}
+
+/// Watches the end conditions on its own thread; resolves `done` with the outcome.
+fn spawn_watcher(
+    rule: EndRule,
+    progress: Arc<Progress>,
+    control: Arc<Control>,
+    start: Instant,
+) -> oneshot::Receiver<CopyOutcome> {
+    let (tx, rx) = oneshot::channel();
+    std::thread::spawn(move || {
+        let (mut last, mut changed) = (0, Instant::now());
+        loop {
+            let written = progress.bytes_copied.load(Ordering::Relaxed);
+            if written != last {
+                (last, changed) = (written, Instant::now());
+            }
+            let cancelled = control.cancelled.load(Ordering::SeqCst);
+            if let Some(status) = rule.check(cancelled, start.elapsed(), written, changed.elapsed())
+            {
+                let _ = tx.send(outcome(status, written, start.elapsed().as_secs_f64()));
+                return;
+            }
+            std::thread::sleep(WATCHER_TICK);
+        }
+    });
+    rx
+}
+
+/// "watch: comm smbd, pid 4242" (the header's and the picture's source side).
+fn writers_label(req: &WatchRequest) -> Vec<String> {
+    let mut v: Vec<String> = req.comms.iter().map(|c| format!("comm {c}")).collect();
+    v.extend(req.pids.iter().map(|p| format!("pid {p}")));
+    if v.is_empty() {
+        v.push("every writer".to_string());
+    }
+    vec![format!("watch: {}", v.join(", "))]
+}
+
+/// Probes PATH's filesystem, picks the intake and starts the sampler and the watcher.
+fn start(
+    config: &Config,
+    req: &WatchRequest,
+    control: Arc<Control>,
+) -> Result<(Session, WatchLines), String> {
+    let d = &config.display;
+    if !req.path.exists() {
+        return Err(format!(
+            "watch {}: no such file or directory",
+            quote(&req.path)
+        ));
+    }
+    let root = SysRoot::new(d.sys_root.clone());
+    if let Some(pid) = req
+        .pids
+        .iter()
+        .find(|p| !root.join(format!("proc/{p}")).exists())
+    {
+        return Err(format!("--pid {pid}: no such process"));
+    }
+    let mut env = probe_environment(&root, &[], &req.path);
+    let following = !req.pids.is_empty() || !req.comms.is_empty();
+    let source = IntakeSource::choose(&env, following).ok_or_else(|| {
+        format!(
+            "watch {}: no intake to read: the filesystem is neither ZFS nor on a block device \
+             (follow the writer with --pid or --comm)",
+            quote(&req.path)
+        )
+    })?;
+    note_unreadable_writers(&root, req, &mut env);
+    let target = WatchTarget {
+        path: req.path.to_string_lossy().into_owned(),
+        pids: req.pids.clone(),
+        comms: req.comms.clone(),
+        intake: source.label().to_string(),
+    };
+    let mut header = Header::for_this_run(
+        std::env::args().collect(),
+        writers_label(req),
+        target.path.clone(),
+        env.clone(),
+        d.interval.as_millis() as u64,
+    );
+    header.watch = Some(target.clone());
+    let recorder = Recorder::open(d.record.as_deref(), &header);
+    let progress = Arc::new(Progress::default());
+    let writers = following.then(|| WriterReader::new(&root, &req.pids, &req.comms));
+    let intake = Intake::new(source, writers, progress.clone());
+    let (s_tx, samples) = mpsc::unbounded_channel();
+    let (_ev_tx, engine_events) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let sampler = spawn_sampler_from(
+        root,
+        &env,
+        SampleSource::Watch(Box::new(intake)),
+        d.interval,
+        start,
+        s_tx,
+    );
+    let rule = EndRule {
+        duration: req.duration,
+        until_idle: req.until_idle,
+    };
+    let done = spawn_watcher(rule, progress.clone(), control.clone(), start);
+    let sess = Session {
+        env,
+        header,
+        recorder,
+        progress,
+        control,
+        samples,
+        engine_events,
+        done,
+        sampler,
+        start,
+    };
+    Ok((sess, WatchLines { target }))
+}
+
+/// Without root another user's /proc/PID/io is unreadable: the intake of that writer is n/a.
+fn note_unreadable_writers(
+    root: &SysRoot,
+    req: &WatchRequest,
+    env: &mut crate::sample::Environment,
+) {
+    for pid in &req.pids {
+        if root.read_to_string(format!("proc/{pid}/io")).is_err() {
+            env.notes.push(format!(
+                "pid {pid}: /proc/{pid}/io is not readable (another user's process): its intake \
+                 is n/a; run as root or as its owner"
+            ));
+        }
+    }
+}
+
+/// Runs `copyscope watch` with the frontend the configuration calls for.
+pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
+    let control = Arc::new(Control::default());
+    let _signals = match install_signal_handlers(control.clone()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("copyscope: cannot install signal handlers: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let (sess, lines) = match start(config, req, control) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("copyscope: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let d = &config.display;
+    let o = if choose_frontend(config) == Frontend::Tui {
+        let ui_header = UiHeader {
+            source: sess.header.sources.join(", "),
+            dest: shell_escape(Path::new(&lines.target.path)).into_owned(),
+            fs: String::new(),
+        };
+        let app = crate::frontend::live::new_app(d, &sess, ui_header);
+        crate::frontend::live::run_session_tui(config, sess, app, None, Some(&lines))
+    } else {
+        let p = crate::frontend::stream::Printer::new(d.json);
+        crate::frontend::stream::run_session(d, sess, p, None, Some(&lines))
+    };
+    // Stopping a watch is how it ends: q and Ctrl-C are a success, not a cancelled copy.
+    match o.status {
+        ExitStatus::Cancelled => ExitStatus::Success,
+        s => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_ends_on_cancel_duration_or_idle() {
+        let s = Duration::from_secs;
+        let rule = EndRule {
+            duration: Some(s(60)),
+            until_idle: Some(s(5)),
+        };
+        assert_eq!(
+            rule.check(false, s(10), 0, s(10)),
+            None,
+            "idle before any write"
+        );
+        assert_eq!(rule.check(false, s(10), 1, s(4)), None);
+        assert_eq!(rule.check(false, s(10), 1, s(5)), Some(ExitStatus::Success));
+        assert_eq!(rule.check(false, s(60), 1, s(0)), Some(ExitStatus::Success));
+        assert_eq!(rule.check(true, s(1), 0, s(0)), Some(ExitStatus::Cancelled));
+        let forever = EndRule {
+            duration: None,
+            until_idle: None,
+        };
+        assert_eq!(forever.check(false, s(86_400), 1, s(86_400)), None);
+    }
+}

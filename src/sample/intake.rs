@@ -1,0 +1,156 @@
+//! Watch mode's intake: what stands in for a copy's own byte counter when someone else
+//! writes. Followed writer processes (their wchar) when `--pid`/`--comm` are given, else a
+//! ZFS dataset's objset `nwritten`, else the block devices' sectors written. The intake fills
+//! [`Sample::engine`], so the one model detects and explains drops exactly as for a copy.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::reader::SignalReader;
+use super::writers::{WriterReader, WritersTick};
+use super::{Environment, Sample};
+use crate::copy::{Progress, ProgressSnapshot};
+
+/// Where the intake figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntakeSource {
+    /// Bytes the followed processes passed to write() (`/proc/PID/io` wchar).
+    Writers,
+    /// Logical bytes the dataset accepted (objset kstat `nwritten`).
+    Objset,
+    /// Sectors written to the filesystem's block devices (physical, after the page cache).
+    Disks,
+}
+
+impl IntakeSource {
+    /// Writers when followed; else the dataset's objset kstat on ZFS; else the devices.
+    pub fn choose(env: &Environment, following_writers: bool) -> Option<IntakeSource> {
+        if following_writers {
+            Some(IntakeSource::Writers)
+        } else if env.zfs_objset.is_some() {
+            Some(IntakeSource::Objset)
+        } else if !env.dest_devices.is_empty() {
+            Some(IntakeSource::Disks)
+        } else {
+            None
+        }
+    }
+
+    /// Its name in the recording's header and the summary.
+    pub fn label(self) -> &'static str {
+        match self {
+            IntakeSource::Writers => "process wchar",
+            IntakeSource::Objset => "objset nwritten",
+            IntakeSource::Disks => "diskstats sectors written",
+        }
+    }
+
+    /// The cumulative figure in `s` (writers' figure passed in), bytes.
+    pub fn bytes(self, s: &Sample, writers: Option<&WritersTick>) -> Option<u64> {
+        match self {
+            IntakeSource::Writers => writers.map(|w| w.wchar),
+            IntakeSource::Objset => s.zfs.as_ref()?.objset_nwritten,
+            IntakeSource::Disks => s.dest_disk.map(|d| d.sectors_written.saturating_mul(512)),
+        }
+    }
+}
+
+/// The intake of one watch: its source, the value at the start, and the followed writers.
+#[derive(Debug)]
+pub struct Intake {
+    source: IntakeSource,
+    base: Option<u64>,
+    last: u64,
+    writers: Option<WriterReader>,
+    /// Shared with the frontend: the intake so far and the writer's current file.
+    progress: Arc<Progress>,
+}
+
+impl Intake {
+    pub fn new(
+        source: IntakeSource,
+        writers: Option<WriterReader>,
+        progress: Arc<Progress>,
+    ) -> Self {
+        Intake {
+            source,
+            base: None,
+            last: 0,
+            writers,
+            progress,
+        }
+    }
+
+    /// One tick: reads the signals (the writers' threads in place of the copier's), then sets
+    /// the intake since the start as the sample's byte counter.
+    pub fn tick(&mut self, reader: &mut SignalReader, t_ns: u64) -> Sample {
+        let writers = self.writers.as_mut().map(WriterReader::read);
+        if let Some(w) = &writers {
+            reader.follow_processes(&w.pids);
+        }
+        let mut s = reader.read(ProgressSnapshot::default(), t_ns);
+        if let Some(now) = self.source.bytes(&s, writers.as_ref()) {
+            let base = *self.base.get_or_insert(now);
+            // A counter never goes back; a reset (pool export/import) keeps the total so far.
+            self.last = self.last.max(now.saturating_sub(base));
+        }
+        s.engine.bytes_copied = self.last;
+        self.progress
+            .bytes_copied
+            .store(self.last, Ordering::Relaxed);
+        if let Ok(mut c) = self.progress.current.lock() {
+            *c = writers.and_then(|w| w.current);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{DiskCounters, ZfsSample};
+
+    #[test]
+    fn the_source_follows_what_can_be_seen() {
+        let mut env = Environment::default();
+        assert_eq!(IntakeSource::choose(&env, false), None);
+        env.dest_devices.push(crate::sample::BlockDev {
+            major: 254,
+            minor: 0,
+            name: "vda".into(),
+        });
+        assert_eq!(IntakeSource::choose(&env, false), Some(IntakeSource::Disks));
+        env.zfs_objset = Some("objset-0x36".into());
+        assert_eq!(
+            IntakeSource::choose(&env, false),
+            Some(IntakeSource::Objset)
+        );
+        assert_eq!(
+            IntakeSource::choose(&env, true),
+            Some(IntakeSource::Writers)
+        );
+    }
+
+    #[test]
+    fn bytes_come_from_the_chosen_counter() {
+        let s = Sample {
+            dest_disk: Some(DiskCounters {
+                sectors_written: 2048,
+                ..Default::default()
+            }),
+            zfs: Some(ZfsSample {
+                objset_nwritten: Some(5_000_000),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(IntakeSource::Disks.bytes(&s, None), Some(1_048_576));
+        assert_eq!(IntakeSource::Objset.bytes(&s, None), Some(5_000_000));
+        let w = WritersTick {
+            wchar: 42,
+            ..Default::default()
+        };
+        assert_eq!(IntakeSource::Writers.bytes(&s, Some(&w)), Some(42));
+        assert_eq!(IntakeSource::Objset.bytes(&Sample::default(), None), None);
+    }
+}

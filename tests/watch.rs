@@ -1,0 +1,219 @@
+//! `copyscope watch` end to end on this machine: real writer processes followed by pid and
+//! by command name, the intake counted from their /proc io counters, the file being written
+//! shown with its position, and the recording replayed and exported.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
+
+fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A writer that starts after the watch: `sleep` first, then `exec` into dd under the same
+/// pid (the shell itself writes nothing, so all the pid's wchar is dd's).
+fn delayed_dd(out: &Path, mib: u32) -> std::process::Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 1; exec dd if=/dev/zero of='{}' bs=1M count={mib} status=none",
+            out.display()
+        ))
+        .spawn()
+        .expect("sh")
+}
+
+#[test]
+fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("watch.jsonl");
+    let mut dd = delayed_dd(&dir.path().join("out"), 200);
+    let out = Command::new(BIN)
+        .args([
+            "watch",
+            "--plain",
+            "--until-idle",
+            "1.5",
+            "--duration",
+            "60",
+        ])
+        .arg("--pid")
+        .arg(dd.id().to_string())
+        .arg("--record")
+        .arg(&rec)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(dd.wait().unwrap().success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("copyscope watch: 209.72 MB written into"),
+        "200 MiB written by dd, all of it after the watch started:\n{stdout}"
+    );
+    assert!(stdout.contains("intake from process wchar"), "{stdout}");
+
+    // The recording says it was a watch, and of what.
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["watch"]["intake"], "process wchar");
+    assert_eq!(header["watch"]["pids"][0], dd.id());
+    assert_eq!(header["sources"][0], format!("watch: pid {}", dd.id()));
+
+    // Replay and export read it like a copy's.
+    let replay = Command::new(BIN)
+        .args(["replay", "--plain"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(replay.status.success());
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("210 MB"));
+    let png = dir.path().join("watch.png");
+    let export = Command::new(BIN)
+        .arg("export")
+        .arg(&rec)
+        .arg("--png")
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A command name no other process on the machine has.
+    let writer = dir.path().join("cswatchwr");
+    std::fs::copy("/bin/dd", &writer).unwrap();
+    let target = dir.path().join("being-written");
+    // Small synchronous writes, so the run lasts long enough for the watch to see the file
+    // open mid-write.
+    let mut w = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 0.5; exec '{}' if=/dev/zero of='{}' bs=64k count=400 oflag=dsync status=none",
+            writer.display(),
+            target.display()
+        ))
+        .spawn()
+        .unwrap();
+    let watch = Command::new(BIN)
+        .args(["watch", "--json", "--until-idle", "1", "--duration", "60"])
+        .args(["--comm", "cswatchwr"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(w.wait().unwrap().success());
+    assert!(watch.status.success());
+    let lines = json_lines(&watch.stdout);
+    let progress: Vec<&Value> = lines.iter().filter(|v| v["type"] == "progress").collect();
+    assert!(progress.iter().all(|p| p["phase"] == "watching"));
+    let seen = progress
+        .iter()
+        .filter_map(|p| p["current"].as_object())
+        .find(|c| c["path"] == target.to_str().unwrap())
+        .unwrap_or_else(|| panic!("the file being written is shown: {lines:?}"));
+    assert!(seen["done"].as_u64().unwrap() > 0);
+    let last = progress.last().unwrap();
+    assert_eq!(last["bytes_copied"], 400 * 65536, "{last}");
+}
+
+#[test]
+fn watch_refuses_what_it_cannot_watch() {
+    let out = Command::new(BIN)
+        .args(["watch", "/nonexistent/path", "--plain", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such file or directory"));
+    let out = Command::new(BIN)
+        .args([
+            "watch",
+            ".",
+            "--plain",
+            "--duration",
+            "1",
+            "--pid",
+            "4294967295",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such process"));
+}
+
+#[test]
+fn watch_of_the_block_device_ends_after_its_duration() {
+    // No writer followed: the intake is the device's sectors written, whatever writes them.
+    let dir = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .args(["watch", "--json", "--duration", "1.5"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("no intake to read") {
+        eprintln!("skipped: the temporary directory is on neither ZFS nor a block device");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let secs = t.elapsed().as_secs_f64();
+    assert!((1.4..10.0).contains(&secs), "{secs}");
+    let lines = json_lines(&out.stdout);
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary", "{summary}");
+}
+
+/// The model at the end of a watch: writes that stopped and never resumed are the writer
+/// being done (a note), where a copy's model would call the same tail a drop.
+#[test]
+fn a_stopped_tail_ends_a_watch_without_a_drop() {
+    use copyscope::model::{EventKind, Model, ModelConfig};
+    use copyscope::sample::Sample;
+    let run = |cfg: ModelConfig| {
+        let mut m = Model::new(cfg, Default::default());
+        let mut bytes = 0;
+        for i in 0..60u64 {
+            // 3 s at 100 MB/s, then nothing for 3 s.
+            if i < 30 {
+                bytes += 10_000_000;
+            }
+            let mut s = Sample {
+                t_ns: i * 100_000_000,
+                ..Default::default()
+            };
+            s.engine.bytes_copied = bytes;
+            m.apply(&s);
+        }
+        m.finish(5_900_000_000);
+        m.events().to_vec()
+    };
+    let copy = run(ModelConfig::default());
+    assert!(copy.iter().any(|e| matches!(e.kind, EventKind::Drop(_))));
+    let watch = run(ModelConfig {
+        stopped_tail_is_end: true,
+        ..Default::default()
+    });
+    assert!(
+        !watch.iter().any(|e| matches!(e.kind, EventKind::Drop(_))),
+        "{watch:?}"
+    );
+    assert!(
+        watch.iter().any(
+            |e| matches!(&e.kind, EventKind::Note { text } if text.contains("writes stopped"))
+        )
+    );
+}
