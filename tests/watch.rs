@@ -7,7 +7,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
+mod util;
+use util::bin;
 
 fn json_lines(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
@@ -34,7 +35,7 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("watch.jsonl");
     let mut dd = delayed_dd(&dir.path().join("out"), 200);
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args([
             "watch",
             "--plain",
@@ -71,7 +72,7 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
     assert_eq!(header["sources"][0], format!("watch: pid {}", dd.id()));
 
     // Replay and export read it like a copy's.
-    let replay = Command::new(BIN)
+    let replay = Command::new(bin())
         .args(["replay", "--plain"])
         .arg(&rec)
         .output()
@@ -79,7 +80,7 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
     assert!(replay.status.success());
     assert!(String::from_utf8_lossy(&replay.stdout).contains("210 MB"));
     let png = dir.path().join("watch.png");
-    let export = Command::new(BIN)
+    let export = Command::new(bin())
         .arg("export")
         .arg(&rec)
         .arg("--png")
@@ -108,7 +109,7 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
         ))
         .spawn()
         .unwrap();
-    let watch = Command::new(BIN)
+    let watch = Command::new(bin())
         .args(["watch", "--json", "--until-idle", "1", "--duration", "60"])
         .args(["--comm", "cswatchwr"])
         .arg(dir.path())
@@ -132,13 +133,13 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
 
 #[test]
 fn watch_refuses_what_it_cannot_watch() {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["watch", "/nonexistent/path", "--plain", "--duration", "1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such file or directory"));
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args([
             "watch",
             ".",
@@ -159,7 +160,7 @@ fn watch_of_the_block_device_ends_after_its_duration() {
     // No writer followed: the intake is the device's sectors written, whatever writes them.
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["watch", "--json", "--duration", "1.5"])
         .arg(dir.path())
         .output()
