@@ -75,9 +75,13 @@ pub struct CopyArgs {
     /// Also preserve ownership (when permitted).
     #[arg(short = 'p')]
     pub preserve: bool,
-    /// Archive: -p plus hard links kept within the tree, symlinks never followed.
+    /// Archive: -p plus hard links kept within the tree, symlinks never followed, extended
+    /// attributes and POSIX ACLs kept.
     #[arg(short = 'a', long = "archive")]
     pub archive: bool,
+    /// With -a: do not keep extended attributes and POSIX ACLs.
+    #[arg(long = "no-xattrs")]
+    pub no_xattrs: bool,
     /// Follow symlinks inside the tree (copy what they point to).
     #[arg(
         short = 'L',

@@ -313,6 +313,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         preserve_mode_time: !c.no_preserve,
         preserve_owner: c.preserve || c.archive,
         hard_links: c.archive || c.no_dereference_links,
+        xattrs: c.archive && !c.no_xattrs,
         dereference: if c.archive || c.no_dereference || c.no_dereference_links {
             Dereference::Never
         } else if c.dereference {

@@ -493,3 +493,127 @@ fn directories_get_their_modes_after_an_interrupted_copy() {
         temp_leftovers(&dst)
     );
 }
+
+/// A POSIX ACL in the kernel's xattr form (version 2, entries sorted by tag and id):
+/// owner rw, user 65534 rw, group r, mask rw, other none.
+fn acl_user_nobody_rw() -> Vec<u8> {
+    const UNDEF: u32 = u32::MAX;
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, UNDEF),
+        (0x02, 6, 65534),
+        (0x04, 4, UNDEF),
+        (0x10, 6, UNDEF),
+        (0x20, 0, UNDEF),
+    ] {
+        v.extend(tag.to_le_bytes());
+        v.extend(perm.to_le_bytes());
+        v.extend(id.to_le_bytes());
+    }
+    v
+}
+
+fn xattr(p: &Path, name: &str) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    let n = rustix::fs::lgetxattr(p, name, &mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// Issue 8 item 9: `-a` keeps extended attributes (Samba's user.DOSATTRIB) and POSIX ACLs
+/// on files and directories, as `cp -a` and `rsync -aAX` do; `--no-xattrs` skips them;
+/// without -a they are not copied (cp without --preserve=xattr).
+#[test]
+fn archive_keeps_extended_attributes_and_acls() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    write(&src.join("doc.txt"), b"document");
+    fs::create_dir(src.join("share")).unwrap();
+    let set = |p: &Path, n: &str, v: &[u8]| {
+        rustix::fs::setxattr(p, n, v, rustix::fs::XattrFlags::empty())
+    };
+    if set(&src.join("doc.txt"), "user.DOSATTRIB", b"0x20").is_err() {
+        eprintln!("skipped: this file system has no user xattrs");
+        return;
+    }
+    set(&src.join("share"), "user.note", b"dir attr").unwrap();
+    let acl = acl_user_nobody_rw();
+    let with_acl = set(&src.join("doc.txt"), "system.posix_acl_access", &acl).is_ok();
+    set_mtime(&src.join("doc.txt"), 1_000_000_000);
+
+    let a = t.path().join("a");
+    let o = copyscope(&[OsStr::new("-a"), src.as_os_str(), a.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        xattr(&a.join("doc.txt"), "user.DOSATTRIB").as_deref(),
+        Some(&b"0x20"[..])
+    );
+    assert_eq!(
+        xattr(&a.join("share"), "user.note").as_deref(),
+        Some(&b"dir attr"[..])
+    );
+    if with_acl {
+        assert_eq!(
+            xattr(&a.join("doc.txt"), "system.posix_acl_access"),
+            Some(acl.clone())
+        );
+    }
+    assert_same_tree(&src, &a);
+
+    for (flags, name) in [(&["-a", "--no-xattrs"][..], "nox"), (&[][..], "plain")] {
+        let d = t.path().join(name);
+        let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
+        args.extend([src.as_os_str(), d.as_os_str()]);
+        let o = copyscope(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(
+            xattr(&d.join("doc.txt"), "user.DOSATTRIB"),
+            None,
+            "{flags:?}"
+        );
+        assert_eq!(xattr(&d.join("doc.txt"), "system.posix_acl_access"), None);
+    }
+}
+
+/// A destination file system that cannot hold extended attributes (ramfs): the file is
+/// copied, the run succeeds (exit 0), and the summary says per file what was not kept.
+#[test]
+fn extended_attributes_the_destination_cannot_hold_are_reported_per_file() {
+    if !is_root() {
+        eprintln!("skipped: mounting ramfs needs root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    write(&src.join("doc.txt"), b"document");
+    if rustix::fs::setxattr(
+        src.join("doc.txt"),
+        "user.DOSATTRIB",
+        b"0x20",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .is_err()
+    {
+        eprintln!("skipped: this file system has no user xattrs");
+        return;
+    }
+    let mnt = t.path().join("ramfs");
+    fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "ramfs", "ramfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mount -t ramfs");
+    let _m = Mount(mnt.clone());
+    let o = copyscope(&[OsStr::new("-a"), src.as_os_str(), mnt.join("d").as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(fs::read(mnt.join("d/doc.txt")).unwrap(), b"document");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("notes (1)")
+            && out.contains("doc.txt")
+            && out.contains("the destination file system cannot hold user.DOSATTRIB: not kept"),
+        "{out}"
+    );
+}

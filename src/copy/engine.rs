@@ -43,6 +43,9 @@ pub struct CopyOutcome {
     pub skipped: Vec<FileIssue>,
     /// Files that grew, shrank or vanished while they were copied.
     pub changed: Vec<FileIssue>,
+    /// Files copied with a caveat: extended attributes the destination cannot hold.
+    #[serde(default)]
+    pub notes: Vec<FileIssue>,
     /// The error that stopped the copy (disk full, read-only destination).
     pub fatal: Option<String>,
     pub copy_secs: f64,
@@ -113,6 +116,7 @@ impl Shared {
             failures: Mutex::new(Vec::new()),
             skipped: Mutex::new(Vec::new()),
             changed: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
             verified: AtomicU64::new(0),
             mismatches: AtomicU64::new(0),
             cloned: AtomicU64::new(0),
@@ -272,6 +276,7 @@ fn run_engine(
         failures,
         skipped: std::mem::take(&mut *lock(&sh.skipped)),
         changed: std::mem::take(&mut *lock(&sh.changed)),
+        notes: std::mem::take(&mut *lock(&sh.notes)),
         fatal,
         copy_secs,
         flush_secs: flush_secs.filter(|_| status != ExitStatus::Cancelled),
@@ -312,6 +317,7 @@ impl CopyOutcome {
             failures: Vec::new(),
             skipped: Vec::new(),
             changed: Vec::new(),
+            notes: Vec::new(),
             fatal: Some(message.to_string()),
             copy_secs: 0.0,
             flush_secs: None,

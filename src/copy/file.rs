@@ -273,6 +273,12 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     if let Err(m) = apply_file_meta(sh, &dst, &st, existing.as_ref()) {
         return sh.fail(&path, m);
     }
+    // After the data and chown, which clear security.capability.
+    if sh.opts.xattrs
+        && let Some(m) = super::xattr::copy(&src, &dst)
+    {
+        sh.note(&path, m);
+    }
     if sh.opts.sync == SyncMode::PerFile || sh.opts.verify {
         let t = Instant::now();
         let r = rfs::fsync(&dst);

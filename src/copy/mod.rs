@@ -120,6 +120,11 @@ pub enum EngineEvent {
         path: PathBuf,
         detail: String,
     },
+    /// Copied with a caveat (extended attributes the destination cannot hold).
+    FileNote {
+        path: PathBuf,
+        note: String,
+    },
     ScanDone {
         files: u64,
         bytes: u64,
@@ -169,6 +174,7 @@ pub mod plan;
 pub(crate) mod scan;
 pub(crate) mod shared;
 pub mod signals;
+pub(crate) mod xattr;
 
 pub use engine::{CopyOutcome, VerifyResult, spawn_engine};
 pub use error::CopyError;

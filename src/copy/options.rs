@@ -73,6 +73,8 @@ pub struct CopyOptions {
     pub preserve_owner: bool,
     /// Hard links within the tree stay hard links (`-a`).
     pub hard_links: bool,
+    /// Extended attributes and POSIX ACLs are kept (`-a`, unless `--no-xattrs`).
+    pub xattrs: bool,
     pub dereference: Dereference,
     pub sync: SyncMode,
     pub verify: bool,
@@ -112,6 +114,7 @@ impl Default for CopyOptions {
             preserve_mode_time: true,
             preserve_owner: false,
             hard_links: false,
+            xattrs: false,
             dereference: Dereference::CommandLine,
             sync: SyncMode::Syncfs,
             verify: false,

@@ -148,6 +148,7 @@ pub(crate) struct Shared {
     pub(crate) failures: Mutex<Vec<FileIssue>>,
     pub(crate) skipped: Mutex<Vec<FileIssue>>,
     pub(crate) changed: Mutex<Vec<FileIssue>>,
+    pub(crate) notes: Mutex<Vec<FileIssue>>,
     pub verified: AtomicU64,
     pub mismatches: AtomicU64,
     pub cloned: AtomicU64,
@@ -359,6 +360,18 @@ impl Shared {
         });
     }
 
+    /// A file copied with a caveat (not a failure).
+    pub fn note(&self, path: &Path, note: String) {
+        lock(&self.notes).push(FileIssue {
+            path: path.to_path_buf(),
+            message: note.clone(),
+        });
+        let _ = self.events.send(EngineEvent::FileNote {
+            path: path.to_path_buf(),
+            note,
+        });
+    }
+
     pub fn changed(&self, path: &Path, detail: String) {
         lock(&self.changed).push(FileIssue {
             path: path.to_path_buf(),
@@ -449,6 +462,11 @@ impl Shared {
                 path,
                 format!("cannot set the directory mode: {}", errmsg(e)),
             );
+        }
+        if self.opts.xattrs
+            && let Some(note) = super::xattr::copy(&n.src, &n.dst)
+        {
+            self.note(&n.src_display, note);
         }
         if complete
             && self.opts.preserve_mode_time

@@ -779,6 +779,9 @@ impl Model {
             EngineEvent::FileSkipped { path, reason } => Some(EventKind::Note {
                 text: format!("skipped {}: {reason}", quote(path)),
             }),
+            EngineEvent::FileNote { path, note } => Some(EventKind::Note {
+                text: format!("{}: {note}", quote(path)),
+            }),
             EngineEvent::FileChanged { path, detail } => Some(EventKind::Note {
                 text: format!("{} changed while copied: {detail}", quote(path)),
             }),

@@ -128,6 +128,7 @@ pub fn summary_json(o: &CopyOutcome) -> Value {
         "failures": issues(&o.failures),
         "skipped": issues(&o.skipped),
         "changed": issues(&o.changed),
+        "notes": issues(&o.notes),
         "verify": o.verify,
     })
 }

@@ -267,6 +267,7 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
     issue_block(&mut s, "failed", &o.failures);
     issue_block(&mut s, "skipped", &o.skipped);
     issue_block(&mut s, "changed while copied", &o.changed);
+    issue_block(&mut s, "notes", &o.notes);
     s
 }
 
