@@ -31,17 +31,35 @@ pub(crate) enum Decision {
 
 impl Shared {
     /// The conflict policy for an existing destination name, after [`Shared::protect`].
-    pub fn decide(&self, dir: &DirNode, name: &OsStr, src: &Path, smeta: &Meta) -> Decision {
+    /// `clash`: the kind of an earlier entry of this run made under the same name.
+    pub fn decide(
+        &self,
+        dir: &DirNode,
+        name: &OsStr,
+        src: &Path,
+        smeta: &Meta,
+        clash: Option<FileType>,
+    ) -> Decision {
+        let dst = dir.dst_display.join(name);
+        // Decided in the scan's order, before the earlier entry is even written (workers
+        // run in parallel): cp refuses the later one.
+        if let Some(earlier) = clash {
+            let (d, s) = (quote(&dst), quote(src));
+            return Decision::Fail(if earlier == FileType::Symlink {
+                format!("will not copy {s} through just-created symlink {d}")
+            } else {
+                format!("will not overwrite just-created {d} with {s}")
+            });
+        }
         if dir.fresh {
             return Decision::Proceed(None);
         }
-        let dst = dir.dst_display.join(name);
         let existing = match rfs::statat(&dir.dst, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(s) => Meta::from_stat(&s),
             Err(Errno::NOENT) => return Decision::Proceed(None),
             Err(e) => return Decision::Fail(format!("cannot stat {}: {}", quote(&dst), errmsg(e))),
         };
-        if let Some(refusal) = self.protect(dir, name, &dst, src, smeta, &existing) {
+        if let Some(refusal) = self.protect(dir, name, &dst, smeta, &existing) {
             return Decision::Fail(refusal);
         }
         let src_mtime = smeta.mtime;
@@ -102,21 +120,13 @@ impl Shared {
         dir: &DirNode,
         name: &OsStr,
         dst: &Path,
-        src: &Path,
         smeta: &Meta,
         existing: &Meta,
     ) -> Option<String> {
-        let (d, s) = (quote(dst), quote(src));
+        let d = quote(dst);
         let kind = existing.file_type();
         if kind == FileType::Directory {
             return Some(format!("cannot overwrite directory {d} with non-directory"));
-        }
-        if self.was_made(dir, name) {
-            return Some(if kind == FileType::Symlink {
-                format!("will not copy {s} through just-created symlink {d}")
-            } else {
-                format!("will not overwrite just-created {d} with {s}")
-            });
         }
         // cp writes a regular file into what the destination name resolves to; these are
         // its refusals (copyscope then replaces the name itself, never writing through).
@@ -139,24 +149,19 @@ impl Shared {
         None
     }
 
-    /// Remembers a name this run made, when several sources could meet in one directory.
-    pub fn record_made(&self, dir: &DirNode, name: &OsStr) {
-        if let Some(set) = &self.made_names
-            && let Ok(st) = rfs::fstat(&dir.dst)
-        {
-            let m = Meta::from_stat(&st);
-            lock(set).insert((m.dev, m.ino, name.to_os_string()));
-        }
-    }
-
-    fn was_made(&self, dir: &DirNode, name: &OsStr) -> bool {
-        let Some(set) = &self.made_names else {
-            return false;
-        };
-        let Ok(st) = rfs::fstat(&dir.dst) else {
-            return false;
-        };
+    /// Claims a destination name for an entry, in the scan's order (cp copies its sources
+    /// one after the other): the kind of an earlier entry of this run that claimed the same
+    /// name, if any. Kept only when there are several sources.
+    pub fn claim(&self, dir: &DirNode, name: &OsStr, kind: FileType) -> Option<FileType> {
+        let set = self.made_names.as_ref()?;
+        let st = rfs::fstat(&dir.dst).ok()?;
         let m = Meta::from_stat(&st);
-        lock(set).contains(&(m.dev, m.ino, name.to_os_string()))
+        let mut set = lock(set);
+        let key = (m.dev, m.ino, name.to_os_string());
+        if let Some(k) = set.get(&key) {
+            return Some(*k);
+        }
+        set.insert(key, kind);
+        None
     }
 }

@@ -2,7 +2,7 @@
 //! the deferred hard links, then the honest finish: syncfs (or per-file fsync) and the
 //! outcome with both speeds. Shared state is in shared.rs, conflict decisions in conflict.rs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -154,7 +154,7 @@ fn run_engine(
     let opts = job.options.clone();
     let mut sh = Shared::new(progress, control, events, ask, opts);
     if job.roots.len() > 1 {
-        sh.made_names = Some(Mutex::new(HashSet::new()));
+        sh.made_names = Some(Mutex::new(HashMap::new()));
     }
     let sh = Arc::new(sh);
     let start = Instant::now();

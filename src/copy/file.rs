@@ -134,7 +134,7 @@ fn may_write(sh: &Shared, e: &Entry, path: &Path) -> Option<Option<Meta>> {
     if sh.gate().is_err() {
         return None;
     }
-    match sh.decide(&e.parent, &e.dst_name, path, &e.meta) {
+    match sh.decide(&e.parent, &e.dst_name, path, &e.meta, e.clash) {
         Decision::Proceed(existing) => Some(existing),
         Decision::Skip(r) => {
             sh.skip(path, r);
@@ -306,7 +306,6 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     if let Err(err) = tmp.commit(&e.dst_name, id, existing.is_none()) {
         return node_error(sh, &path, "cannot rename the finished file into place", err);
     }
-    sh.record_made(&e.parent, &e.dst_name);
     if let Some(made) = &e.made {
         let _ = made.set(id.ino);
     }
@@ -695,7 +694,6 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     if let Err(err) = tmp.commit(&e.dst_name, node.id, existing.is_none()) {
         return node_error(sh, &path, "cannot rename into place", err);
     }
-    sh.record_made(dir, &e.dst_name);
     sh.done(&path, 0);
 }
 
@@ -794,10 +792,7 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
         ino: id.ino,
     };
     match tmp.commit(&e.dst_name, id, existing.is_none()) {
-        Ok(()) => {
-            sh.record_made(dir, &e.dst_name);
-            sh.done(&path, 0)
-        }
+        Ok(()) => sh.done(&path, 0),
         Err(err) => node_error(sh, &path, "cannot rename into place", err),
     }
 }

@@ -193,6 +193,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
         meta,
         follow,
         made: None,
+        clash: None,
     };
     let alive = dispatch(sh, entry, tx);
     node.release(sh);
@@ -204,6 +205,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
 fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool {
     let m = entry.meta;
     sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+    entry.clash = sh.claim(&entry.parent, &entry.dst_name, m.file_type());
     match m.file_type() {
         FileType::RegularFile => {
             sh.progress
@@ -371,6 +373,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 meta,
                 follow: follow_all,
                 made: None,
+                clash: None,
             };
             if !dispatch(sh, entry, tx) {
                 return false;

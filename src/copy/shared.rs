@@ -2,7 +2,7 @@
 //! per-file outcome lists, the directory nodes that carry their final metadata, and the
 //! small helpers (errno words, timestamps) every part of the engine uses.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -107,6 +107,9 @@ pub(crate) struct Entry {
     /// The first name of a hard-linked file (`-a`): the inode of its copy, once renamed
     /// into place, so its other names link to that copy and nothing else.
     pub made: Option<Arc<OnceLock<u64>>>,
+    /// Several sources meet at this destination name: the kind of the earlier one (cp
+    /// refuses to overwrite what it just made).
+    pub clash: Option<FileType>,
 }
 
 impl Entry {
@@ -131,6 +134,9 @@ pub(crate) struct FirstName {
     pub name: OsString,
     pub made: Arc<OnceLock<u64>>,
 }
+
+/// A name in a destination directory: (directory dev, directory inode, name).
+pub(crate) type NameKey = (u64, u64, OsString);
 
 /// State shared by the scanner, the workers and the engine thread.
 pub(crate) struct Shared {
@@ -165,7 +171,7 @@ pub(crate) struct Shared {
     pub verify_on_zfs: AtomicBool,
     /// Names made by this run (destination directory dev, ino, name), kept only when
     /// there are several sources: cp refuses to overwrite them.
-    pub(crate) made_names: Option<Mutex<HashSet<(u64, u64, OsString)>>>,
+    pub(crate) made_names: Option<Mutex<HashMap<NameKey, FileType>>>,
     /// Directories waiting for their final metadata (keyed by node address).
     pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
 }
