@@ -267,10 +267,11 @@ fn copyscope_pid() -> rustix::process::Pid {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        let Ok(exe) = fs::read_link(e.path().join("exe")) else {
+        // By argv, not /proc/PID/exe: a rebuild replaces the binary under a running test.
+        let Ok(cmd) = fs::read(e.path().join("cmdline")) else {
             continue;
         };
-        if exe != std::path::Path::new(BIN) {
+        if String::from_utf8_lossy(&cmd).split('\0').next() != Some(BIN) {
             continue;
         }
         let start: u64 = fs::read_to_string(e.path().join("stat"))

@@ -31,8 +31,10 @@ const CFR_CHUNK: u64 = 2 << 20;
 /// write() (balance_dirty_pages), so a bigger write holds the thread longer before the next
 /// cancel check; 4 MiB is 100 ms at 40 MB/s.
 const MAX_WRITE: usize = 4 << 20;
-/// Write-behind piece on a nearly full destination (see [`WriteBehind`]): 200 ms at 40 MB/s.
-const KICK: u64 = 8 << 20;
+/// Write-behind piece on a nearly full destination (see [`WriteBehind`]): 50 ms at 40 MB/s, so
+/// the kernel holds the thread for about that long per piece (8 MiB pieces let a cancel wait
+/// 1.3 s on the lab disk).
+const KICK: u64 = 2 << 20;
 /// Chunk size under the test throttle, so a signal lands mid-file.
 const THROTTLED_CHUNK: usize = 64 << 10;
 
