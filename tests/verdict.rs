@@ -139,3 +139,56 @@ fn a_short_recording_is_unknown() {
     assert_eq!(v.limit, Limit::Unknown, "{}", v.text);
     assert!(v.text.starts_with("Unknown:"), "{}", v.text);
 }
+
+#[test]
+fn json_budget_adds_up_and_names_its_slices() {
+    let (_, m) = model_of("verdict/zfs-txg-40mbps.jsonl");
+    let v = copyscope::report::json::budget_json(m.budget());
+    let slices = v["slices"].as_array().expect("slices");
+    let sum: f64 = slices.iter().map(|s| s["share"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 0.01, "{sum}");
+    assert!(slices.iter().any(|s| s["slice"] == "txg_wait"));
+    let secs: f64 = slices.iter().map(|s| s["secs"].as_f64().unwrap()).sum();
+    assert!((secs - v["total_secs"].as_f64().unwrap()).abs() < 0.05);
+    // The verdict serialises with its limit for --json.
+    let j = serde_json::to_value(m.verdict()).unwrap();
+    assert_eq!(j["limit"], "pool");
+}
+
+#[test]
+fn b_shows_the_budget_in_the_kernel_panel_and_the_verdict_at_the_end() {
+    use copyscope::frontend::replay::app_at;
+    use copyscope::present::units::Units;
+    use copyscope::ui::theme::Theme;
+    use copyscope::ui::view::UiOptions;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let rec = Recording::load(&fixture("verdict/zfs-txg-40mbps.jsonl")).unwrap();
+    let opts = UiOptions {
+        theme: Theme::new(false, true),
+        units: Units::Decimal,
+        compact: false,
+    };
+    let text = |app: &copyscope::frontend::state::App| -> String {
+        copyscope::ui::panels::kernel_lines(app, false)
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut mid = app_at(&rec, ModelConfig::default(), opts, 12_000_000_000);
+    assert!(!text(&mid).contains("time "));
+    mid.handle_key(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::NONE));
+    let live = text(&mid);
+    assert!(live.contains("txg wait"), "{live}");
+    assert!(
+        !live.contains("verdict"),
+        "no verdict while copying: {live}"
+    );
+    let mut end = app_at(&rec, ModelConfig::default(), opts, rec.duration_ns());
+    end.handle_key(KeyEvent::new(KeyCode::Char('b'), KeyModifiers::NONE));
+    let done = text(&end);
+    assert!(
+        done.contains("verdict  Limited by the pool's write rate"),
+        "{done}"
+    );
+}

@@ -59,6 +59,26 @@ pub struct Verdict {
     pub text: String,
 }
 
+/// The verdict's words for wrapping, a unit kept with its number ("48 %", "40 MB/s", "3.1 s")
+/// so a line never starts with one.
+pub fn words(text: &str) -> Vec<String> {
+    const UNITS: [&str; 12] = [
+        "%", "B", "kB", "MB", "GB", "TB", "B/s", "kB/s", "MB/s", "GB/s", "s", "min",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for w in text.split(' ') {
+        let bare = w.trim_end_matches([',', ';', ':', '.', ')']);
+        match out.last_mut() {
+            Some(prev) if UNITS.contains(&bare) && prev.ends_with(|c: char| c.is_ascii_digit()) => {
+                prev.push(' ');
+                prev.push_str(w);
+            }
+            _ => out.push(w.to_string()),
+        }
+    }
+    out
+}
+
 /// Figures of the copy the model collects for the verdict as samples pass.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Facts {

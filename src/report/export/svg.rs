@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::EventKind;
+use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::units::{
@@ -47,19 +47,32 @@ struct Layout {
     legend_base: f64,
     stats_top: f64,
     stats_h: f64,
+    /// The verdict band (budget bar and verdict) just above the stats panel; 0 high without one.
+    verdict_top: f64,
+    verdict_h: f64,
 }
 
 impl Layout {
-    fn new(w: f64, h: f64, lanes: usize) -> Layout {
+    fn new(w: f64, h: f64, lanes: usize, verdict_units: f64) -> Layout {
         // Everything scales with the picture, but text stays readable on small pictures
         // (at least 0.62 of the 1600×900 sizes) as long as the plot keeps 80 px.
-        let per_unit = 2.0 * 28.0 + 86.0 + 150.0 + 18.0 + 32.0 + 18.0 + lanes as f64 * 18.0 + 8.0;
+        let per_unit = 2.0 * 28.0
+            + 86.0
+            + 150.0
+            + verdict_units
+            + 18.0
+            + 32.0
+            + 18.0
+            + lanes as f64 * 18.0
+            + 8.0;
         let raw = (w / 1600.0).min(h / 900.0);
         let s = raw.max(0.62f64.min((h - 80.0) / per_unit)).max(0.2);
         let pad = 28.0 * s;
         let stats_h = 150.0 * s;
         let stats_top = h - pad - stats_h;
-        let legend_base = stats_top - 18.0 * s;
+        let verdict_h = verdict_units * s;
+        let verdict_top = stats_top - verdict_h;
+        let legend_base = verdict_top - 18.0 * s;
         let time_base = legend_base - 32.0 * s;
         let lane_h = 18.0 * s;
         let lanes_bottom = time_base - 18.0 * s;
@@ -79,6 +92,8 @@ impl Layout {
             legend_base,
             stats_top,
             stats_h,
+            verdict_top,
+            verdict_h,
         }
     }
 }
@@ -129,7 +144,7 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     let (w, h) = (width.max(200) as f64, height.max(150) as f64);
     let kinds = data.marker_kinds();
     let lanes = kinds.len().max(1);
-    let l = Layout::new(w, h, lanes);
+    let l = Layout::new(w, h, lanes, verdict_units(data, w, h));
     let s = l.s;
 
     let duration = data
@@ -201,6 +216,7 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     average(&mut o, data, &l, &sc);
     lanes_and_markers(&mut o, data, &kinds, &l, &sc);
     legend(&mut o, data, &kinds, &l);
+    verdict_band(&mut o, data, &l);
     stats_panel(&mut o, data, &l);
     let _ = writeln!(
         o,
@@ -941,4 +957,151 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             esc(&text)
         );
     }
+}
+
+/// Colour of each budget slice in the bar.
+fn slice_colour(slice: Slice) -> &'static str {
+    match slice {
+        Slice::Writing => "#16a34a",
+        Slice::DirtyThrottle => "#dc2626",
+        Slice::DiskWait => "#ea580c",
+        Slice::TxgWait => "#7c3aed",
+        Slice::SyncWrites => "#db2777",
+        Slice::Journal => "#b45309",
+        Slice::SourceRead => "#0891b2",
+        Slice::CpuWait => "#ca8a04",
+        Slice::Paused => "#94a3b8",
+        Slice::Flushing => "#64748b",
+        Slice::Other => "#cbd5e1",
+        Slice::Unknown => "#e2e8f0",
+    }
+}
+
+/// Font size of the verdict, in 1600-px units.
+const VERDICT_SIZE: f64 = 14.0;
+const VERDICT_LINE: f64 = 19.0;
+const BUDGET_BAR: f64 = 22.0;
+
+/// The verdict's lines at a picture width (1600-px units scale with the picture).
+fn verdict_lines(text: &str, width_units: f64) -> Vec<String> {
+    let words: Vec<String> = std::iter::once("Verdict:".to_string())
+        .chain(crate::model::verdict::words(text))
+        .collect();
+    let max = (width_units / (VERDICT_SIZE * 0.55)).max(20.0) as usize;
+    let mut lines: Vec<String> = Vec::new();
+    for w in words {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + w.chars().count() <= max => {
+                l.push(' ');
+                l.push_str(&w);
+            }
+            _ => lines.push(w),
+        }
+    }
+    lines
+}
+
+/// Width for the verdict's text in 1600-px units (the picture's width less the padding).
+fn text_units(w: f64, h: f64) -> f64 {
+    w / (w / 1600.0).min(h / 900.0).max(0.2) - 2.0 * 28.0 - 36.0
+}
+
+/// Height of the verdict band in 1600-px units: the budget bar (when the thread states cover
+/// the copy) and the verdict's lines; 0 when there is neither.
+fn verdict_units(data: &ChartData, w: f64, h: f64) -> f64 {
+    let bar = data
+        .budget
+        .as_ref()
+        .filter(|b| b.is_measured())
+        .map_or(0.0, |_| BUDGET_BAR + 12.0);
+    let lines = data
+        .verdict
+        .as_ref()
+        .map_or(0, |v| verdict_lines(&v.text, text_units(w, h)).len());
+    if bar == 0.0 && lines == 0 {
+        return 0.0;
+    }
+    bar + lines as f64 * VERDICT_LINE + 14.0
+}
+
+/// The writer's time budget as one stacked bar (each slice labelled where it fits) and the
+/// verdict under it, the model's words unchanged.
+fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
+    if l.verdict_h <= 0.0 {
+        return;
+    }
+    let s = l.s;
+    let x0 = l.pad + 18.0 * s;
+    let width = l.w - 2.0 * l.pad - 36.0 * s;
+    let mut y = l.verdict_top + 2.0 * s;
+    let _ = writeln!(
+        o,
+        r#"<g id="verdict" data-limit="{}">"#,
+        data.verdict
+            .as_ref()
+            .map_or("none".to_string(), |v| format!("{:?}", v.limit)
+                .to_lowercase())
+    );
+    if let Some(b) = data.budget.as_ref().filter(|b| b.is_measured()) {
+        let label = "writer's time";
+        let _ = writeln!(
+            o,
+            r#"<text x="{x0:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}">{label}</text>"#,
+            y + 15.5 * s,
+            12.5 * s
+        );
+        let bx = x0 + 110.0 * s;
+        let bw = width - 110.0 * s;
+        let mut x = bx;
+        for (slice, share) in b.shares() {
+            let sw = share * bw;
+            let _ = writeln!(
+                o,
+                r#"<rect class="budget-slice" data-slice="{}" data-share="{share:.4}" x="{x:.1}" y="{y:.1}" width="{sw:.1}" height="{:.1}" fill="{}"><title>{} {:.0} %</title></rect>"#,
+                slice.label(),
+                BUDGET_BAR * s,
+                slice_colour(slice),
+                slice.label(),
+                share * 100.0
+            );
+            let text = format!("{} {:.0} %", slice.label(), share * 100.0);
+            let ink = if matches!(slice, Slice::Other | Slice::Unknown) {
+                INK
+            } else {
+                "white"
+            };
+            if text_w(&text, 12.0 * s) + 8.0 * s <= sw {
+                let _ = writeln!(
+                    o,
+                    r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{ink}" text-anchor="middle">{}</text>"#,
+                    x + sw / 2.0,
+                    y + 15.5 * s,
+                    12.0 * s,
+                    esc(&text)
+                );
+            }
+            x += sw;
+        }
+        y += (BUDGET_BAR + 12.0) * s;
+    }
+    if let Some(v) = &data.verdict {
+        for (i, line) in verdict_lines(&v.text, text_units(l.w, l.h))
+            .iter()
+            .enumerate()
+        {
+            let body = match line.strip_prefix("Verdict:") {
+                Some(rest) if i == 0 => {
+                    format!(r#"<tspan font-weight="bold">Verdict:</tspan>{}"#, esc(rest))
+                }
+                _ => esc(line),
+            };
+            let _ = writeln!(
+                o,
+                r#"<text class="verdict-line" x="{x0:.1}" y="{:.1}" font-size="{:.1}" fill="{INK}">{body}</text>"#,
+                y + (i as f64 + 1.0) * VERDICT_LINE * s - 4.0 * s,
+                VERDICT_SIZE * s,
+            );
+        }
+    }
+    o.push_str("</g>\n");
 }

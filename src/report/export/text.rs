@@ -313,9 +313,8 @@ fn verdict(data: &ChartData, width: usize, out: &mut Vec<String>) {
     }
     if let Some(v) = &data.verdict {
         // A word longer than the line (a path) is cut, so no line passes the width.
-        let words: Vec<String> = v
-            .text
-            .split(' ')
+        let words: Vec<String> = crate::model::verdict::words(&v.text)
+            .into_iter()
             .flat_map(|w| {
                 let chars: Vec<char> = w.chars().collect();
                 chars
