@@ -182,9 +182,12 @@ fn racer_process_entry() {
     println!("racer: seen {seen} swapped {swapped}");
 }
 
-/// Starts the racer process as nobody on `dir`.
+/// Starts the racer process as nobody on `dir`: this test binary, copied next to `dir`
+/// (the build directory may not be reachable by nobody, e.g. a checkout under /root).
 fn start_racer(dir: &Path, canary: &Path) -> std::process::Child {
-    let exe = std::env::current_exe().unwrap();
+    let exe = dir.parent().unwrap().join("racer");
+    fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
     let mut c = Command::new("setpriv");
     c.args([
         "--reuid=65534",
