@@ -204,3 +204,79 @@ fn ssh_drop_mid_copy_loses_nothing() {
     }
     assert!(!dst.join("big.bin").exists() || fs::read(dst.join("big.bin")).unwrap() == data);
 }
+
+/// Issue 11: a dropped SSH session with input streaming at the moment of the drop (stdin from
+/// /dev/zero, so the terminal's input never pauses) could leave copyscope spinning on
+/// `read() = 0` forever. Twenty drops in a row: each time copyscope ends within 10 s, removes
+/// its temporary, and leaves no process behind.
+#[test]
+fn ssh_drop_with_streaming_input_twenty_times() {
+    if !rustix::process::geteuid().is_root() {
+        panic!("this test starts sshd and needs root (CI runs as root)");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sshd = start_sshd(tmp.path());
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    let data: Vec<u8> = (0..8u32 << 20)
+        .map(|i| (i.wrapping_mul(40503) >> 7) as u8)
+        .collect();
+    fs::write(src.join("big.bin"), &data).unwrap();
+    for round in 0..20 {
+        let marker = format!("dst-hup-{round}");
+        let dst = tmp.path().join(&marker);
+        let remote = format!(
+            "COPYSCOPE_TEST_THROTTLE_BPS=2000000 TERM=xterm {BIN} {} {}",
+            src.display(),
+            dst.display()
+        );
+        let mut ssh = Command::new("ssh")
+            .args(["-tt", "-p", &sshd.port.to_string(), "-i"])
+            .arg(sshd.dir.join("client_key"))
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-o",
+                "BatchMode=yes",
+            ])
+            .arg("root@127.0.0.1")
+            .arg(&remote)
+            .stdin(Stdio::from(fs::File::open("/dev/zero").unwrap()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ssh runs");
+        let start = Instant::now();
+        while temps_and_files(&dst).0.is_empty() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "round {round}: the copy never started over ssh"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        ssh.kill().unwrap();
+        let _ = ssh.wait();
+        let start = Instant::now();
+        while copyscope_running(&marker) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "round {round}: copyscope still running 10 s after the SSH connection dropped"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (temps, _) = temps_and_files(&dst);
+        assert!(
+            temps.is_empty(),
+            "round {round}: temporaries left: {temps:?}"
+        );
+        assert!(
+            !dst.join("big.bin").exists() || fs::read(dst.join("big.bin")).unwrap() == data,
+            "round {round}: truncated file under the real name"
+        );
+    }
+}

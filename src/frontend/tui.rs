@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use crossterm::event::{Event as TermEvent, EventStream};
+use crossterm::event::Event as TermEvent;
 use crossterm::{cursor, execute, terminal};
-use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
@@ -113,7 +112,7 @@ impl TerminalGuard {
         )?;
         // The screen is blank now; an empty frame tells ratatui so, and the next frame is then
         // drawn in full. (Terminal::clear would ask the terminal for the cursor position, which
-        // waits on the key reader that EventStream holds: a deadlock.)
+        // waits on the key reader thread's lock: a deadlock.)
         self.terminal.draw(|_| {}).map(|_| ())
     }
 
@@ -129,6 +128,47 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore_terminal();
     }
+}
+
+/// Terminal input on its own thread, so nothing the terminal does can hold the loop: on a
+/// hung-up terminal crossterm's reader sees `read() = 0` forever and, inside EventStream, spun
+/// on the loop's own thread (100 % CPU, signals never handled). Here it polls with a timeout,
+/// asks the terminal itself between polls, and ends the channel with an error on a hang-up.
+fn spawn_key_reader() -> mpsc::UnboundedReceiver<io::Result<TermEvent>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new()
+        .name("copyscope-keys".into())
+        .spawn(move || {
+            let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "the terminal hung up");
+            while !tx.is_closed() {
+                if terminal_hung_up() {
+                    let _ = tx.send(Err(gone()));
+                    return;
+                }
+                match crossterm::event::poll(Duration::from_millis(100)) {
+                    Ok(false) => {}
+                    Ok(true) => match crossterm::event::read() {
+                        Ok(ev) => {
+                            let _ = tx.send(Ok(ev));
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    },
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(Err(e));
+        return rx;
+    }
+    rx
 }
 
 fn is_ctrl_z(k: &crossterm::event::KeyEvent) -> bool {
@@ -243,7 +283,7 @@ pub async fn run_live<T>(
     final_state: impl Fn(&T) -> RunState,
 ) -> io::Result<LiveEnd<T>> {
     let mut guard = TerminalGuard::enter()?;
-    let mut keys = EventStream::new();
+    let mut keys = spawn_key_reader();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -365,7 +405,7 @@ pub async fn run_live<T>(
                     dirty = true;
                 }
             }
-            maybe = keys.next(), if keys_open => {
+            maybe = keys.recv(), if keys_open => {
                 match maybe {
                     Some(Ok(TermEvent::Key(k))) if is_ctrl_z(&k) => {
                         guard.suspend();
