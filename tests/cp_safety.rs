@@ -617,3 +617,47 @@ fn extended_attributes_the_destination_cannot_hold_are_reported_per_file() {
         "{out}"
     );
 }
+
+/// Overwriting as root keeps the existing file's owner without -p (cp writes into the
+/// existing file, so a root copy onto a user's file leaves it the user's); -p gives it the
+/// source's owner.
+#[test]
+fn overwrite_as_root_keeps_the_existing_owner_without_p() {
+    if !is_root() {
+        eprintln!("skipped: giving a file away needs root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    fs::write(d.join("src"), b"new").unwrap();
+    fs::set_permissions(d.join("src"), fs::Permissions::from_mode(0o644)).unwrap();
+    let dst = d.join("users_file");
+    let reset = || {
+        fs::write(&dst, b"old").unwrap();
+        rustix::fs::chown(
+            &dst,
+            Some(rustix::fs::Uid::from_raw(65534)),
+            Some(rustix::fs::Gid::from_raw(65534)),
+        )
+        .unwrap();
+        fs::set_permissions(&dst, fs::Permissions::from_mode(0o640)).unwrap();
+    };
+    for (flags, owner, mode) in [
+        (&[][..], 65534, 0o644),
+        (&["--no-preserve"][..], 65534, 0o640),
+        (&["-p"][..], 0, 0o644),
+    ] {
+        reset();
+        let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
+        args.extend([
+            d.join("src").into_os_string().leak() as &OsStr,
+            dst.as_os_str(),
+        ]);
+        let o = copyscope(&args);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", text(&o));
+        let m = fs::metadata(&dst).unwrap();
+        assert_eq!(fs::read(&dst).unwrap(), b"new");
+        assert_eq!((m.uid(), m.gid()), (owner, owner), "{flags:?} owner");
+        assert_eq!(m.mode() & 0o7777, mode, "{flags:?} mode");
+    }
+}

@@ -350,18 +350,28 @@ fn source_changed(src: &OwnedFd, before: &Meta, written: u64) -> Option<String> 
 /// Mode, times and (with `-p`) ownership onto the temporary file before the rename.
 /// Without preserved metadata, a file that replaces an existing one keeps that file's
 /// mode (cp writes into the existing file, so its mode stays) and a new one gets
-/// 0666 minus the umask (cp `--no-preserve=mode`).
+/// 0666 minus the umask (cp `--no-preserve=mode`); without -p it keeps its owner.
 fn apply_file_meta(
     sh: &Shared,
     dst: &OwnedFd,
     st: &Meta,
     existing: Option<&Meta>,
 ) -> Result<(), String> {
-    if sh.opts.preserve_owner
+    // Without -p, a file that replaces an existing one keeps that file's owner, as cp's
+    // in-place write does (a root copy onto a user's file must not make it root's); only
+    // root can give a file away.
+    let owner = if sh.opts.preserve_owner {
+        Some((st.uid, st.gid))
+    } else {
+        existing
+            .filter(|x| x.file_type() == FileType::RegularFile && sh.is_root)
+            .map(|x| (x.uid, x.gid))
+    };
+    if let Some((uid, gid)) = owner
         && let Err(e) = rfs::fchown(
             dst,
-            Some(rfs::Uid::from_raw(st.uid)),
-            Some(rfs::Gid::from_raw(st.gid)),
+            Some(rfs::Uid::from_raw(uid)),
+            Some(rfs::Gid::from_raw(gid)),
         )
         && e != Errno::PERM
     {
@@ -376,8 +386,8 @@ fn apply_file_meta(
             _ => 0o666 & !sh.umask,
         }
     };
-    // fchown clears set-id bits, so with -p the mode is always set afterwards.
-    if mode != created || sh.opts.preserve_owner {
+    // fchown clears set-id bits, so after it the mode is always set.
+    if mode != created || owner.is_some() {
         rfs::fchmod(dst, Mode::from_raw_mode(mode))
             .map_err(|e| format!("cannot set the mode: {}", errmsg(e)))?;
     }
