@@ -57,6 +57,13 @@ pub fn is_written_file(target: &str, flags: u32) -> bool {
     flags & 0o3 != 0 && target.starts_with('/') && !PSEUDO.iter().any(|p| target.starts_with(p))
 }
 
+/// The parent pid from `/proc/PID/stat` (the field after the parenthesised name, which may
+/// itself hold spaces and parentheses).
+pub fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The process's name from `/proc/PID/comm`.
 pub fn parse_comm(text: &str) -> &str {
     text.strip_suffix('\n').unwrap_or(text)
@@ -84,7 +91,7 @@ pub fn current_of(files: &[WrittenFile], before: &HashMap<(u32, u32), u64>) -> O
 /// What the followed writers did up to this tick.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WritersTick {
-    /// Bytes written since the watch started (exited processes keep what they wrote).
+    /// Bytes written since the watch started (exited threads and processes keep theirs).
     pub wchar: u64,
     /// Processes followed now.
     pub pids: Vec<u32>,
@@ -101,9 +108,23 @@ pub struct WriterReader {
     comms: Vec<String>,
     by_comm: Vec<u32>,
     ticks: u64,
-    /// First and last wchar seen per pid: the intake is the sum of (last - first).
-    io: HashMap<u32, (u64, u64)>,
+    /// Per process: the wchar at the start, the last seen (less its reaped children's), the
+    /// last raw figure and the parent. The intake is the sum of (last - first).
+    io: HashMap<u32, Followed>,
+    /// What followed children that ended had written, by parent: reaping adds a child's
+    /// counters to its parent's (smbd's parent would count each finished connection again).
+    reaped: HashMap<u32, u64>,
     positions: HashMap<(u32, u32), u64>,
+}
+
+/// The counters of one followed process.
+#[derive(Debug, Clone, Copy)]
+struct Followed {
+    base: u64,
+    last: u64,
+    raw: u64,
+    ppid: u32,
+    ended: bool,
 }
 
 impl WriterReader {
@@ -115,6 +136,7 @@ impl WriterReader {
             by_comm: Vec::new(),
             ticks: 0,
             io: HashMap::new(),
+            reaped: HashMap::new(),
             positions: HashMap::new(),
         }
     }
@@ -129,24 +151,68 @@ impl WriterReader {
         let mut pids = self.fixed.clone();
         pids.extend(self.by_comm.iter().filter(|p| !self.fixed.contains(p)));
         let mut tick = WritersTick::default();
-        for &pid in &pids {
-            match self.root.read_to_string(format!("proc/{pid}/io")) {
-                Ok(t) => {
-                    if let Some(io) = parse_proc_io(&t) {
-                        // What a process wrote before the watch is not intake; one that
-                        // appeared since (smbd forks per client) wrote all of it in view.
-                        let base = if first { io.wchar } else { 0 };
-                        let e = self.io.entry(pid).or_insert((base, io.wchar));
-                        e.1 = io.wchar.max(e.1);
-                    }
-                }
-                Err(_) => tick.unreadable |= self.root.join(format!("proc/{pid}")).exists(),
-            }
+        // Ended processes first: a parent read before its reaped child is found gone would
+        // count the child's bytes again.
+        let gone: Vec<u32> = (self.io.keys())
+            .filter(|p| !self.root.join(format!("proc/{p}")).exists())
+            .copied()
+            .collect();
+        for pid in gone {
+            self.ended(pid);
         }
-        tick.wchar = self.io.values().map(|(a, b)| b - a).sum();
+        for &pid in &pids {
+            tick.unreadable |= !self.read_io(pid, first);
+        }
+        tick.wchar = self.io.values().map(|f| f.last - f.base).sum();
         tick.current = self.current_file(&pids);
         tick.pids = pids;
         tick
+    }
+
+    /// Reads `pid`'s write counter; false when the process exists but cannot be read.
+    fn read_io(&mut self, pid: u32, first: bool) -> bool {
+        let io = self
+            .root
+            .read_to_string(format!("proc/{pid}/io"))
+            .ok()
+            .and_then(|t| parse_proc_io(&t));
+        let Some(io) = io else {
+            if self.root.join(format!("proc/{pid}")).exists() {
+                return false;
+            }
+            self.ended(pid);
+            return true;
+        };
+        let ppid = self
+            .root
+            .read_to_string(format!("proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| parse_ppid(&t))
+            .unwrap_or(0);
+        // What a process wrote before the watch is not intake; one that appeared since (smbd
+        // forks one per client) wrote all of it in view.
+        let base = if first { io.wchar } else { 0 };
+        let adjusted = io
+            .wchar
+            .saturating_sub(self.reaped.get(&pid).copied().unwrap_or(0));
+        let f = self.io.entry(pid).or_insert(Followed {
+            base,
+            last: base,
+            raw: io.wchar,
+            ppid,
+            ended: false,
+        });
+        f.last = f.last.max(adjusted);
+        f.raw = io.wchar;
+        true
+    }
+
+    /// A followed process is gone: its parent's counter will include it once reaped.
+    fn ended(&mut self, pid: u32) {
+        if let Some(f) = self.io.get_mut(&pid).filter(|f| !f.ended) {
+            f.ended = true;
+            *self.reaped.entry(f.ppid).or_insert(0) += f.raw;
+        }
     }
 
     /// Pids whose comm is one of the followed names.
@@ -266,6 +332,7 @@ mod tests {
         std::fs::create_dir_all(p.join("fdinfo")).unwrap();
         std::fs::create_dir_all(dir.path().join("proc/4243")).unwrap();
         std::fs::write(p.join("comm"), "smbd\n").unwrap();
+        std::fs::write(p.join("stat"), "4242 (smbd) S 4200 4200 4200 0 -1\n").unwrap();
         std::fs::write(dir.path().join("proc/4243/comm"), "sshd\n").unwrap();
         std::os::unix::fs::symlink("/srv/share/big.iso", p.join("fd/7")).unwrap();
         std::os::unix::fs::symlink("socket:[99]", p.join("fd/8")).unwrap();
@@ -306,5 +373,37 @@ mod tests {
         assert_eq!(cur.path, PathBuf::from("/srv/share/big.iso"));
         assert_eq!(cur.done, 8_000_500);
         assert!(!next.unreadable);
+    }
+
+    #[test]
+    fn a_reaped_child_is_not_counted_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = |pid: u32, ppid: u32, wchar: u64| {
+            let p = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("comm"), "smbd\n").unwrap();
+            std::fs::write(p.join("stat"), format!("{pid} (smbd) S {ppid} 1 1 0\n")).unwrap();
+            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
+        };
+        proc(4200, 1, 50);
+        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &["smbd".to_string()]);
+        assert_eq!(r.read().wchar, 0);
+        // A client connects: smbd forks a child that writes 10 MB, 9 MB of them seen.
+        proc(4242, 4200, 9_000_000);
+        for _ in 0..COMM_RESCAN_TICKS {
+            r.read();
+        }
+        assert_eq!(r.read().wchar, 9_000_000);
+        // The child ends and is reaped: the parent's counter now holds its 10 MB too.
+        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
+        proc(4200, 1, 50 + 10_000_000 + 7);
+        for _ in 0..=COMM_RESCAN_TICKS {
+            r.read();
+        }
+        assert_eq!(
+            r.read().wchar,
+            10_000_007,
+            "the child's 10 MB once, and the parent's 7 bytes"
+        );
     }
 }
