@@ -94,23 +94,23 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
 #[test]
 fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
     let dir = tempfile::tempdir().unwrap();
-    // A command name no other process on the machine has.
+    // A command name no other process on the machine has: a shell under another name. It
+    // holds the file open and its `head` children write into it at a slow, steady pace; their
+    // counters join the shell's as it reaps them, and the file position is the shell's fd's.
     let writer = dir.path().join("cswatchwr");
-    std::fs::copy("/bin/dd", &writer).unwrap();
+    std::fs::copy("/bin/sh", &writer).unwrap();
     let target = dir.path().join("being-written");
-    // Small synchronous writes, so the run lasts long enough for the watch to see the file
-    // open mid-write.
-    let mut w = Command::new("sh")
+    let mut w = Command::new(&writer)
         .arg("-c")
         .arg(format!(
-            "sleep 0.5; exec '{}' if=/dev/zero of='{}' bs=64k count=400 oflag=dsync status=none",
-            writer.display(),
+            "sleep 1; exec 3>'{}'; i=0; while [ $i -lt 40 ]; do head -c 65536 /dev/zero >&3; \
+             sleep 0.05; i=$((i+1)); done",
             target.display()
         ))
         .spawn()
         .unwrap();
     let watch = Command::new(bin())
-        .args(["watch", "--json", "--until-idle", "1", "--duration", "60"])
+        .args(["watch", "--json", "--until-idle", "3", "--duration", "60"])
         .args(["--comm", "cswatchwr"])
         .arg(dir.path())
         .stdout(Stdio::piped())
@@ -128,7 +128,7 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
         .unwrap_or_else(|| panic!("the file being written is shown: {lines:?}"));
     assert!(seen["done"].as_u64().unwrap() > 0);
     let last = progress.last().unwrap();
-    assert_eq!(last["bytes_copied"], 400 * 65536, "{last}");
+    assert_eq!(last["bytes_copied"], 40 * 65536, "{last}");
 }
 
 #[test]
