@@ -60,42 +60,38 @@ fn engine_events_fill_in_what_the_model_did_not_record() {
 }
 
 #[test]
-fn stats_without_a_summary_come_from_samples_and_events() {
+fn stats_are_the_models_and_counts_come_from_the_samples() {
+    // One interpreter: speeds, drops and time lost are what the model says about the same
+    // recording (tests/one_voice.rs checks every output against it); without a summary line
+    // the counts come from the last sample.
     let rec = built_recording(false);
     let total = rec.samples.last().expect("samples").engine.bytes_copied;
     let data = ChartData::from_recording(&rec);
+    let model = rec.model(copyscope::model::ModelConfig::default()).stats();
     let st = &data.stats;
-    assert_eq!(st.bytes, total);
-    assert!((st.elapsed_s - COPY_END).abs() < 0.11, "{}", st.elapsed_s);
-    assert!(near(st.avg_bps, total as f64 / COPY_END, 0.01));
-    assert!(near(
-        st.durable_bps.expect("flush seen"),
-        total as f64 / FLUSH_END,
-        0.001
-    ));
-    assert_eq!(st.drops, 3);
+    assert_eq!(st.avg_bps, model.avg_bps);
+    assert_eq!(st.min_bps, model.min_bps);
+    assert_eq!(st.peak_bps, model.peak_bps);
+    assert_eq!(st.durable_bps, model.durable_bps);
+    assert_eq!(st.drops, model.drops as u64);
+    assert_eq!(st.lost_secs_by_cause, model.lost_by_cause_owned());
     assert!(
-        st.min_bps < 3e6,
-        "min during copy is the deepest drop: {}",
-        st.min_bps
+        near(st.avg_bps, total as f64 / COPY_END, 0.02),
+        "{}",
+        st.avg_bps
     );
-    assert!(near(st.peak_bps, FAST_BPS * 1.02, 0.01));
-    // Time lost: (110-5)/110*1.5 + (80-2)/80*1.2 + (80-4)/80*1.8, all txg sync.
-    let expected = 105.0 / 110.0 * 1.5 + 78.0 / 80.0 * 1.2 + 76.0 / 80.0 * 1.8;
-    assert_eq!(st.lost_secs_by_cause.len(), 1);
-    assert_eq!(st.lost_secs_by_cause[0].0, "txg sync");
-    assert!(near(st.lost_secs_by_cause[0].1, expected, 1e-6));
+    assert!(st.min_bps > 3e6, "min is outside drops: {}", st.min_bps);
+    assert_eq!(st.bytes, total);
     assert_eq!(st.files, 10);
     assert_eq!(st.failed, 1);
 }
 
 #[test]
-fn summary_figures_win_when_present() {
-    let data = ChartData::from_recording(&built_recording(true));
-    assert_eq!(
-        data.stats.lost_secs_by_cause,
-        vec![("txg sync".to_string(), 4.3)]
-    );
+fn summary_counts_win_but_not_its_speeds() {
+    let rec = built_recording(true);
+    let data = ChartData::from_recording(&rec);
+    let model = rec.model(copyscope::model::ModelConfig::default()).stats();
+    assert_eq!(data.stats.lost_secs_by_cause, model.lost_by_cause_owned());
     assert_eq!(data.stats.elapsed_s, COPY_END);
     assert_eq!(data.title.fs, "zfs tank/backup");
     assert_eq!(data.title.date, "2026-11-30 04:20 UTC");
@@ -142,7 +138,8 @@ fn zfs_recording_without_diskstats_uses_txg_write_rates() {
     assert!(copy_bytes > 3.0e9 && copy_bytes < 3.2e9, "{copy_bytes}");
     assert_eq!(data.stats.bytes, 3_145_728_000);
     assert!(data.stats.peak_bps > 400e6);
-    assert_eq!(data.stats.min_bps, 0.0);
+    // min is the floor outside drops (the drops themselves reach ~0).
+    assert!(data.stats.min_bps > 1e6, "{}", data.stats.min_bps);
 }
 
 #[test]

@@ -295,7 +295,9 @@ pub(crate) fn run_session_tui(
             }
         }
     } else {
-        out(&crate::report::plain::summary_text(&outcome, d.binary));
+        out(&crate::report::plain::summary_text(
+            &outcome, None, d.binary,
+        ));
     }
     if let Some(p) = &d.record {
         match rec_err {

@@ -189,7 +189,28 @@ pub fn run(mut config: Config) -> ExitStatus {
                     }
                 }
             } else {
-                match crate::frontend::replay::run_plain(file, cfg, opts) {
+                if let Some(dir) = &config.display.screenshot {
+                    match crate::frontend::replay::screenshot(file, dir, config.display.ascii) {
+                        Ok(paths) => {
+                            for p in paths {
+                                eprintln!(
+                                    "screenshot: {}",
+                                    crate::present::quote::shell_escape(&p)
+                                );
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("copyscope: screenshot failed: {e:#}");
+                            return ExitStatus::Fatal;
+                        }
+                    }
+                }
+                let text = if config.display.json {
+                    crate::frontend::replay::run_json(file, cfg)
+                } else {
+                    crate::frontend::replay::run_plain(file, cfg, opts)
+                };
+                match text {
                     Ok(text) => {
                         print!("{text}");
                         ExitStatus::Success

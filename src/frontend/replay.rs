@@ -11,7 +11,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::copy::EngineEvent;
 use crate::frontend::state::{Action, App};
 use crate::frontend::tui::{FRAME_INTERVAL, TerminalGuard};
-use crate::model::{Model, ModelConfig};
+use crate::model::{Model, ModelConfig, ReplayItem};
 use crate::report::recording::Recording;
 use crate::sample::Sample;
 use crate::ui::view::{Header, ReplayStatus, RunState, UiOptions};
@@ -32,14 +32,15 @@ impl Item<'_> {
     }
 }
 
-/// Samples and engine events merged in the order they were lived: an engine event is stamped
-/// with the time of the newest sample applied before it, so on equal times the sample comes
-/// first (the sort is stable, so events keep their file order).
+/// The recording's timeline ([`Recording::replay_items`]) as replay items.
 fn timeline(rec: &Recording) -> Vec<Item<'_>> {
-    let mut items: Vec<Item<'_>> = rec.samples.iter().map(Item::Sample).collect();
-    items.extend(rec.engine_events.iter().map(|(t, e)| Item::Engine(*t, e)));
-    items.sort_by_key(|i| (i.t_ns(), matches!(i, Item::Engine(..))));
-    items
+    rec.replay_items()
+        .into_iter()
+        .map(|i| match i {
+            ReplayItem::Sample(s) => Item::Sample(s),
+            ReplayItem::Engine { t_ns, event } => Item::Engine(t_ns, event),
+        })
+        .collect()
 }
 
 /// The header line facts of a recording.
@@ -58,29 +59,14 @@ pub fn header_of(rec: &Recording) -> Header {
     }
 }
 
-/// The model's settings for a recording: a watch's ends as a watch does.
+/// The model's settings for a recording ([`Recording::model_config`]).
 fn for_recording(rec: &Recording, cfg: ModelConfig) -> ModelConfig {
-    ModelConfig {
-        stopped_tail_is_end: cfg.stopped_tail_is_end || rec.header.watch.is_some(),
-        ..cfg
-    }
+    rec.model_config(cfg)
 }
 
 /// A model fed with the whole recording: what `replay --plain` and `export` summarise.
 pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
-    let mut model = Model::new(for_recording(rec, cfg), rec.header.environment.clone());
-    for item in timeline(rec) {
-        match item {
-            Item::Sample(s) => {
-                model.apply(s);
-            }
-            Item::Engine(t, e) => {
-                model.engine_events(t, e);
-            }
-        }
-    }
-    model.finish(rec.duration_ns());
-    model
+    rec.model(cfg)
 }
 
 /// Applies timeline items up to `pos_ns`; returns the index of the next unapplied item.
@@ -239,4 +225,57 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
         None,
         100,
     ))
+}
+
+/// `replay --json`: the recording through the model, as JSON lines — each of the model's
+/// events (`"type": "diagnosis"`, as a live `--json` copy prints them) and one final
+/// `"type": "summary"` object with the model's figures.
+pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
+    let rec = load(path)?;
+    let model = replay_model(&rec, cfg);
+    let mut out = String::new();
+    for e in model.events() {
+        let mut v = serde_json::to_value(e)?;
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("type".into(), "diagnosis".into());
+            m.insert("t".into(), ((e.t_ns as f64 / 1e6).round() / 1e3).into());
+            m.insert("text".into(), e.describe().into());
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let mut summary = crate::report::json::stats_json(&model.stats());
+    if let serde_json::Value::Object(m) = &mut summary {
+        m.insert("type".into(), "summary".into());
+        m.insert(
+            "recording".into(),
+            path.to_string_lossy().into_owned().into(),
+        );
+        if let Some(s) = &rec.summary {
+            m.insert("files_copied".into(), s.files.into());
+            m.insert("files_failed".into(), s.failed.into());
+            m.insert("exit_code".into(), s.exit_code.into());
+        }
+    }
+    out.push_str(&summary.to_string());
+    out.push('\n');
+    Ok(out)
+}
+
+/// `replay --plain/--json --screenshot DIR`: the pictures of the whole recording.
+pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let rec = load(path)?;
+    let data = crate::report::export::ChartData::from_recording(&rec);
+    crate::frontend::live::screenshot_to(&data, &rec.header, Some(dir), ascii)
+        .map_err(anyhow::Error::msg)
+}
+
+/// The recording at `path`, or an error that names it (quoted).
+fn load(path: &Path) -> anyhow::Result<Recording> {
+    Recording::load(path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read recording {}",
+            crate::present::quote::file_line(path, &e.to_string())
+        )
+    })
 }

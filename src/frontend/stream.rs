@@ -272,37 +272,40 @@ pub(crate) fn run_session(
     let Session { recorder, env, .. } = sess;
     let rec_err = recorder.finish(&summary);
     if d.json {
-        let mut v = json::summary_json(&outcome);
+        let st = model.stats();
+        let mut v = json::summary_json(&outcome, &st);
         if let serde_json::Value::Object(m) = &mut v {
-            m.insert("drops".into(), json!(summary.drops));
-            m.insert(
-                "lost_secs_by_cause".into(),
-                json!(summary.lost_secs_by_cause),
-            );
             m.insert("notes".into(), json!(env.notes));
             m.insert("budget".into(), json::budget_json(model.budget()));
             m.insert("verdict".into(), json!(model.verdict()));
         }
         emit(&v.to_string());
     } else {
-        let mut text = match watch {
-            Some(w) => w.summary_text(&outcome, d.binary),
-            None => summary_text(&outcome, d.binary),
-        };
         let st = model.stats();
-        if st.drops > 0 {
-            let lost: Vec<String> = st
-                .lost_secs_by_cause
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.1} s"))
-                .collect();
-            text.push_str(&format!("  drops: {} ({})\n", st.drops, lost.join(", ")));
-        }
+        let mut text = match watch {
+            Some(w) => {
+                let mut t = w.summary_text(&outcome, d.binary);
+                t.push_str(&crate::report::plain::speeds_text(
+                    &st,
+                    "durable: n/a (watch)",
+                    d.binary,
+                ));
+                t
+            }
+            None => summary_text(&outcome, Some(&st), d.binary),
+        };
         let bar = model.budget().text_bar(40);
         if !bar.is_empty() {
-            text.push_str(&format!("  time: {bar}\n"));
+            text.push_str(&format!(
+                "  time: {bar}
+"
+            ));
         }
-        text.push_str(&format!("  verdict: {}\n", model.verdict().text));
+        text.push_str(&format!(
+            "  verdict: {}
+",
+            model.verdict().text
+        ));
         for n in &env.notes {
             text.push_str(&format!("  note: {n}\n"));
         }

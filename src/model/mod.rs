@@ -232,22 +232,48 @@ pub struct Stats {
     pub bytes: u64,
     /// Smoothed speed of the last ticks.
     pub now_bps: f64,
-    /// Bytes over copying time (pauses excluded; up to the end of the copy phase).
+    /// Bytes over copying time (pauses excluded; up to the end of the copy phase, i.e. the
+    /// speed into the page cache). Every output's "avg" / "to cache" is this number.
     pub avg_bps: f64,
-    /// Highest smoothed speed while copying.
+    /// Highest smoothed speed while copying (from the first reference window on, so the
+    /// very first burst into RAM is not a "peak"; before that window, the highest so far).
     pub peak_bps: f64,
-    /// Lowest smoothed speed while copying (after the first second).
+    /// Lowest smoothed speed while copying *outside drops* (same window as the peak). A
+    /// drop's own floor is its [`DropInfo::min_bps`] ("min in drops"). Before the first
+    /// reference window, the lowest so far; 0 before any tick.
     pub min_bps: f64,
     /// Drops detected (all of them, also those evicted from the event list).
     pub drops: usize,
     /// Seconds lost against the reference, by the first cause of each drop, largest first.
     pub lost_secs_by_cause: Vec<(&'static str, f64)>,
-    /// Bytes over the time until the data was on disk (after the flush).
+    /// Bytes over the time until the data was on disk (after the flush; pauses excluded).
+    /// Every output's "durable" is this number.
     pub durable_bps: Option<f64>,
     pub flush_secs: Option<f64>,
 }
 
 impl Stats {
+    /// Only the engine's two speeds, for a summary printed without a model.
+    pub fn of_engine(avg_bps: f64, durable_bps: Option<f64>) -> Stats {
+        Stats {
+            elapsed_ns: 0,
+            bytes: 0,
+            now_bps: 0.0,
+            avg_bps,
+            peak_bps: 0.0,
+            min_bps: 0.0,
+            drops: 0,
+            lost_secs_by_cause: Vec::new(),
+            durable_bps,
+            flush_secs: None,
+        }
+    }
+
+    /// Seconds lost in all drops: the sum over causes (one definition for every output).
+    pub fn lost_total_secs(&self) -> f64 {
+        self.lost_secs_by_cause.iter().map(|(_, s)| s).sum()
+    }
+
     /// `lost_secs_by_cause` with owned labels, as recordings and exports store it.
     pub fn lost_by_cause_owned(&self) -> Vec<(String, f64)> {
         self.lost_secs_by_cause
@@ -364,6 +390,8 @@ pub struct Model {
     delay_last_emit: Option<u64>,
     peak_bps: f64,
     min_bps: Option<f64>,
+    early_peak_bps: f64,
+    early_min_bps: Option<f64>,
     drops: usize,
     lost_by_cause: [f64; CAUSE_LABELS.len()],
     budget: Budget,
@@ -399,6 +427,8 @@ impl Model {
             delay_last_emit: None,
             peak_bps: 0.0,
             min_bps: None,
+            early_peak_bps: 0.0,
+            early_min_bps: None,
             drops: 0,
             lost_by_cause: [0.0; CAUSE_LABELS.len()],
             budget: Budget::default(),
@@ -562,12 +592,23 @@ impl Model {
             bytes: tick.bytes,
         });
         let smoothed = self.detector.smoothed();
+        // Before the first reference window the figures are provisional (a copy shorter than
+        // it still has a peak and a min, not "peak 0").
+        self.early_peak_bps = self.early_peak_bps.max(smoothed);
+        self.early_min_bps = Some(self.early_min_bps.map_or(smoothed, |m| m.min(smoothed)));
         if self
             .first_byte_t
             .is_some_and(|f| tick.t1 >= f + self.cfg.min_reference_ns)
         {
             self.peak_bps = self.peak_bps.max(smoothed);
-            self.min_bps = Some(self.min_bps.map_or(smoothed, |m| m.min(smoothed)));
+            // min is the floor the copy ran at *outside* drops: inside a drop the speed is
+            // that drop's own minimum (DropInfo::min_bps, "min in drops"), and counting it
+            // here made "min 0" the answer for every copy that ever stalled.
+            let in_drop = matches!(step, Step::Candidate { .. } | Step::Confirmed { .. })
+                || self.evidence.is_some();
+            if !in_drop {
+                self.min_bps = Some(self.min_bps.map_or(smoothed, |m| m.min(smoothed)));
+            }
         }
         match step {
             Step::Candidate { start, .. } | Step::Confirmed { start } => {
@@ -1039,8 +1080,12 @@ impl Model {
                 0.0
             },
             avg_bps: rate(copy_ns),
-            peak_bps: self.peak_bps,
-            min_bps: self.min_bps.unwrap_or(0.0),
+            peak_bps: if self.peak_bps > 0.0 {
+                self.peak_bps
+            } else {
+                self.early_peak_bps
+            },
+            min_bps: self.min_bps.or(self.early_min_bps).unwrap_or(0.0),
             drops: self.drops,
             lost_secs_by_cause: lost,
             durable_bps: self

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::copy::{CopyOutcome, CurrentFile, EngineEvent, FileIssue, ProgressSnapshot};
+use crate::model::Stats;
 
 fn lossy(p: &std::path::Path) -> PathBuf {
     PathBuf::from(p.to_string_lossy().into_owned())
@@ -109,8 +110,25 @@ pub fn budget_json(b: &crate::model::Budget) -> Value {
     json!({"total_secs": round3(b.total_ns() / 1e9), "slices": slices})
 }
 
-/// The final summary object.
-pub fn summary_json(o: &CopyOutcome) -> Value {
+/// The model's figures: the same numbers, by the same definitions, as the TUI header, the
+/// text summaries and every export (see [`Stats`]).
+pub fn stats_json(st: &Stats) -> Value {
+    json!({
+        "bytes_copied": st.bytes,
+        "elapsed_s": round3(st.elapsed_ns as f64 / 1e9),
+        "to_cache_bps": st.avg_bps.round(),
+        "min_bps": st.min_bps.round(),
+        "peak_bps": st.peak_bps.round(),
+        "durable_bps": st.durable_bps.map(f64::round),
+        "drops": st.drops,
+        "lost_s": round3(st.lost_total_secs()),
+        "lost_secs_by_cause": st.lost_by_cause_owned(),
+    })
+}
+
+/// The final summary object: the engine's counts and times, the model's speeds and drops
+/// (`st`, the same figures as the TUI header and every export).
+pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
     json!({
         "type": "summary",
         "status": o.status,
@@ -121,8 +139,13 @@ pub fn summary_json(o: &CopyOutcome) -> Value {
         "copy_s": round3(o.copy_secs),
         "flush_s": o.flush_secs.map(round3),
         "flush_abandoned": o.flush_abandoned,
-        "to_cache_bps": o.to_cache_bps.round(),
-        "durable_bps": o.durable_bps.map(f64::round),
+        "to_cache_bps": st.avg_bps.round(),
+        "min_bps": st.min_bps.round(),
+        "peak_bps": st.peak_bps.round(),
+        "durable_bps": st.durable_bps.map(f64::round),
+        "drops": st.drops,
+        "lost_s": round3(st.lost_total_secs()),
+        "lost_secs_by_cause": st.lost_by_cause_owned(),
         "sync": o.sync,
         "fatal": o.fatal,
         "failures": issues(&o.failures),

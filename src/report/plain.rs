@@ -7,6 +7,7 @@ use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
+use crate::model::Stats;
 use crate::present::quote::file_line;
 
 /// Plain progress lines come this often.
@@ -203,8 +204,43 @@ fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) 
     }
 }
 
-/// The end-of-run summary: bytes, files, times, both speeds, problems, verification.
-pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
+/// The model's figures, as every text summary words them: "speed to cache A (min B, peak C),
+/// DURABLE" and, when there were drops, "drops: N (T s lost: cause S s, ...)".
+pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
+    let mut s = format!(
+        "  speed to cache {} (min {}, peak {}), {durable}\n",
+        rate(st.avg_bps, binary),
+        rate(st.min_bps, binary),
+        rate(st.peak_bps, binary)
+    );
+    if st.drops > 0 {
+        let lost: Vec<String> = st
+            .lost_secs_by_cause
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.1} s"))
+            .collect();
+        s.push_str(&format!(
+            "  drops: {} ({:.1} s lost: {})\n",
+            st.drops,
+            st.lost_total_secs(),
+            lost.join(", ")
+        ));
+    }
+    s
+}
+
+/// The end-of-run summary: bytes, files, times, the model's speeds and drops (`st`, the same
+/// figures as the TUI header and every export), problems, verification. Without a model (the
+/// TUI never started) the engine's own two speeds stand in.
+pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String {
+    let engine_only;
+    let st = match st {
+        Some(st) => st,
+        None => {
+            engine_only = Stats::of_engine(o.to_cache_bps, o.durable_bps);
+            &engine_only
+        }
+    };
     let mut s = String::new();
     let head = match o.status {
         ExitStatus::Success => "done",
@@ -232,7 +268,7 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
     if o.status == ExitStatus::Cancelled {
         s.push_str("  unfinished files were removed; every file under its real name is complete\n");
     }
-    let durable = match (o.durable_bps, o.sync) {
+    let durable = match (st.durable_bps, o.sync) {
         (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", rate(d, binary)),
         (Some(d), _) => format!("durable {} (after syncfs)", rate(d, binary)),
         (None, SyncMode::None) => {
@@ -241,10 +277,7 @@ pub fn summary_text(o: &CopyOutcome, binary: bool) -> String {
         (None, _) if o.flush_abandoned => "durable: not awaited".to_string(),
         (None, _) => "durable: not reached".to_string(),
     };
-    s.push_str(&format!(
-        "  speed to cache {}, {durable}\n",
-        rate(o.to_cache_bps, binary)
-    ));
+    s.push_str(&speeds_text(st, &durable, binary));
     if o.bytes_cloned > 0 {
         s.push_str(&format!(
             "  {} shared with the source by reflink (no data copied)\n",
@@ -334,10 +367,12 @@ mod tests {
             path: "a/b".into(),
             message: "Permission denied".into(),
         }];
-        let s = summary_text(&o, false);
+        let s = summary_text(&o, None, false);
         assert!(s.contains("done with errors: 2 MB in 2 files"), "{s}");
         assert!(
-            s.contains("speed to cache 1 MB/s, durable 500 kB/s (after syncfs)"),
+            s.contains(
+                "speed to cache 1 MB/s (min 0 B/s, peak 0 B/s), durable 500 kB/s (after syncfs)"
+            ),
             "{s}"
         );
         assert!(s.contains("'a/b': Permission denied"), "{s}");

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::copy::EngineEvent;
-use crate::model::Event;
+use crate::model::{Event, Model, ModelConfig, ReplayItem};
 use crate::sample::{Environment, Sample};
 
 /// The format version this build writes. Readers accept every version from 1 up to this one.
@@ -221,6 +221,32 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// The model's settings for this recording: a watch's ends as a watch does.
+    pub fn model_config(&self, cfg: ModelConfig) -> ModelConfig {
+        ModelConfig {
+            stopped_tail_is_end: cfg.stopped_tail_is_end || self.header.watch.is_some(),
+            ..cfg
+        }
+    }
+
+    /// A model fed with the whole recording the way the live run fed its own: the one
+    /// interpreter that replay, `replay --plain/--json`, the summary and every export read.
+    pub fn model(&self, cfg: ModelConfig) -> Model {
+        let mut model = Model::new(self.model_config(cfg), self.header.environment.clone());
+        for item in self.replay_items() {
+            match item {
+                ReplayItem::Sample(s) => {
+                    model.apply(s);
+                }
+                ReplayItem::Engine { t_ns, event } => {
+                    model.engine_events(t_ns, event);
+                }
+            }
+        }
+        model.finish(self.duration_ns());
+        model
+    }
+
     /// An empty recording with this header.
     pub fn new(header: Header) -> Recording {
         Recording {

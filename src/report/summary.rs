@@ -8,7 +8,7 @@ use crate::present::format::fmt_clock;
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
-use crate::report::plain::summary_text;
+use crate::report::plain::{rate, speeds_text, summary_text};
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -58,7 +58,11 @@ pub fn final_summary(
         }
     }
     match outcome {
-        Some(o) => s.push_str(&summary_text(o, units == Units::Binary)),
+        Some(o) => s.push_str(&summary_text(
+            o,
+            Some(&model.stats()),
+            units == Units::Binary,
+        )),
         None => {
             let st = &data.stats;
             s.push_str(&format!(
@@ -67,6 +71,12 @@ pub fn final_summary(
                 st.files,
                 st.failed
             ));
+            let ms = model.stats();
+            let durable = match ms.durable_bps {
+                Some(d) => format!("durable {}", rate(d, units == Units::Binary)),
+                None => "durable: not reached".to_string(),
+            };
+            s.push_str(&speeds_text(&ms, &durable, units == Units::Binary));
         }
     }
     s

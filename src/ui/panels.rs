@@ -101,7 +101,7 @@ fn labeled(label: &str, value: String, app: &View) -> Vec<Span<'static>> {
     ]
 }
 
-/// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)"
+/// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   min 40 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)"
 pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
@@ -109,14 +109,14 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     spans.extend(labeled("now", u.rate(s.now_bps), app));
     spans.extend(labeled("avg", u.rate(s.avg_bps), app));
     spans.extend(labeled("peak", u.rate(s.peak_bps), app));
+    spans.extend(labeled("min", u.rate(s.min_bps), app));
     if let Some(d) = s.durable_bps {
         spans.extend(labeled("durable", u.rate(d), app));
     }
     if s.drops > 0 {
-        let lost: f64 = s.lost_secs_by_cause.iter().map(|(_, v)| v).sum();
         spans.extend(labeled(
             "drops",
-            format!("{} ({lost:.1} s lost)", s.drops),
+            format!("{} ({:.1} s lost)", s.drops, s.lost_total_secs()),
             app,
         ));
     }

@@ -122,31 +122,23 @@ pub struct ChartData {
 pub use crate::present::markers::MarkerKind;
 
 impl ChartData {
-    /// Derives the chart from a recording: per-interval speeds from the cumulative counters,
-    /// the device overlay from diskstats (or ZFS txg rows), events and stats from the
-    /// recording (stats fall back to what the samples and events show when the run has no
-    /// summary line).
+    /// The chart of a recording: the recording replayed through the model (the one
+    /// interpreter; nothing here re-derives speeds, events or figures from raw samples).
     pub fn from_recording(rec: &Recording) -> ChartData {
+        let model = rec.model(crate::model::ModelConfig::default());
+        let mut data = ChartData::from_model(&model, &rec.header, rec.summary.as_ref());
+        // The drawing keeps every recorded interval (the model's series is compacted for a
+        // long live run) and, on ZFS without diskstats, the txg write rates as the overlay.
         let (points, device_source) = derive_points(&rec.samples);
-        let events = merged_events(rec);
-        let duration_s = rec.duration_ns() as f64 / 1e9;
-        let stats = derive_stats(rec, &points, &events);
-        // The budget and the verdict come from the model fed with the recording, as in replay.
-        let model = crate::model::Model::replay_stream(
-            crate::model::ModelConfig::default(),
-            rec.header.environment.clone(),
-            rec.replay_items(),
-        );
-        ChartData {
-            title: derive_title(rec),
-            points,
-            device_source,
-            events,
-            stats,
-            duration_s,
-            budget: Some(model.budget().clone()),
-            verdict: Some(model.verdict()),
+        if !points.is_empty() {
+            data.points = points;
+            data.device_source = device_source;
+            data.duration_s = rec.duration_ns() as f64 / 1e9;
         }
+        // The events as they were recorded (what the run said at the time), with late txg
+        // figures filled in; the figures above are the model's.
+        data.events = merged_events(rec);
+        data
     }
 
     /// The chart of a run straight from its model (bounded: the model's compacted series), so
@@ -176,11 +168,13 @@ impl ChartData {
         };
         let st = model.stats();
         let engine = model.latest().map(|s| s.engine).unwrap_or_default();
+        // Speeds, drops and time lost are the model's (the same numbers the TUI header and the
+        // summaries print); the engine's summary only supplies its counts and clock times.
         let stats = ChartStats {
-            avg_bps: summary.map_or(st.avg_bps, |s| s.to_cache_bps),
+            avg_bps: st.avg_bps,
             min_bps: st.min_bps,
             peak_bps: st.peak_bps,
-            durable_bps: summary.and_then(|s| s.durable_bps).or(st.durable_bps),
+            durable_bps: st.durable_bps,
             drops: st.drops as u64,
             lost_secs_by_cause: st.lost_by_cause_owned(),
             bytes: summary.map_or(st.bytes, |s| s.bytes),
@@ -441,10 +435,6 @@ fn merged_events(rec: &Recording) -> Vec<Event> {
     events
 }
 
-fn derive_title(rec: &Recording) -> Title {
-    title_of(&rec.header)
-}
-
 /// The picture's title from a recording header.
 fn title_of(h: &crate::report::recording::Header) -> Title {
     let source = match h.sources.len() {
@@ -482,86 +472,6 @@ fn display_date(rfc3339: &str) -> String {
     } else {
         rfc3339.to_string()
     }
-}
-
-fn derive_stats(rec: &Recording, points: &[ChartPoint], events: &[Event]) -> ChartStats {
-    let last = rec.samples.last();
-    let final_bytes = last.map_or(0, |s| s.engine.bytes_copied);
-    // The copy phase ends at the first sample that shows the final byte count.
-    let copy_end_ns = rec
-        .samples
-        .iter()
-        .find(|s| s.engine.bytes_copied >= final_bytes)
-        .map_or(0, |s| s.t_ns);
-    let copy_start_ns = rec
-        .samples
-        .iter()
-        .take_while(|s| s.engine.bytes_copied == 0)
-        .last()
-        .map_or(0, |s| s.t_ns);
-    let (copy_start, copy_end) = (copy_start_ns as f64 / 1e9, copy_end_ns as f64 / 1e9);
-    let active: Vec<f64> = points
-        .iter()
-        .filter(|p| p.t_s > copy_start && p.t_s < copy_end)
-        .map(|p| p.copy_bps)
-        .collect();
-    let min_bps = active.iter().copied().fold(f64::INFINITY, f64::min);
-    let peak_bps = active.iter().copied().fold(0.0, f64::max);
-
-    let drops: Vec<&crate::model::DropInfo> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Drop(d) => Some(d),
-            _ => None,
-        })
-        .collect();
-    let mut lost: Vec<(String, f64)> = Vec::new();
-    for d in &drops {
-        let label = describe::drop_label(d);
-        let secs = describe::lost_secs(d);
-        match lost.iter_mut().find(|(l, _)| l == label) {
-            Some((_, s)) => *s += secs,
-            None => lost.push((label.to_string(), secs)),
-        }
-    }
-    let flush_done_ns = events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::FlushDone { .. }))
-        .map(|e| e.t_ns);
-    let last_engine = last.map(|s| s.engine).unwrap_or_default();
-
-    let mut stats = ChartStats {
-        avg_bps: if copy_end > 0.0 {
-            final_bytes as f64 / copy_end
-        } else {
-            0.0
-        },
-        min_bps: if min_bps.is_finite() { min_bps } else { 0.0 },
-        peak_bps,
-        durable_bps: flush_done_ns.map(|t| final_bytes as f64 / (t as f64 / 1e9)),
-        drops: drops.len() as u64,
-        lost_secs_by_cause: lost,
-        bytes: final_bytes,
-        files: last_engine.files_done,
-        failed: last_engine.files_failed,
-        elapsed_s: copy_end,
-        durable_s: flush_done_ns.map(|t| t as f64 / 1e9),
-    };
-    if let Some(sum) = &rec.summary {
-        stats.avg_bps = sum.to_cache_bps;
-        stats.bytes = sum.bytes;
-        stats.files = sum.files;
-        stats.failed = sum.failed;
-        stats.elapsed_s = sum.elapsed_secs;
-        stats.durable_bps = sum.durable_bps.or(stats.durable_bps);
-        stats.durable_s = sum.durable_secs.or(stats.durable_s);
-        stats.drops = sum.drops.max(stats.drops);
-        if !sum.lost_secs_by_cause.is_empty() {
-            stats.lost_secs_by_cause = sum.lost_secs_by_cause.clone();
-        }
-    }
-    stats.lost_secs_by_cause.sort_by(|a, b| b.1.total_cmp(&a.1));
-    stats
 }
 
 /// Which files to write; `None` skips that format. A text or Markdown path of `-` means

@@ -1,0 +1,204 @@
+//! One interpreter, one set of figures: for every committed recording, the TUI header, the
+//! plain (after-exit) summary, the JSON summary, the Markdown table, the SVG and the PNG report
+//! the same peak, min, average, durable speed, drop count and time lost — the model's
+//! ([`copyscope::model::Stats`]), each written by its own output's formatter.
+
+use std::path::{Path, PathBuf};
+
+use copyscope::frontend::replay::{app_at, run_json};
+use copyscope::model::{ModelConfig, Stats};
+use copyscope::present::units::Units;
+use copyscope::report::export::ChartData;
+use copyscope::report::export::markdown::render_markdown;
+use copyscope::report::export::png::{rasterize, render_png};
+use copyscope::report::export::svg::render_svg;
+use copyscope::report::export::units::{fmt_mbps, fmt_rate};
+use copyscope::report::recording::Recording;
+use copyscope::report::summary::final_summary;
+use copyscope::ui::theme::Theme;
+use copyscope::ui::view::UiOptions;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn recordings() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in ["tests/fixtures/recordings", "assets"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("recording dir") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 4, "recordings found: {out:?}");
+    out
+}
+
+fn opts() -> UiOptions {
+    UiOptions {
+        theme: Theme::new(false, false),
+        units: Units::Decimal,
+        compact: false,
+    }
+}
+
+/// The TUI's header row (the line with "avg"), drawn wide enough to hold every figure.
+fn tui_header(rec: &Recording) -> String {
+    let app = app_at(rec, ModelConfig::default(), opts(), rec.duration_ns());
+    let mut term = Terminal::new(TestBackend::new(220, 40)).expect("terminal");
+    term.draw(|f| copyscope::ui::render(f, &app)).expect("draw");
+    let screen = term.backend().to_string();
+    screen
+        .lines()
+        .find(|l| l.contains(" avg "))
+        .unwrap_or_else(|| panic!("no header row in\n{screen}"))
+        .to_string()
+}
+
+fn check(path: &Path) {
+    let rec = Recording::load(path).expect("recording loads");
+    let model = rec.model(ModelConfig::default());
+    let st: Stats = model.stats();
+    let name = path.display();
+    let u = Units::Decimal;
+
+    // The export data is the model's, number for number.
+    let data = ChartData::from_recording(&rec);
+    assert_eq!(data.stats.avg_bps, st.avg_bps, "{name}: export avg");
+    assert_eq!(data.stats.min_bps, st.min_bps, "{name}: export min");
+    assert_eq!(data.stats.peak_bps, st.peak_bps, "{name}: export peak");
+    assert_eq!(data.stats.durable_bps, st.durable_bps, "{name}: durable");
+    assert_eq!(data.stats.drops, st.drops as u64, "{name}: export drops");
+    assert_eq!(
+        data.stats.lost_secs_by_cause,
+        st.lost_by_cause_owned(),
+        "{name}: export time lost"
+    );
+
+    // TUI header.
+    let header = tui_header(&rec);
+    for (label, v) in [
+        ("avg", st.avg_bps),
+        ("peak", st.peak_bps),
+        ("min", st.min_bps),
+    ] {
+        let want = format!("{label} {}", u.rate(v));
+        assert!(
+            header.contains(&want),
+            "{name}: TUI header lacks {want:?}: {header}"
+        );
+    }
+    if let Some(d) = st.durable_bps {
+        let want = format!("durable {}", u.rate(d));
+        assert!(
+            header.contains(&want),
+            "{name}: TUI header lacks {want:?}: {header}"
+        );
+    }
+    if st.drops > 0 {
+        let want = format!("drops {} ({:.1} s lost)", st.drops, st.lost_total_secs());
+        assert!(
+            header.contains(&want),
+            "{name}: TUI header lacks {want:?}: {header}"
+        );
+    }
+
+    // Plain summary (printed after the TUI and by replay --plain).
+    let plain = final_summary(&data, &model, false, u, None, 100);
+    let rate = |v| copyscope::report::plain::rate(v, false);
+    let want = format!(
+        "speed to cache {} (min {}, peak {})",
+        rate(st.avg_bps),
+        rate(st.min_bps),
+        rate(st.peak_bps)
+    );
+    assert!(
+        plain.contains(&want),
+        "{name}: plain lacks {want:?}:\n{plain}"
+    );
+    if let Some(d) = st.durable_bps {
+        let want = format!("durable {}", rate(d));
+        assert!(
+            plain.contains(&want),
+            "{name}: plain lacks {want:?}:\n{plain}"
+        );
+    }
+    if st.drops > 0 {
+        let want = format!("drops: {} ({:.1} s lost", st.drops, st.lost_total_secs());
+        assert!(
+            plain.contains(&want),
+            "{name}: plain lacks {want:?}:\n{plain}"
+        );
+    }
+
+    // JSON summary (replay --json's last line).
+    let json = run_json(path, ModelConfig::default()).expect("replay --json");
+    let last = json.lines().last().expect("a summary line");
+    let v: serde_json::Value = serde_json::from_str(last).expect("JSON");
+    assert_eq!(v["type"], "summary", "{name}: {last}");
+    assert_eq!(v["to_cache_bps"], st.avg_bps.round(), "{name}: JSON avg");
+    assert_eq!(v["min_bps"], st.min_bps.round(), "{name}: JSON min");
+    assert_eq!(v["peak_bps"], st.peak_bps.round(), "{name}: JSON peak");
+    assert_eq!(
+        v["durable_bps"].as_f64(),
+        st.durable_bps.map(f64::round),
+        "{name}: JSON durable"
+    );
+    assert_eq!(v["drops"], st.drops, "{name}: JSON drops");
+    let lost = v["lost_s"].as_f64().expect("lost_s");
+    assert!(
+        (lost - st.lost_total_secs()).abs() < 1e-3,
+        "{name}: JSON time lost {lost} vs {}",
+        st.lost_total_secs()
+    );
+
+    // Markdown.
+    let md = render_markdown(&data);
+    let want = format!("| {} / {} |", fmt_mbps(st.min_bps), fmt_mbps(st.peak_bps));
+    assert!(md.contains(&want), "{name}: Markdown lacks {want:?}:\n{md}");
+    assert!(
+        md.contains(&format!("| {} |", fmt_mbps(st.avg_bps))),
+        "{name}: Markdown avg"
+    );
+
+    // SVG, and the PNG is that SVG rasterised (one drawing, two outputs).
+    let svg = render_svg(&data, 1200, 700);
+    for want in [
+        format!("{} / {}", fmt_rate(st.min_bps), fmt_rate(st.peak_bps)),
+        fmt_rate(st.avg_bps),
+    ] {
+        let esc = want.replace('&', "&amp;");
+        assert!(svg.contains(&esc), "{name}: SVG lacks {want:?}");
+    }
+    if let Some(d) = st.durable_bps {
+        assert!(svg.contains(&fmt_rate(d)), "{name}: SVG durable");
+    }
+    let png = render_png(&data, 600, 350).expect("png");
+    let again = rasterize(&render_svg(&data, 600, 350), 600, 350).expect("png of the svg");
+    assert_eq!(png, again, "{name}: the PNG is not the SVG's rasterisation");
+}
+
+#[test]
+fn every_output_reports_the_models_figures() {
+    for p in recordings() {
+        check(&p);
+    }
+}
+
+#[test]
+fn min_is_outside_drops() {
+    // The ZFS lab copy stalls to ~0 in its drops; its min (outside drops) must not be 0.
+    let rec = Recording::load(Path::new("tests/fixtures/recordings/zfs-40mbps-zero.jsonl"))
+        .expect("fixture");
+    let st = rec.model(ModelConfig::default()).stats();
+    assert!(st.drops > 0, "the fixture has drops");
+    assert!(
+        st.min_bps > 1e6 && st.min_bps <= st.avg_bps.max(st.peak_bps),
+        "min {} (avg {}, peak {})",
+        st.min_bps,
+        st.avg_bps,
+        st.peak_bps
+    );
+}
