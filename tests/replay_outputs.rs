@@ -6,7 +6,10 @@ use std::process::Command;
 const REC: &str = "tests/fixtures/recordings/zfs-40mbps-zero.jsonl";
 
 fn copyscope() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_copyscope"));
+    let mut c = Command::new(
+        std::env::var("COPYSCOPE_TEST_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_copyscope").into()),
+    );
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
     c
 }

@@ -97,6 +97,8 @@ fn term_dumb_gets_plain_output() {
         .lines()
         .skip_while(|l| !l.starts_with("copyscope: done"))
         .take(2)
+        // min and peak of a 10 MB copy vary in unit from run to run: the head of the line only.
+        .map(|l| l.split(" (min ").next().unwrap_or(l))
         .collect();
     assert!(!summary.is_empty(), "{pane}");
     insta::assert_snapshot!("term_dumb_plain", redact(&summary.join("\n"), "/tmp/"));
