@@ -1,0 +1,106 @@
+#!/bin/bash
+# corpus-zfs.sh — records the ZFS scenarios of the truth corpus (issue 9, docs/attribution.md)
+# in one boot of the throwaway OpenZFS VM (../shared/lab/zfs-vm, see its README), pool `tank`
+# write-throttled to 40 MB/s. In the guest, in this order:
+#   1. ages the pool (zpool sync until `txgs` holds zfs_txg_history = 100 rows), as on a server
+#      that has been up a while;
+#   2. zfs-aged-bigfile:   1536 MiB of zeros from /dev/shm onto /tank (compression off);
+#   3. zfs-tree-40mbps:    a tree of 1200 files of 512 KiB onto /tank;
+#   4. zfs-zeros-lz4:      the 1536 MiB of zeros onto a dataset with compression=lz4 (nothing
+#                          reaches the disks: no drop is the right answer);
+#   5. zfs-sync-always:    256 MiB onto a dataset with sync=always (every write commits the ZIL).
+# Each copy runs `copyscope --plain --record NAME.jsonl` with the writer-truth sampler
+# (../shared/lab/writer-truth/tsampler, static) beside it every 100 ms: NAME.truth.csv holds
+# the copier's thread states and kernel stacks, the ground truth of what held it. The full
+# `txgs` after each copy (NAME.txgs.txt) gives the txgs that really synced.
+#
+# Usage: scripts/corpus-zfs.sh --bin PATH/copyscope --tsampler PATH/tsampler [--out DIR]
+#        [--timeout S]       (default out: target/corpus-zfs/<date>)
+# Copy the results you keep into tests/fixtures/corpus/ (scripts/corpus-import.sh).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+LAB=${ZFS_LAB:-/work/shared/lab/zfs-vm}
+LABDIR=${ZFS_LAB_DIR:-/var/tmp/zfs-lab}
+BIN="" TS="" OUT="" TIMEOUT=2400
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bin) BIN=$2; shift 2 ;;
+    --tsampler) TS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "corpus-zfs: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -x "$BIN" ] && [ -x "$TS" ] || { echo "corpus-zfs: --bin and --tsampler are required" >&2; exit 2; }
+[ -e "$LABDIR/root.img" ] || { echo "corpus-zfs: VM not built; run $LAB/build.sh" >&2; exit 2; }
+[ -n "$OUT" ] || OUT=$HERE/target/corpus-zfs/$(date -u +%Y%m%dT%H%M%SZ)
+SHARE=$(mktemp -d "$LABDIR/corpus-zfs.XXXXXX")
+trap 'rm -rf "$SHARE"' EXIT
+cp "$BIN" "$SHARE/copyscope"
+cp "$TS" "$SHARE/tsampler"
+mkdir -p "$SHARE/out"
+
+cat > "$SHARE/guest.sh" <<'GUEST'
+set -u
+O=/host/out
+exec 2>>$O/guest.log
+K=/proc/spl/kstat/zfs
+uname -r > $O/uname.txt
+cat /sys/module/zfs/version > $O/zfs-version.txt
+for p in zfs_dirty_data_max zfs_dirty_data_sync_percent zfs_delay_min_dirty_percent \
+         zfs_txg_timeout zfs_txg_history; do
+  echo "$p $(cat /sys/module/zfs/parameters/$p)"
+done > $O/params.txt
+mount -o remount,size=2700m /dev/shm
+dd if=/dev/zero of=/dev/shm/big bs=1M count=1536 status=none
+mkdir -p /dev/shm/tree
+for d in $(seq 1 12); do
+  mkdir -p /dev/shm/tree/d$d
+  for f in $(seq 1 100); do head -c 524288 /dev/shm/big > /dev/shm/tree/d$d/f$f; done
+done
+head -c $((256 << 20)) /dev/shm/big > /dev/shm/sync256
+# Age the pool: the txgs kstat holds zfs_txg_history rows on a server that has been up a while.
+n=0
+while [ "$(wc -l < $K/tank/txgs)" -lt 101 ] && [ $n -lt 200 ]; do
+  date > /tank/age; zpool sync tank; n=$((n + 1))
+done
+echo "aged with $n syncs: $(wc -l < $K/tank/txgs) lines in txgs" >> $O/guest.log
+zfs create -o compression=lz4 tank/lz4
+zfs create -o sync=always tank/sync
+
+run() {  # run NAME SRC DEST
+  local name=$1 src=$2 dst=$3
+  sync; sleep 2
+  cat $K/tank/txgs > $O/$name.txgs-before.txt
+  COLUMNS=100 /host/copyscope --plain --record $O/$name.jsonl "$src" "$dst" \
+    > $O/$name.out 2> $O/$name.err &
+  local pid=$!
+  /host/tsampler $pid 100 tank vdb,vdc > $O/$name.truth.csv 2>/dev/null &
+  local ts=$!
+  wait $pid; echo $? > $O/$name.rc
+  wait $ts
+  cat $K/tank/txgs > $O/$name.txgs.txt
+  cat $K/dmu_tx > $O/$name.dmu_tx.txt
+  cat $K/zil > $O/$name.zil.txt 2>/dev/null
+  echo "$name: rc $(cat $O/$name.rc)" >> $O/guest.log
+}
+run zfs-aged-bigfile /dev/shm/big /tank/big
+rm -f /tank/big
+run zfs-tree-40mbps /dev/shm/tree /tank/tree
+rm -rf /tank/tree
+run zfs-zeros-lz4 /dev/shm/big /tank/lz4/big
+run zfs-sync-always /dev/shm/sync256 /tank/sync/f
+zfs get -H compressratio,sync tank/lz4 tank/sync >> $O/guest.log
+GUEST
+
+set +e
+"$LAB/run.sh" --disk-mbps 40 --mem 5G --share "$SHARE" --timeout "$TIMEOUT" -v \
+  --script "$SHARE/guest.sh" > "$SHARE/out/run.log" 2>&1
+rc=$?
+set -e
+mkdir -p "$OUT"
+cp -r "$SHARE/out/." "$OUT/"
+echo "corpus-zfs: run.sh exit $rc; output in $OUT"
+cat "$OUT/guest.log" 2>/dev/null || true
+exit $rc
