@@ -287,9 +287,10 @@ fn dirty_above_freerun_with_the_writer_in_write() {
             l.util_pct = 70.0;
         })
         // Dirty + writeback above freerun: balance_dirty_pages pauses the writer, which
-        // now sits in write() and copies at about the disk's rate.
+        // now sits in write() and copies far below the disk's rate (copying at the disk's
+        // rate would be a phase, not a drop: see the test after this one).
         .run(3000, |l| {
-            l.copy_mbps = 110.0;
+            l.copy_mbps = 30.0;
             l.read_share = 0.03;
             l.write_share = 0.95;
             l.dirty = 2200 * MB;
@@ -338,7 +339,8 @@ fn dirty_above_freerun_with_the_writer_in_write() {
     let (start, end, causes) = &d[0];
     assert_eq!((*start, *end), (50 * TICK, 80 * TICK));
     assert_eq!(causes.len(), 2, "{causes:?}");
-    // Evidence runs until the smoothed speed is back (3 recovery ticks).
+    // Evidence runs until the smoothed speed is back: against the disk's sustained 125 MB/s
+    // (the reference once the disk ran saturated) one recovery tick at 300 MB/s is enough.
     let Cause::DirtyThrottle {
         dirty,
         freerun,
@@ -348,7 +350,7 @@ fn dirty_above_freerun_with_the_writer_in_write() {
         panic!("{causes:?}")
     };
     assert_eq!((dirty, freerun), (2500 * MB, FREERUN));
-    assert!(close(write_share, weighted(&[(0.95, 3.0), (0.5, 0.3)])));
+    assert!(close(write_share, weighted(&[(0.95, 3.0), (0.5, 0.1)])));
     let Cause::DeviceSaturated {
         util_pct,
         device_bps,
@@ -356,8 +358,8 @@ fn dirty_above_freerun_with_the_writer_in_write() {
     else {
         panic!("{causes:?}")
     };
-    assert!((util_pct - weighted(&[(97.0, 3.0), (60.0, 0.3)])).abs() < 0.05);
-    assert!((device_bps - weighted(&[(125e6, 3.0), (120e6, 0.3)])).abs() < 1e3);
+    assert!((util_pct - weighted(&[(97.0, 3.0), (60.0, 0.1)])).abs() < 0.05);
+    assert!((device_bps - weighted(&[(125e6, 3.0), (120e6, 0.1)])).abs() < 1e3);
     let k = m.kernel();
     assert!((k.device_bps.unwrap() - 120e6).abs() < 1e3);
     assert!((k.device_util_pct.unwrap() - 60.0).abs() < 0.5);

@@ -43,6 +43,7 @@ fn worth_a_line(kind: &EventKind) -> bool {
             | EventKind::DirtyThrottleZone { .. }
             | EventKind::FlushDone { .. }
             | EventKind::Note { .. }
+            | EventKind::Phase { .. }
     )
 }
 

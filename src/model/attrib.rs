@@ -126,6 +126,8 @@ pub(crate) struct Evidence {
     pub zfs_over_max: u64,
     pub arc_anon_peak: Option<u64>,
     pub zil_commits: u64,
+    /// Data waiting to be written when the drop began: Dirty + Writeback, or on ZFS anon_size.
+    backlog_at_start: Option<u64>,
     /// Time with copy-thread data in which some thread was active, ns.
     thread_ns: u64,
     /// Per class: Σ dt × (threads in the class / active threads).
@@ -157,6 +159,7 @@ impl Evidence {
             if let Some(p) = t.page {
                 e.writeback_at_start = Some(p.writeback);
             }
+            e.backlog_at_start = t.arc_anon.or(t.page.map(|p| dirty_and_writeback(&p)));
         }
         e.pre_dev_bps = (dev_ns > 0).then(|| dev_b / dev_ns as f64);
         e
@@ -224,6 +227,11 @@ impl Evidence {
         let capacity = dt as f64 * active;
         self.thread_capacity_ns += capacity;
         self.runq_ns += (th.runq_ns as f64).min(capacity);
+    }
+
+    /// Data waiting to be written when the drop began (ZFS anon_size, else Dirty + Writeback).
+    pub fn backlog_at_start(&self) -> Option<u64> {
+        self.backlog_at_start
     }
 
     /// Share of the drop's thread time the copy threads spent in `class`.

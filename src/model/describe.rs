@@ -8,13 +8,14 @@ use crate::present::quote::file_line;
 
 /// Marker glyphs and what they mean, for the help screen's legend (ASCII only, so
 /// `--ascii` draws them unchanged).
-pub const LEGEND: [(char, &str); 13] = [
+pub const LEGEND: [(char, &str); 14] = [
     ('D', "speed drop"),
     ('S', "txg sync started"),
     ('T', "txg committed"),
     ('W', "writeback started (dirty above background threshold)"),
     ('L', "dirty reached the throttle limit (freerun)"),
     ('Z', "ZFS write throttle delayed writes"),
+    ('>', "now at the destination's sustained speed (cache full)"),
     ('!', "error"),
     ('P', "paused"),
     ('R', "resumed"),
@@ -34,6 +35,7 @@ impl EventKind {
             EventKind::WritebackStarted { .. } => 'W',
             EventKind::DirtyThrottleZone { .. } => 'L',
             EventKind::ZfsDelay { .. } => 'Z',
+            EventKind::Phase { .. } => '>',
             EventKind::FileError { .. } => '!',
             EventKind::Paused => 'P',
             EventKind::Resumed => 'R',
@@ -53,6 +55,7 @@ impl EventKind {
             EventKind::WritebackStarted { .. } => "writeback",
             EventKind::DirtyThrottleZone { .. } => "throttle zone",
             EventKind::ZfsDelay { .. } => "zfs delay",
+            EventKind::Phase { .. } => "phase",
             EventKind::FileError { .. } => "error",
             EventKind::Paused => "paused",
             EventKind::Resumed => "resumed",
@@ -246,6 +249,24 @@ impl Event {
                 "ZFS write throttle: {} writes delayed (dirty above zfs_delay_min_dirty_percent)",
                 fmt_count(*delays)
             ),
+            EventKind::Phase {
+                bytes,
+                rate_bps,
+                pool: false,
+            } => format!(
+                "page cache full after {}: now at disk speed, {}",
+                fmt_bytes(*bytes),
+                fmt_rate(*rate_bps)
+            ),
+            EventKind::Phase {
+                bytes,
+                rate_bps,
+                pool: true,
+            } => format!(
+                "pool syncing back to back after {}: now at pool speed, {}",
+                fmt_bytes(*bytes),
+                fmt_rate(*rate_bps)
+            ),
             EventKind::FileError { path, error } if path.is_empty() => format!("error: {error}"),
             EventKind::FileError { path, error } => file_line(std::path::Path::new(path), error),
             EventKind::Paused => "paused".to_string(),
@@ -279,6 +300,7 @@ impl MarkerKind {
             EventKind::Paused | EventKind::Resumed => MarkerKind::Pause,
             EventKind::ScanDone { .. } => MarkerKind::Scan,
             EventKind::Note { .. } => MarkerKind::Note,
+            EventKind::Phase { .. } => MarkerKind::Phase,
         }
     }
 }
@@ -343,6 +365,11 @@ mod tests {
                 freerun: 0,
             },
             EventKind::ZfsDelay { delays: 0 },
+            EventKind::Phase {
+                bytes: 0,
+                rate_bps: 0.0,
+                pool: false,
+            },
             EventKind::FileError {
                 path: String::new(),
                 error: String::new(),

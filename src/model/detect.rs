@@ -100,6 +100,9 @@ pub(crate) struct Detector {
     scratch: Vec<f64>,
     /// Smoothed speed after the last tick.
     smoothed: f64,
+    /// What the destination can sustain (device saturated, pool syncing back to back): the
+    /// reference never exceeds it, so running at the disk's speed is not a drop.
+    ceiling: Option<f64>,
 }
 
 impl Detector {
@@ -114,6 +117,7 @@ impl Detector {
             open: None,
             scratch: Vec::new(),
             smoothed: 0.0,
+            ceiling: None,
         }
     }
 
@@ -143,7 +147,30 @@ impl Detector {
             return None;
         }
         let m = median(&mut self.scratch, self.normal.iter().map(|e| e.bps));
-        (m > 0.0).then_some(m)
+        let r = self.ceiling.map_or(m, |c| m.min(c));
+        (r > 0.0).then_some(r)
+    }
+
+    /// Sets (or clears) the sustained rate that caps the reference. An open drop measured
+    /// against a higher reference is reconsidered: if the copy runs at or near the new
+    /// ceiling it was no drop but a phase change — it is dropped and its start returned (its
+    /// ticks become normal copying); if it is still far below, it stays open, measured
+    /// against the ceiling.
+    pub fn set_ceiling(&mut self, ceiling: Option<f64>) -> Option<u64> {
+        self.ceiling = ceiling.filter(|c| *c > 0.0);
+        let c = self.ceiling?;
+        let mut o = self.open?;
+        if o.reference <= c {
+            return None;
+        }
+        if self.smoothed >= self.cfg.drop_ratio * c {
+            self.open = None;
+            self.release_in_drop(0);
+            return Some(o.start);
+        }
+        o.reference = c;
+        self.open = Some(o);
+        None
     }
 
     fn push_normal(&mut self, e: RefEntry) {

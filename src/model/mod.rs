@@ -10,6 +10,7 @@ pub mod attrib;
 pub mod budget;
 mod describe;
 mod detect;
+mod phase;
 pub mod series;
 mod txg;
 pub mod verdict;
@@ -28,6 +29,7 @@ use crate::copy::EngineEvent;
 use crate::sample::{Environment, PageCache, Sample};
 use attrib::{Context, Evidence, ThreadTick, TickInfo, TxgHit, dirty_and_writeback, freerun};
 use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
+use phase::PhaseTracker;
 use txg::{TxgChange, TxgTracker};
 
 /// Something worth marking on the chart, with the time it happened (ns since start).
@@ -66,6 +68,17 @@ pub enum EventKind {
     /// ZFS write throttle engaged (dmu_tx_dirty_delay rose).
     ZfsDelay {
         delays: u64,
+    },
+    /// The copy came down from filling the cache to what the destination sustains (its disks
+    /// saturated, or on ZFS the pool syncing back to back): a new phase, not a drop.
+    Phase {
+        /// Bytes copied when it changed.
+        bytes: u64,
+        /// The sustained rate, bytes/s.
+        rate_bps: f64,
+        /// The limit is the ZFS pool (else the destination disks).
+        #[serde(default)]
+        pool: bool,
     },
     FileError {
         path: String,
@@ -271,7 +284,8 @@ impl Stats {
 
     /// Seconds lost in all drops: the sum over causes (one definition for every output).
     pub fn lost_total_secs(&self) -> f64 {
-        self.lost_secs_by_cause.iter().map(|(_, s)| s).sum()
+        // + 0.0: an empty f64 sum is -0.0, which would print as "-0.0 s lost".
+        self.lost_secs_by_cause.iter().map(|(_, s)| s).sum::<f64>() + 0.0
     }
 
     /// `lost_secs_by_cause` with owned labels, as recordings and exports store it.
@@ -396,6 +410,7 @@ pub struct Model {
     lost_by_cause: [f64; CAUSE_LABELS.len()],
     budget: Budget,
     facts: verdict::Facts,
+    phase: PhaseTracker,
 }
 
 impl Model {
@@ -433,6 +448,7 @@ impl Model {
             lost_by_cause: [0.0; CAUSE_LABELS.len()],
             budget: Budget::default(),
             facts: verdict::Facts::default(),
+            phase: PhaseTracker::default(),
         }
     }
 
@@ -586,6 +602,7 @@ impl Model {
         if !enabled {
             return;
         }
+        self.sustained(tick, out);
         let step = self.detector.step(SpeedTick {
             t0: tick.t0,
             t1: tick.t1,
@@ -596,6 +613,10 @@ impl Model {
         // it still has a peak and a min, not "peak 0").
         self.early_peak_bps = self.early_peak_bps.max(smoothed);
         self.early_min_bps = Some(self.early_min_bps.map_or(smoothed, |m| m.min(smoothed)));
+        if let Some((rate, limit)) = self.phase.phase_change(smoothed) {
+            let bytes = self.bytes_now().saturating_sub(tick.bytes);
+            out.push(phase_event(tick.t0, bytes, rate, limit));
+        }
         if self
             .first_byte_t
             .is_some_and(|f| tick.t1 >= f + self.cfg.min_reference_ns)
@@ -637,6 +658,34 @@ impl Model {
         }
     }
 
+    /// Measures the sustained rate and caps the reference with it; an open drop that was only
+    /// the copy reaching that rate becomes the phase event instead (DESIGN §5a).
+    fn sustained(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
+        let on_zfs = self.on_zfs();
+        let pool = on_zfs.then(|| {
+            let a = tick.t1.saturating_sub(phase::POOL_WINDOW_NS);
+            self.txgs.sync_coverage(a, tick.t1, tick.t1)
+        });
+        let ceiling = self.phase.measure(&self.recent, on_zfs, pool);
+        let open_bytes = self.detector.open_bytes().unwrap_or(0);
+        if let Some(start) = self.detector.set_ceiling(ceiling) {
+            self.evidence = None;
+            if let Some((rate, limit)) = self.phase.announce() {
+                let before = self.bytes_now().saturating_sub(tick.bytes);
+                out.push(phase_event(
+                    start,
+                    before.saturating_sub(open_bytes),
+                    rate,
+                    limit,
+                ));
+            }
+        }
+    }
+
+    fn bytes_now(&self) -> u64 {
+        self.latest.as_ref().map_or(0, |s| s.engine.bytes_copied)
+    }
+
     fn on_zfs(&self) -> bool {
         self.env.fs_type.as_deref() == Some("zfs")
             || self.env.zfs_pool.is_some()
@@ -674,6 +723,13 @@ impl Model {
             .take()
             .unwrap_or_else(|| Evidence::new(span.start, std::iter::empty()));
         let causes = attrib::decide(&e, &self.context(span.start, span.end, now));
+        let mut span = span;
+        let secs = span.end.saturating_sub(span.start) as f64 / 1e9;
+        if let Some(lost) = self.phase.lost_secs(secs, e.backlog_at_start()) {
+            // Against the sustained rate: while the disks still write the backlog at full
+            // speed, a stopped writer loses nothing durable.
+            span.bytes_lost = lost * span.reference;
+        }
         self.drops += 1;
         if span.reference > 0.0 {
             self.lost_by_cause[cause_index(&causes[0])] += span.bytes_lost / span.reference;
@@ -937,8 +993,12 @@ impl Model {
     }
 
     /// Data still to reach the disk: page-cache Dirty + Writeback, or on ZFS arc anon_size.
+    /// Nothing for a memory filesystem: the system's dirty pages belong to other writers.
     pub fn backlog(&self) -> Option<u64> {
         let s = self.latest.as_ref()?;
+        if matches!(self.env.fs_type.as_deref(), Some("tmpfs" | "ramfs")) {
+            return Some(0);
+        }
         if self.on_zfs() {
             s.zfs.as_ref().and_then(|z| z.arc_anon)
         } else {
@@ -1019,13 +1079,17 @@ impl Model {
         let reference = self.detector.open_reference().unwrap_or(0.0);
         let secs = now.saturating_sub(start) as f64 / 1e9;
         let copied = self.detector.open_bytes().unwrap_or(0);
+        let bytes_lost = match self.phase.lost_secs(secs, e.backlog_at_start()) {
+            Some(lost) => lost * reference,
+            None => (reference * secs - copied as f64).max(0.0),
+        };
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
                 end_ns: now,
                 reference_bps: reference,
                 min_bps: self.detector.open_min().unwrap_or(0.0),
-                bytes_lost: (reference * secs - copied as f64).max(0.0),
+                bytes_lost,
                 causes: attrib::decide(e, &self.context(start, now, now)),
             }),
         })
@@ -1195,6 +1259,17 @@ impl Model {
         }
         m.finish(last);
         m
+    }
+}
+
+fn phase_event(t_ns: u64, bytes: u64, rate_bps: f64, limit: phase::Limit) -> Event {
+    Event {
+        t_ns,
+        kind: EventKind::Phase {
+            bytes,
+            rate_bps,
+            pool: limit == phase::Limit::Pool,
+        },
     }
 }
 

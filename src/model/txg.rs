@@ -191,6 +191,22 @@ impl TxgTracker {
             .map(|(_, k)| *k)
     }
 
+    /// Time within `[a, b]` some txg was syncing, and the pool's write rate while syncing
+    /// (Σ nwritten / Σ stime of the committed txgs that synced in it), for "syncs back to back".
+    pub fn sync_coverage(&self, a: u64, b: u64, now: u64) -> (u64, Option<f64>) {
+        let (mut covered, mut bytes, mut stime) = (0u64, 0u64, 0u64);
+        for k in &self.tracks {
+            let o = k.overlap(a, b, now);
+            covered += o;
+            if o > 0 && k.row.state == 'C' && k.row.stime > 0 {
+                bytes = bytes.saturating_add(k.row.nwritten);
+                stime = stime.saturating_add(k.row.stime);
+            }
+        }
+        let rate = (stime > 0 && bytes > 0).then(|| bytes as f64 * 1e9 / stime as f64);
+        (covered.min(b.saturating_sub(a)), rate)
+    }
+
     /// The row of `txg`, if still tracked.
     #[cfg(test)]
     pub fn get(&self, txg: u64) -> Option<&TxgTrack> {

@@ -14,6 +14,8 @@ pub enum MarkerKind {
     Pause,
     Scan,
     Note,
+    /// The copy reached the destination's sustained speed (cache full).
+    Phase,
 }
 
 impl MarkerKind {
@@ -30,6 +32,7 @@ impl MarkerKind {
             MarkerKind::Pause => ('P', 'P'),
             MarkerKind::Scan => ('S', 'S'),
             MarkerKind::Note => ('i', 'i'),
+            MarkerKind::Phase => ('»', '>'),
         }
     }
 
@@ -46,6 +49,7 @@ impl MarkerKind {
             MarkerKind::Pause => "#64748b",
             MarkerKind::Scan => "#16a34a",
             MarkerKind::Note => "#0369a1",
+            MarkerKind::Phase => "#2563eb",
         }
     }
 
@@ -62,6 +66,7 @@ impl MarkerKind {
             MarkerKind::Pause => "pause",
             MarkerKind::Scan => "scan done",
             MarkerKind::Note => "note",
+            MarkerKind::Phase => "at disk speed",
         }
     }
 
@@ -78,6 +83,7 @@ impl MarkerKind {
             MarkerKind::Pause => 7,
             MarkerKind::Scan => 8,
             MarkerKind::Note => 9,
+            MarkerKind::Phase => 5,
         }
     }
 }

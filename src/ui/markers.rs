@@ -28,7 +28,7 @@ pub fn color(kind: MarkerKind) -> Color {
         MarkerKind::Txg => Color::Magenta,
         MarkerKind::ZfsThrottle | MarkerKind::DirtyThrottle => Color::LightRed,
         MarkerKind::Writeback => Color::Yellow,
-        MarkerKind::Flush | MarkerKind::Scan | MarkerKind::Note => Color::Cyan,
+        MarkerKind::Flush | MarkerKind::Scan | MarkerKind::Note | MarkerKind::Phase => Color::Cyan,
         MarkerKind::Pause => Color::Blue,
     }
 }

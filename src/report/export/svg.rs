@@ -600,7 +600,11 @@ fn glyph(o: &mut String, kind: MarkerKind, x: f64, y: f64, r: f64, class: &str) 
                 r * 2.0
             );
         }
-        MarkerKind::Writeback | MarkerKind::Pause | MarkerKind::Scan | MarkerKind::Note => {
+        MarkerKind::Writeback
+        | MarkerKind::Pause
+        | MarkerKind::Scan
+        | MarkerKind::Note
+        | MarkerKind::Phase => {
             let _ = writeln!(
                 o,
                 r#"<circle class="{class}" cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="{c}"/>"#,

@@ -1,0 +1,181 @@
+//! The sustained rate (DESIGN §5a): what the destination can absorb durably, measured while
+//! it runs saturated — the destination disks busy ≥ 90 % at a steady rate, or a ZFS pool
+//! syncing back to back. It caps the drop reference (running at the disk's speed after the
+//! page cache filled is a *phase*, not a drop), and time lost is measured against it: a writer
+//! that stops while the disks keep writing its backlog at full speed loses nothing durable;
+//! only the part of a stall longer than the backlog lasts (backlog / sustained rate) is lost.
+
+use std::collections::VecDeque;
+
+use super::attrib::TickInfo;
+
+/// The destination counts as saturated when its disks were busy at least this much …
+pub const SATURATED_UTIL_PCT: f64 = 90.0;
+/// … for at least this share of the window.
+pub const SATURATED_SHARE: f64 = 0.8;
+/// Window over which saturation is judged (disks).
+pub const DISK_WINDOW_NS: u64 = 3_000_000_000;
+/// Window over which "syncs back to back" is judged (ZFS: a txg sync takes seconds).
+pub const POOL_WINDOW_NS: u64 = 5_000_000_000;
+/// The copy had been faster than this multiple of the sustained rate (the cache filling) …
+pub const BURST_FACTOR: f64 = 2.0;
+/// … and is now within this multiple of it: the phase changed.
+pub const AT_RATE_FACTOR: f64 = 1.5;
+
+/// What saturated, for the phase event's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    Disk,
+    Pool,
+}
+
+/// Sustained rate and the one-time phase announcement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PhaseTracker {
+    ceiling: Option<(f64, Limit)>,
+    /// The copy ran faster than [`BURST_FACTOR`] × the ceiling at some point.
+    burst: bool,
+    announced: bool,
+}
+
+impl PhaseTracker {
+    /// The sustained rate known so far (it stays once measured, updated while saturated).
+    pub fn ceiling(&self) -> Option<f64> {
+        self.ceiling.map(|c| c.0)
+    }
+
+    /// Measures saturation on the latest ticks: destination disks (`recent`, newest last) or,
+    /// on ZFS, `pool` = (ns of the window some txg was syncing, pool write rate while syncing).
+    /// Returns the (possibly updated) ceiling.
+    pub fn measure(
+        &mut self,
+        recent: &VecDeque<TickInfo>,
+        on_zfs: bool,
+        pool: Option<(u64, Option<f64>)>,
+    ) -> Option<f64> {
+        let measured = if on_zfs {
+            pool.and_then(|(covered, rate)| {
+                let rate = rate?;
+                let copying = window(recent, POOL_WINDOW_NS).any(|t| t.bytes > 0);
+                (copying && covered as f64 >= SATURATED_SHARE * POOL_WINDOW_NS as f64)
+                    .then_some((rate, Limit::Pool))
+            })
+        } else {
+            disk_saturated(recent).map(|r| (r, Limit::Disk))
+        };
+        if measured.is_some() {
+            self.ceiling = measured;
+        }
+        self.ceiling()
+    }
+
+    /// Seconds a stall of `secs` cost against the sustained rate when `backlog` bytes were
+    /// waiting to be written as it began: the disks keep writing for backlog / rate seconds,
+    /// so only the rest is lost. `None` without a sustained rate.
+    pub fn lost_secs(&self, secs: f64, backlog: Option<u64>) -> Option<f64> {
+        let c = self.ceiling()?;
+        let covered = backlog.map_or(0.0, |b| b as f64 / c);
+        Some((secs - covered).max(0.0))
+    }
+
+    /// Once per run: the copy came down from a burst above the sustained rate to it. `smoothed`
+    /// is the copy speed now. Returns the sustained rate and what limits it.
+    pub fn phase_change(&mut self, smoothed: f64) -> Option<(f64, Limit)> {
+        let (c, limit) = self.ceiling?;
+        if smoothed >= BURST_FACTOR * c {
+            self.burst = true;
+        }
+        if self.announced || !self.burst || smoothed > AT_RATE_FACTOR * c {
+            return None;
+        }
+        self.announced = true;
+        Some((c, limit))
+    }
+
+    /// A drop was found to be the phase change itself (the detector cancelled it).
+    pub fn announce(&mut self) -> Option<(f64, Limit)> {
+        if self.announced {
+            return None;
+        }
+        self.announced = true;
+        self.ceiling
+    }
+}
+
+/// Ticks ending within `ns` of the newest.
+fn window(recent: &VecDeque<TickInfo>, ns: u64) -> impl Iterator<Item = &TickInfo> {
+    let now = recent.back().map_or(0, |t| t.t1);
+    recent.iter().filter(move |t| t.t1 + ns > now)
+}
+
+/// Mean destination write rate over the last [`DISK_WINDOW_NS`] when the disks were busy
+/// ≥ 90 % for ≥ 80 % of it while this copy was writing.
+fn disk_saturated(recent: &VecDeque<TickInfo>) -> Option<f64> {
+    let (mut span, mut busy, mut bytes, mut dev_ns, mut copied) = (0u64, 0u64, 0.0, 0u64, 0u64);
+    for t in window(recent, DISK_WINDOW_NS) {
+        let (Some(b), Some(u)) = (t.dev_bps, t.dev_util) else {
+            continue;
+        };
+        span += t.dt();
+        if u >= SATURATED_UTIL_PCT {
+            busy += t.dt();
+        }
+        bytes += b * t.dt() as f64;
+        dev_ns += t.dt();
+        copied = copied.saturating_add(t.bytes);
+    }
+    let full = span as f64 >= 0.8 * DISK_WINDOW_NS as f64;
+    let rate = bytes / dev_ns.max(1) as f64;
+    (full && copied > 0 && busy as f64 >= SATURATED_SHARE * span as f64 && rate >= 1e6)
+        .then_some(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK: u64 = 100_000_000;
+
+    fn tick(i: u64, mbps: f64, dev_mbps: f64, util: f64) -> TickInfo {
+        TickInfo {
+            t0: i * TICK,
+            t1: (i + 1) * TICK,
+            bytes: (mbps * 1e5) as u64,
+            dev_bps: Some(dev_mbps * 1e6),
+            dev_util: Some(util),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_saturated_disk_sets_the_ceiling_and_the_backlog_absorbs_a_stall() {
+        let mut p = PhaseTracker::default();
+        let mut recent = VecDeque::new();
+        // 3 s at 400 MB/s into the cache while the disk writes 40 MB/s flat out.
+        for i in 0..30 {
+            recent.push_back(tick(i, 400.0, 40.0, 100.0));
+            p.measure(&recent, false, None);
+        }
+        assert_eq!(p.ceiling().map(|c| c.round()), Some(40e6));
+        assert_eq!(p.phase_change(400e6), None);
+        // Now at disk speed: the phase changed, said once.
+        assert_eq!(p.phase_change(41e6).map(|c| c.1), Some(Limit::Disk));
+        assert_eq!(p.phase_change(41e6), None);
+        // A 2 s stall with 120 MB waiting: the disk stays busy 3 s, nothing is lost.
+        assert_eq!(p.lost_secs(2.0, Some(120_000_000)), Some(0.0));
+        // With 40 MB waiting, the last second of a 2 s stall is lost.
+        let lost = p.lost_secs(2.0, Some(40_000_000)).unwrap();
+        assert!((lost - 1.0).abs() < 1e-6, "{lost}");
+        assert_eq!(PhaseTracker::default().lost_secs(2.0, None), None);
+    }
+
+    #[test]
+    fn a_disk_that_is_not_busy_sets_nothing() {
+        let mut p = PhaseTracker::default();
+        let recent: VecDeque<_> = (0..30).map(|i| tick(i, 400.0, 40.0, 60.0)).collect();
+        assert_eq!(p.measure(&recent, false, None), None);
+        // Busy but the copy wrote nothing (someone else's writes): no ceiling either.
+        let recent: VecDeque<_> = (0..30).map(|i| tick(i, 0.0, 40.0, 100.0)).collect();
+        assert_eq!(p.measure(&recent, false, None), None);
+    }
+}

@@ -1,0 +1,324 @@
+//! The truth corpus (issue 9, docs/attribution.md "Scoreboard"): recordings of real runs in
+//! tests/fixtures/corpus/, made by scripts/corpus-local.sh (this machine, ../shared/lab/slowdev)
+//! and scripts/corpus-zfs.sh (the OpenZFS lab VM), each replayed through today's model and held
+//! to the truth its author knows from how the run was built and from the copier's kernel stacks
+//! that the writer-truth sampler recorded beside it (NAME.truth.csv).
+//!
+//! `CORPUS_PRINT=1 cargo test --test corpus -- --nocapture` prints every scenario's events.
+
+use std::path::{Path, PathBuf};
+
+use copyscope::copy::EngineEvent;
+use copyscope::model::{Cause, Event, EventKind, Model, ModelConfig, ReplayItem};
+use copyscope::report::recording::Recording;
+use copyscope::sample::Sample;
+
+/// What the author of a scenario knows.
+struct Truth {
+    name: &'static str,
+    /// How the run was built and what held the writer, in words (the scoreboard's "truth").
+    what: &'static str,
+    /// Every drop's first cause must be one of these labels (`Cause::label`).
+    first_cause: &'static [&'static str],
+    /// No drop may name any of these causes at all (first or later).
+    never: &'static [&'static str],
+    /// Inclusive bounds on the number of drops.
+    drops: (usize, usize),
+    /// A drop with this first cause must overlap each of these windows (s since start).
+    known: &'static [(f64, f64, &'static str)],
+    /// Upper bound on the time lost over the whole copy, seconds.
+    max_lost_secs: f64,
+    /// A phase event ("now at disk/pool speed") must be reported.
+    phase: bool,
+}
+
+const DEVICE_CAUSES: &[&str] = &["dirty throttle", "writeback", "disk busy", "journal"];
+const ZFS_CAUSES: &[&str] = &["txg sync", "zfs throttle", "sync writes"];
+
+const CORPUS: &[Truth] = &[
+    Truth {
+        name: "ext4-disk-lowered",
+        what: "1200 MB onto the 40 MB/s slowdev ext4 disk, dirty limits 100/300 MB: disk-bound \
+               after ~0.3 GB; the writer alternates between balance_dirty_pages and ~2 s stalls \
+               in jbd2_journal_get_write_access (truth.csv) while the disk stays 100 % busy",
+        first_cause: &["journal", "dirty throttle", "disk busy"],
+        never: &[
+            "cpu",
+            "txg sync",
+            "zfs throttle",
+            "sync writes",
+            "source stall",
+        ],
+        drops: (0, 12),
+        known: &[],
+        max_lost_secs: 3.0,
+        phase: true,
+    },
+    Truth {
+        name: "source-stall",
+        what: "800 MB read from the slowdev disk (read limit 60 MB/s, 5 MB/s from 5 s to 9 s via \
+               `slowdev.sh set`) onto /var/tmp: the reader sits in filemap_read",
+        first_cause: &["source stall"],
+        never: &["cpu", "dirty throttle", "writeback", "journal"],
+        drops: (1, 2),
+        known: &[(5.0, 9.0, "source stall")],
+        max_lost_secs: 5.0,
+        phase: false,
+    },
+    Truth {
+        name: "cpu-starved",
+        what: "1500 MB tmpfs → tmpfs at --bwlimit 150M, copier pinned to CPU 1; from 5 s to 9 s \
+               three busy loops at nice -10 on the same CPU: the copy thread runnable, waiting \
+               on the run queue",
+        first_cause: &["cpu"],
+        never: DEVICE_CAUSES,
+        drops: (1, 3),
+        known: &[(5.0, 9.0, "cpu")],
+        max_lost_secs: 5.0,
+        phase: false,
+    },
+    Truth {
+        name: "tmpfs-other-writer",
+        what: "1500 MB tmpfs → tmpfs at --bwlimit 150M while dd writes 3 GB to /var/tmp (vda): \
+               system-wide Dirty and Writeback rise, nothing holds the copier",
+        first_cause: &[],
+        never: DEVICE_CAUSES,
+        drops: (0, 0),
+        known: &[],
+        max_lost_secs: 0.0,
+        phase: false,
+    },
+    Truth {
+        name: "zfs-aged-bigfile",
+        what: "1536 MiB of zeros from /dev/shm onto the lab VM's pool (40 MB/s, compression off), \
+               pool aged to 100 txgs rows first; every stall has the copy thread in \
+               txg_wait_synced < dmu_tx_wait < dmu_tx_assign (truth.csv) while txgs 114-121 sync; \
+               in the first seconds the emulated guest's CPU is the limit (the copy thread \
+               runnable, run-queue wait 0.3-1.0 s per s)",
+        first_cause: &["txg sync", "cpu"],
+        never: &[
+            "dirty throttle",
+            "writeback",
+            "journal",
+            "source stall",
+            "unknown",
+        ],
+        drops: (8, 10),
+        known: &[
+            (1.5, 4.0, "cpu"),
+            (10.3, 12.2, "txg sync"),
+            (14.3, 16.5, "txg sync"),
+            (18.2, 20.1, "txg sync"),
+            (21.5, 24.4, "txg sync"),
+            (25.7, 27.7, "txg sync"),
+            (29.3, 31.8, "txg sync"),
+            (33.1, 35.1, "txg sync"),
+            (36.2, 38.9, "txg sync"),
+        ],
+        max_lost_secs: 2.0,
+        phase: true,
+    },
+    Truth {
+        name: "zfs-tree-40mbps",
+        what: "a tree of 1200 files of 512 KiB onto the pool at 40 MB/s: the copy threads wait in \
+               txg_wait_synced during the two stalls, at the pool's speed otherwise",
+        first_cause: &["txg sync"],
+        never: &["dirty throttle", "writeback", "journal", "cpu", "unknown"],
+        drops: (1, 3),
+        known: &[],
+        max_lost_secs: 1.0,
+        phase: true,
+    },
+    Truth {
+        name: "zfs-zeros-lz4",
+        what: "the 1536 MiB of zeros onto a dataset with compression=lz4: ZFS stores no blocks \
+               for zeros (txgs of 100 MB dirty write ~1 MB), the copy runs CPU-bound at \
+               ~175 MB/s: no drop is the right answer",
+        first_cause: &[],
+        never: &[],
+        drops: (0, 0),
+        known: &[],
+        max_lost_secs: 0.0,
+        phase: false,
+    },
+    Truth {
+        name: "zfs-sync-always",
+        what: "256 MiB onto a dataset with sync=always: every write commits the ZIL (the copy \
+               thread in zil_commit_impl, truth.csv), a steady ~19 MB/s without a drop",
+        first_cause: &[],
+        never: &[],
+        drops: (0, 0),
+        known: &[],
+        max_lost_secs: 0.0,
+        phase: false,
+    },
+];
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus")
+}
+
+/// Replays a recording's samples and engine events, in time order, through a new model.
+fn replay(rec: &Recording) -> Model {
+    enum Item<'a> {
+        Sample(&'a Sample),
+        Engine(u64, &'a EngineEvent),
+    }
+    let mut items: Vec<(u64, Item)> = rec
+        .samples
+        .iter()
+        .map(|s| (s.t_ns, Item::Sample(s)))
+        .chain(
+            rec.engine_events
+                .iter()
+                .map(|(t, e)| (*t, Item::Engine(*t, e))),
+        )
+        .collect();
+    items.sort_by_key(|(t, _)| *t);
+    Model::replay_stream(
+        ModelConfig::default(),
+        rec.header.environment.clone(),
+        items.iter().map(|(_, i)| match i {
+            Item::Sample(s) => ReplayItem::Sample(s),
+            Item::Engine(t, e) => ReplayItem::Engine { t_ns: *t, event: e },
+        }),
+    )
+}
+
+fn drops(m: &Model) -> Vec<(&Event, &[Cause])> {
+    m.events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e, d.causes.as_slice())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks one scenario; returns the problems found (empty: right).
+fn judge(t: &Truth, m: &Model) -> Vec<String> {
+    let mut bad = Vec::new();
+    let ds = drops(m);
+    if ds.len() < t.drops.0 || ds.len() > t.drops.1 {
+        bad.push(format!("{} drops, expected {:?}", ds.len(), t.drops));
+    }
+    for (e, causes) in &ds {
+        let first = causes[0].label();
+        if !t.first_cause.contains(&first) {
+            bad.push(format!(
+                "drop at {:.1} s blamed on {first}",
+                e.t_ns as f64 / 1e9
+            ));
+        }
+        for c in causes.iter() {
+            if t.never.contains(&c.label()) {
+                bad.push(format!(
+                    "drop at {:.1} s names {}",
+                    e.t_ns as f64 / 1e9,
+                    c.label()
+                ));
+            }
+        }
+    }
+    for (a, b, cause) in t.known {
+        let hit = ds.iter().any(|(e, causes)| {
+            let EventKind::Drop(d) = &e.kind else {
+                return false;
+            };
+            let (s, f) = (e.t_ns as f64 / 1e9, d.end_ns as f64 / 1e9);
+            s < *b && f > *a && causes[0].label() == *cause
+        });
+        if !hit {
+            bad.push(format!("no drop blamed on {cause} between {a} s and {b} s"));
+        }
+    }
+    let lost: f64 = m.stats().lost_secs_by_cause.iter().map(|(_, s)| s).sum();
+    if lost > t.max_lost_secs + 1e-9 {
+        bad.push(format!(
+            "{lost:.1} s lost, at most {} expected",
+            t.max_lost_secs
+        ));
+    }
+    let phase = m
+        .events()
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Phase { .. }));
+    if phase != t.phase {
+        bad.push(format!("phase event {phase}, expected {}", t.phase));
+    }
+    bad
+}
+
+#[test]
+fn every_drop_of_the_corpus_is_attributed_as_its_truth_says() {
+    let print = std::env::var_os("CORPUS_PRINT").is_some();
+    let mut failures = Vec::new();
+    for t in CORPUS {
+        let path = corpus_dir().join(format!("{}.jsonl", t.name));
+        let rec = Recording::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let m = replay(&rec);
+        if print {
+            println!("== {} ({})", t.name, t.what);
+            for e in m.events() {
+                println!("  {:7.1} s  {}", e.t_ns as f64 / 1e9, e.describe());
+            }
+            println!("  lost {:?}", m.stats().lost_secs_by_cause);
+        }
+        for b in judge(t, &m) {
+            failures.push(format!("{}: {b}", t.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// No drop on a destination without a block device (tmpfs) is ever blamed on writeback,
+/// dirty pages or a device, whatever the scenario.
+#[test]
+fn tmpfs_destinations_never_get_a_device_cause() {
+    for t in CORPUS {
+        let path = corpus_dir().join(format!("{}.jsonl", t.name));
+        let rec = Recording::load(&path).unwrap();
+        let env = &rec.header.environment;
+        if env.fs_type.as_deref() != Some("tmpfs") {
+            continue;
+        }
+        assert!(env.dest_devices.is_empty(), "{}", t.name);
+        for (e, causes) in drops(&replay(&rec)) {
+            for c in causes {
+                assert!(
+                    !DEVICE_CAUSES.contains(&c.label()) && !ZFS_CAUSES.contains(&c.label()),
+                    "{}: drop at {} ns blamed on {}",
+                    t.name,
+                    e.t_ns,
+                    c.label()
+                );
+            }
+        }
+    }
+}
+
+/// The copier's own thread samples (`Sample::threads`) name the kernel wait that the
+/// writer-truth sampler saw on the same run (truth.csv's stacks): on real kernels, the
+/// classification of `src/sample/threads.rs` finds them.
+#[test]
+fn the_copy_threads_kernel_waits_are_recognised() {
+    use copyscope::sample::WaitClass;
+    let cases: &[(&str, WaitClass)] = &[
+        ("ext4-disk-lowered", WaitClass::DirtyThrottle),
+        ("ext4-disk-lowered", WaitClass::Journal),
+        ("source-stall", WaitClass::SourceRead),
+        ("zfs-aged-bigfile", WaitClass::ZfsTxg),
+        ("zfs-sync-always", WaitClass::ZilCommit),
+        ("cpu-starved", WaitClass::Running),
+    ];
+    for (name, class) in cases {
+        let rec = Recording::load(&corpus_dir().join(format!("{name}.jsonl"))).unwrap();
+        let seen = rec
+            .samples
+            .iter()
+            .filter_map(|s| s.threads.as_ref())
+            .filter(|t| t.count(*class) > 0)
+            .count();
+        assert!(seen >= 5, "{name}: {class:?} in {seen} samples");
+    }
+}
