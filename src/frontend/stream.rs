@@ -70,6 +70,8 @@ pub(crate) struct Printer {
     /// Drops printed as "txg N was syncing" (their txg had not committed yet): (txg, drop
     /// start). When txg N commits, its size and duration get a line of their own.
     awaiting_commit: Vec<(u64, u64)>,
+    /// Sample time of the last provisional line of the drop in progress.
+    last_provisional: Option<u64>,
 }
 
 impl Printer {
@@ -99,6 +101,37 @@ impl Printer {
             } else if let Some(line) = self.completed_by(e) {
                 emit(&line);
             }
+        }
+    }
+
+    /// While a drop lasts: its provisional cause, at most once a second (sample time), until
+    /// the final line comes with the drop's end.
+    fn provisional(&mut self, model: &Model) {
+        let (Some(open), Some(now)) = (model.open_drop(), model.latest().map(|s| s.t_ns)) else {
+            self.last_provisional = None;
+            return;
+        };
+        if self
+            .last_provisional
+            .is_some_and(|t| now < t + 1_000_000_000)
+        {
+            return;
+        }
+        self.last_provisional = Some(now);
+        if self.json {
+            let mut v = serde_json::to_value(&open).unwrap_or_else(|_| json!({}));
+            if let serde_json::Value::Object(m) = &mut v {
+                m.insert("type".into(), json!("provisional"));
+                m.insert("t".into(), json!((now as f64 / 1e6).round() / 1e3));
+                m.insert("text".into(), json!(open.describe()));
+            }
+            emit(&v.to_string());
+        } else {
+            emit(&format!(
+                "[{}] {} (so far)",
+                fmt_clock(now),
+                open.describe()
+            ));
         }
     }
 
@@ -189,6 +222,7 @@ pub fn run_copy(
         verbose,
         verify: false,
         awaiting_commit: Vec::new(),
+        last_provisional: None,
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
     let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
@@ -338,6 +372,7 @@ fn drain(
         let evs = model.apply(&s);
         sess.recorder.events(&evs);
         p.model_events(&evs);
+        p.provisional(model);
     }
     while let Ok(ev) = sess.engine_events.try_recv() {
         // Stamped with the newest sample's time so the recording replays in lived order.
@@ -413,6 +448,7 @@ mod tests {
             verbose: Vec::new(),
             verify: false,
             awaiting_commit: Vec::new(),
+            last_provisional: None,
         };
         p.await_commits(&drop_citing(1_846_126_690, 12, 0));
         assert_eq!(p.completed_by(&commit(2_000_000_000, 11)), None);

@@ -317,7 +317,10 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
 pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
     let t = app.opts.theme;
     let evs = app.model.events();
-    if evs.is_empty() {
+    // A drop still in progress comes first, with the cause the evidence so far gives
+    // (provisional: it is decided again when the drop ends).
+    let open = app.model.open_drop();
+    if evs.is_empty() && open.is_none() {
         Line::from(Span::styled("no events yet", t.dim())).render(Rect { height: 1, ..area }, buf);
         return;
     }
@@ -327,10 +330,11 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
     // A small panel keeps its rows for what explains the chart: sync starts are implied by the
     // commit line that follows them.
     let roomy = area.height >= 8;
-    for e in evs.iter().rev() {
+    for e in open.iter().chain(evs.iter().rev()) {
         if y >= area.bottom() {
             break;
         }
+        let provisional = open.as_ref().is_some_and(|o| std::ptr::eq(o, e));
         if !roomy && matches!(e.kind, EventKind::TxgSyncStarted { .. }) {
             continue;
         }
@@ -339,10 +343,15 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
             EventKind::FileError { .. } => t.error(),
             _ => Style::new(),
         };
-        let text = if t.ascii() {
-            crate::present::text::asciify(&e.describe())
+        let described = if provisional {
+            format!("{} (so far)", e.describe())
         } else {
             e.describe()
+        };
+        let text = if t.ascii() {
+            crate::present::text::asciify(&described)
+        } else {
+            described
         };
         let wrap = matches!(e.kind, EventKind::Drop(_) | EventKind::FileError { .. });
         let lines = if wrap {
