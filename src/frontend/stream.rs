@@ -82,6 +82,7 @@ impl Printer {
             verbose: Vec::new(),
             verify: false,
             awaiting_commit: Vec::new(),
+            last_provisional: None,
         }
     }
 
