@@ -43,7 +43,7 @@ fn the_recording_is_a_real_copy_onto_zfs() {
     assert_eq!(env.zfs_pool.as_deref(), Some("tank"));
     assert_eq!(env.zfs_dataset.as_deref(), Some("tank"));
     assert_eq!(env.dest_disks, ["vdb", "vdc"]);
-    assert_eq!(env.zfs_dirty_data_max, Some(410_326_220));
+    assert_eq!(env.zfs_dirty_data_max, Some(410_327_040));
     assert_eq!(env.zfs_sync_percent, Some(20));
     assert!(env.notes.is_empty(), "nothing is n/a: {:?}", env.notes);
     assert!(rec.samples.iter().all(|s| s.zfs.is_some()));
@@ -120,6 +120,14 @@ fn every_drop_is_a_txg_sync_or_the_zfs_throttle() {
                 assert!(dirty_pct_of_max.is_some_and(|p| p > 20.0 && p < 100.0));
             }
             Cause::ZfsThrottle { delays, over_max } => assert!(delays + over_max > 0),
+            // The guest is emulated (TCG): for a moment the copy thread can wait for a CPU,
+            // which its run-queue wait shows (a short dip, not a stall).
+            Cause::CpuStarved { runq_wait_pct, .. } => {
+                assert!(
+                    *runq_wait_pct >= 25.0 && d.end_ns - t < 1_000_000_000,
+                    "drop at {t}"
+                )
+            }
             other => panic!("drop at {t} blamed on {other:?}"),
         }
         for c in &d.causes {
