@@ -259,6 +259,9 @@ pub struct Stats {
     pub drops: usize,
     /// Seconds lost against the reference, by the first cause of each drop, largest first.
     pub lost_secs_by_cause: Vec<(&'static str, f64)>,
+    /// Seconds the copy spent in drops, by each drop's main cause, largest first: how long a
+    /// cause held the writer, whether or not the disks kept writing the backlog meanwhile.
+    pub stalled_secs_by_cause: Vec<(&'static str, f64)>,
     /// Bytes over the time until the data was on disk (after the flush; pauses excluded).
     /// Every output's "durable" is this number.
     pub durable_bps: Option<f64>,
@@ -277,6 +280,7 @@ impl Stats {
             min_bps: 0.0,
             drops: 0,
             lost_secs_by_cause: Vec::new(),
+            stalled_secs_by_cause: Vec::new(),
             durable_bps,
             flush_secs: None,
         }
@@ -351,6 +355,18 @@ const CAUSE_LABELS: [&str; 10] = [
     "unknown",
 ];
 
+/// Per-cause seconds, labelled, without the zeros, largest first.
+fn by_cause(secs: [f64; CAUSE_LABELS.len()]) -> Vec<(&'static str, f64)> {
+    let mut v: Vec<(&'static str, f64)> = CAUSE_LABELS
+        .iter()
+        .zip(secs)
+        .filter(|(_, s)| *s > 0.0)
+        .map(|(l, s)| (*l, s))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
+}
+
 fn cause_index(c: &Cause) -> usize {
     match c {
         Cause::TxgSync { .. } => 0,
@@ -408,6 +424,7 @@ pub struct Model {
     early_min_bps: Option<f64>,
     drops: usize,
     lost_by_cause: [f64; CAUSE_LABELS.len()],
+    stalled_by_cause: [f64; CAUSE_LABELS.len()],
     budget: Budget,
     facts: verdict::Facts,
     phase: PhaseTracker,
@@ -446,6 +463,7 @@ impl Model {
             early_min_bps: None,
             drops: 0,
             lost_by_cause: [0.0; CAUSE_LABELS.len()],
+            stalled_by_cause: [0.0; CAUSE_LABELS.len()],
             budget: Budget::default(),
             facts: verdict::Facts::default(),
             phase: PhaseTracker::default(),
@@ -731,6 +749,7 @@ impl Model {
             span.bytes_lost = lost * span.reference;
         }
         self.drops += 1;
+        self.stalled_by_cause[cause_index(&causes[0])] += secs;
         if span.reference > 0.0 {
             self.lost_by_cause[cause_index(&causes[0])] += span.bytes_lost / span.reference;
         }
@@ -1128,13 +1147,8 @@ impl Model {
         let (b, d) = self.now_ring.iter().fold((0u64, 0u64), |(b, d), t| {
             (b.saturating_add(t.bytes), d + t.dt())
         });
-        let mut lost: Vec<(&'static str, f64)> = CAUSE_LABELS
-            .iter()
-            .zip(self.lost_by_cause)
-            .filter(|(_, s)| *s > 0.0)
-            .map(|(l, s)| (*l, s))
-            .collect();
-        lost.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let lost = by_cause(self.lost_by_cause);
+        let stalled = by_cause(self.stalled_by_cause);
         Stats {
             elapsed_ns,
             bytes,
@@ -1152,6 +1166,7 @@ impl Model {
             min_bps: self.min_bps.or(self.early_min_bps).unwrap_or(0.0),
             drops: self.drops,
             lost_secs_by_cause: lost,
+            stalled_secs_by_cause: stalled,
             durable_bps: self
                 .flush_done
                 .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),

@@ -280,25 +280,33 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     }
 }
 
-/// Without thread states: the cause whose drops cost the most time, when that is a real part
-/// of the copy.
+/// Without thread states: the cause that held the copy in drops the longest, when that is a
+/// real part of the copy. Stall time, not time lost: measured against the sustained rate a
+/// stall the disks' backlog covers costs nothing, yet it is still what the writer waited on.
 fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
     let copy_secs = i.budget.copying_ns() / 1e9;
-    let top = i.stats.lost_secs_by_cause.first().copied();
-    let Some((cause, lost)) = top.filter(|(_, s)| *s >= LOST_SHARE * copy_secs) else {
+    let top = i.stats.stalled_secs_by_cause.first().copied();
+    let Some((cause, stalled)) = top.filter(|(_, s)| *s >= LOST_SHARE * copy_secs) else {
         return (
             Limit::Unknown,
             None,
             format!(
-                "Unknown: the copier's threads were not sampled, and drops explain {} of {}.",
-                fmt_secs(i.stats.lost_secs_by_cause.iter().map(|c| c.1).sum()),
+                "Unknown: the copier's threads were not sampled, and drops held the copy {} of {}.",
+                fmt_secs(
+                    i.stats
+                        .stalled_secs_by_cause
+                        .iter()
+                        .map(|c| c.1)
+                        .sum::<f64>()
+                        + 0.0
+                ),
                 fmt_secs(copy_secs)
             ),
         );
     };
     let because = format!(
-        "drops while {cause} held the copy cost {} of {} (the copier's threads were not sampled)",
-        fmt_secs(lost),
+        "drops while {cause} held the copy took {} of {} (the copier's threads were not sampled)",
+        fmt_secs(stalled),
         fmt_secs(copy_secs)
     );
     let avg = i.stats.avg_bps;
