@@ -219,11 +219,17 @@ pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
             .iter()
             .map(|(k, v)| format!("{k} {v:.1} s"))
             .collect();
+        // Measured against the sustained rate, drops the disks' backlog covered cost nothing:
+        // then there is no cause to list after the total.
+        let causes = if lost.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", lost.join(", "))
+        };
         s.push_str(&format!(
-            "  drops: {} ({:.1} s lost: {})\n",
+            "  drops: {} ({:.1} s lost{causes})\n",
             st.drops,
             st.lost_total_secs(),
-            lost.join(", ")
         ));
     }
     s
@@ -306,6 +312,15 @@ pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn drops_that_cost_nothing_list_no_causes() {
+        let mut st = Stats::of_engine(40e6, Some(39e6));
+        st.drops = 4;
+        assert!(speeds_text(&st, "durable", false).contains("  drops: 4 (0.0 s lost)\n"));
+        st.lost_secs_by_cause = vec![("txg sync", 2.5)];
+        assert!(speeds_text(&st, "durable", false).contains("(2.5 s lost: txg sync 2.5 s)"));
+    }
     use super::*;
     use crate::copy::FileIssue;
 
