@@ -15,7 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SLOWDEV=${SLOWDEV:-$HERE/../shared/lab/slowdev/slowdev.sh}
-[ -x "$SLOWDEV" ] || SLOWDEV=$HERE/tests/lab/slowdev.sh
+[ -x "$SLOWDEV" ] || SLOWDEV=$HERE/tests/slowdev/slowdev.sh
 MB=1500 WORK=/var/tmp/copyscope-samba BIN= OUT= MBPS=40 BDI_MAX=$((150 * 1000 * 1000)) PORT=4459
 while [ $# -gt 0 ]; do
   case $1 in

@@ -40,7 +40,7 @@ fn watch_tracks_a_real_samba_upload_and_explains_every_drop() {
         .arg(work.path())
         .env(
             "SLOWDEV",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab/slowdev.sh"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/slowdev/slowdev.sh"),
         )
         .output()
         .unwrap();
