@@ -185,7 +185,7 @@ fn assert_redrawn_and_raw(t: &Tmux, what: &str) {
 fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
     need_tmux();
     let _one = STOP_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let (t, _tmp) = start_in_shell("ctrlz");
+    let (t, tmp) = start_in_shell("ctrlz");
     t.send("C-z");
     let s = t.wait_for("the shell after Ctrl-Z", Duration::from_secs(5), |s| {
         s.contains("Stopped") && s.contains("shell$")
@@ -196,7 +196,7 @@ fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
     assert_redrawn_and_raw(&t, "Ctrl-Z and fg");
     // kill -STOP (cannot be caught: raw mode and the alternate screen stay as they were, the
     // shell takes the terminal back), then fg: the same full redraw.
-    let pid = copyscope_pid();
+    let pid = copyscope_pid(tmp.path());
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     t.wait_for("the shell after kill -STOP", Duration::from_secs(5), |s| {
         s.contains("Stopped")
@@ -236,7 +236,7 @@ fn kill_stop_then_cont_redraws_without_a_shell() {
     t.wait_for("the copying screen", Duration::from_secs(20), |s| {
         s.contains("copying")
     });
-    let pid = copyscope_pid();
+    let pid = copyscope_pid(tmp.path());
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     // Something else writes over the screen meanwhile, as a shell or a wall message would.
@@ -263,9 +263,10 @@ fn kill_stop_then_cont_redraws_without_a_shell() {
     });
 }
 
-/// The pid of the copyscope started by this test binary's tmux sessions (a direct child of
-/// a shell or of tmux; the newest one).
-fn copyscope_pid() -> rustix::process::Pid {
+/// The copyscope this test started: the newest with our binary as argv[0] and `tmp` among its
+/// arguments (tests of this file run in parallel, each copying out of its own temp dir).
+fn copyscope_pid(tmp: &std::path::Path) -> rustix::process::Pid {
+    let needle = tmp.to_string_lossy().into_owned();
     let mut best: Option<(u64, i32)> = None;
     for e in fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
@@ -275,7 +276,8 @@ fn copyscope_pid() -> rustix::process::Pid {
         let Ok(cmd) = fs::read(e.path().join("cmdline")) else {
             continue;
         };
-        if String::from_utf8_lossy(&cmd).split('\0').next() != Some(BIN) {
+        let cmd = String::from_utf8_lossy(&cmd);
+        if cmd.split('\0').next() != Some(BIN) || !cmd.contains(&needle) {
             continue;
         }
         let start: u64 = fs::read_to_string(e.path().join("stat"))
