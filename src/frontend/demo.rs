@@ -5,10 +5,9 @@
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair, install_signal_handlers};
+use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair};
 use crate::exit::ExitStatus;
 use crate::report::plain::{self, PlainSettings};
 
@@ -104,16 +103,8 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         interval: config.display.interval,
         binary: config.display.binary,
     };
-    let control = Arc::new(Control::default());
-    let _signals = match install_signal_handlers(control.clone()) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!(
-                "copyscope: cannot install signal handlers: {}",
-                crate::present::quote::said(&e)
-            );
-            return ExitStatus::Fatal;
-        }
+    let Some((control, _signals)) = super::control_with_signals() else {
+        return ExitStatus::Fatal;
     };
     let tmp = match tempfile::Builder::new().prefix("copyscope-demo-").tempdir() {
         Ok(t) => t,

@@ -19,7 +19,7 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::config::{Command, Config};
-use crate::copy::{Control, CopyJob, OverwritePolicy, install_signal_handlers};
+use crate::copy::{Control, CopyJob, OverwritePolicy, SignalGuard, install_signal_handlers};
 use crate::exit::ExitStatus;
 use crate::report::prompt::StdinAsk;
 
@@ -32,6 +32,22 @@ pub enum Frontend {
     Json,
     /// The live chart (stdout is a terminal, neither `--plain` nor `--json`).
     Tui,
+}
+
+/// A fresh [`Control`] with SIGINT, SIGTERM and SIGHUP wired to cancel it (while the guard
+/// lives); `None` after printing why when the handlers cannot be installed.
+pub(crate) fn control_with_signals() -> Option<(Arc<Control>, SignalGuard)> {
+    let control = Arc::new(Control::default());
+    match install_signal_handlers(control.clone()) {
+        Ok(guard) => Some((control, guard)),
+        Err(e) => {
+            eprintln!(
+                "copyscope: cannot install signal handlers: {}",
+                crate::present::quote::said(&e)
+            );
+            None
+        }
+    }
 }
 
 /// `--json` → JSON; otherwise plain. The lead's TUI takes over here when stdout is a
@@ -119,16 +135,8 @@ pub fn run(mut config: Config) -> ExitStatus {
                     return ExitStatus::Fatal;
                 }
             };
-            let control = Arc::new(Control::default());
-            let _signals = match install_signal_handlers(control.clone()) {
-                Ok(g) => g,
-                Err(e) => {
-                    eprintln!(
-                        "copyscope: cannot install signal handlers: {}",
-                        crate::present::quote::said(&e)
-                    );
-                    return ExitStatus::Fatal;
-                }
+            let Some((control, _signals)) = control_with_signals() else {
+                return ExitStatus::Fatal;
             };
             // cp: a source that cannot be stat'ed is reported, the others are copied, exit 1.
             // With nothing left to copy, the messages are all there is (the engine reports them

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Config, WatchRequest};
-use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot, install_signal_handlers};
+use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot};
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session};
 use crate::frontend::{Frontend, choose_frontend};
@@ -246,13 +246,8 @@ fn note_unreadable_writers(
 
 /// Runs `copyscope watch` with the frontend the configuration calls for.
 pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
-    let control = Arc::new(Control::default());
-    let _signals = match install_signal_handlers(control.clone()) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("copyscope: cannot install signal handlers: {e}");
-            return ExitStatus::Fatal;
-        }
+    let Some((control, _signals)) = crate::frontend::control_with_signals() else {
+        return ExitStatus::Fatal;
     };
     let (sess, lines) = match start(config, req, control) {
         Ok(s) => s,
