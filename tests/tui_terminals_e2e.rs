@@ -4,7 +4,6 @@
 mod tmux;
 
 use std::fs;
-use std::process::Command;
 use std::time::Duration;
 
 use tmux::{Tmux, have, wait_file};
@@ -239,19 +238,8 @@ fn kill_stop_then_cont_redraws_without_a_shell() {
     let pid = copyscope_pid(tmp.path());
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    // Something else writes over the screen meanwhile, as a shell or a wall message would.
-    Command::new("tmux")
-        .args([
-            "-L",
-            &t.socket,
-            "send-keys",
-            "-t",
-            &t.name,
-            "-l",
-            "garbage typed while stopped",
-        ])
-        .status()
-        .unwrap();
+    // Something else writes over the screen meanwhile, as a wall message would.
+    t.write_over("\r\ngarbage written while stopped\r\n");
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
     let s = t.wait_for("the redrawn screen", Duration::from_secs(5), |s| {
         s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit")

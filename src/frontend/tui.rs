@@ -99,10 +99,12 @@ impl TerminalGuard {
     /// SIGCONT (`fg`, `bg`, or `kill -CONT` after `kill -STOP`): the shell may have put the
     /// terminal back into cooked mode and drawn over the screen, so raw mode is applied again
     /// (crossterm keeps it as "already raw" otherwise), the alternate screen re-entered and the
-    /// next frame drawn in full.
+    /// next frame drawn in full. Keys typed at the frozen screen (after `kill -STOP`) are
+    /// dropped: replayed later they could answer an overwrite question nobody saw.
     pub fn resume(&mut self) -> io::Result<()> {
         let _ = terminal::disable_raw_mode();
         terminal::enable_raw_mode()?;
+        let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
         TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
         execute!(
             io::stdout(),

@@ -92,6 +92,29 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).trim() == "1"
     }
 
+    /// Writes `text` to the pane's terminal as output, the way a `wall` message or a
+    /// background job draws over a full-screen program.
+    pub fn write_over(&self, text: &str) {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "display",
+                "-p",
+                "-t",
+                &self.name,
+                "#{pane_tty}",
+            ])
+            .output()
+            .expect("display");
+        let tty = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&tty)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .expect("write to the pane's tty");
+    }
+
     /// Waits until the screen satisfies `pred`; panics with the screen on timeout.
     pub fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
