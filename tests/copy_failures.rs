@@ -22,18 +22,7 @@ fn unreadable_source_file_fails_alone() {
     write(&src.join("z"), b"z");
     fs::set_permissions(src.join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
     let dst = base.join("dst");
-    let mut c;
-    if is_root() {
-        // Root reads anything: run the binary as nobody (setpriv, util-linux).
-        fs::set_permissions(base, fs::Permissions::from_mode(0o777)).unwrap();
-        let exe = base.join("copyscope");
-        fs::copy(bin(), &exe).unwrap();
-        c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&exe);
-    } else {
-        c = Command::new(bin());
-    }
+    let mut c = unprivileged_cmd(base, true);
     c.arg("--plain").arg(&src).arg(&dst);
     let o = run_timeout(c, Duration::from_secs(60));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

@@ -575,17 +575,7 @@ fn io_errors_are_worded_as_cp_words_them() {
     fs::set_permissions(src.join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
     fs::set_permissions(src.join("closed"), fs::Permissions::from_mode(0o000)).unwrap();
     let dst = base.join("dst");
-    let mut c = if is_root() {
-        fs::set_permissions(base, fs::Permissions::from_mode(0o777)).unwrap();
-        let exe = base.join("copyscope");
-        fs::copy(bin(), &exe).unwrap();
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&exe);
-        c
-    } else {
-        Command::new(bin())
-    };
+    let mut c = unprivileged_cmd(base, true);
     c.arg("--plain").arg(&src).arg(&dst);
     let o = run_timeout(c, Duration::from_secs(60));
     fs::set_permissions(src.join("closed"), fs::Permissions::from_mode(0o755)).unwrap();

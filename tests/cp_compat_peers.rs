@@ -530,18 +530,10 @@ fn xcp_dest_file_exists_not_writable() {
     let dst = base.join("dest.txt");
     write(&src, b"falskjdfa;lskdjfa");
     write(&dst, b"");
-    let mut c = if is_root() {
-        fs::set_permissions(base, fs::Permissions::from_mode(0o777)).unwrap();
+    if is_root() {
         std::os::unix::fs::chown(&dst, Some(65534), Some(65534)).unwrap();
-        let exe = base.join("copyscope");
-        fs::copy(bin(), &exe).unwrap();
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&exe);
-        c
-    } else {
-        Command::new(bin())
-    };
+    }
+    let mut c = unprivileged_cmd(base, true);
     fs::set_permissions(&dst, fs::Permissions::from_mode(0o000)).unwrap();
     c.arg("--plain").arg(&src).arg(&dst);
     let o = run_timeout(c, std::time::Duration::from_secs(60));

@@ -32,15 +32,8 @@ fn umask() -> u32 {
 /// Runs the binary in `dir` (cwd) with relative operands, as nobody when the tests run as
 /// root (root may write anything, so cp's permission checks need another user).
 fn run_in(dir: &Path, args: &[&str], as_nobody: bool) -> Output {
-    let mut c = if as_nobody && is_root() {
-        let exe = dir.join(".copyscope-bin");
-        if !exe.exists() {
-            fs::copy(bin(), &exe).unwrap();
-        }
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&exe);
-        c
+    let mut c = if as_nobody {
+        unprivileged_cmd(dir, false)
     } else {
         Command::new(bin())
     };

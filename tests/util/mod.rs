@@ -332,3 +332,25 @@ impl Running {
         (status.code(), self.seen.join("\n"), err)
     }
 }
+
+/// The binary as an unprivileged user: as root (which may read and write anything, so cp's
+/// permission checks need another user) a copy of it in `dir` run as nobody through
+/// `setpriv` (util-linux); otherwise the binary itself. `dir` is made world-writable when
+/// `open_dir` is set, so that nobody can create names in it.
+pub fn unprivileged_cmd(dir: &Path, open_dir: bool) -> Command {
+    if !is_root() {
+        return Command::new(bin());
+    }
+    if open_dir {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let exe = dir.join(".copyscope-bin");
+    if !exe.exists() {
+        fs::copy(bin(), &exe).unwrap();
+    }
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe);
+    c
+}
