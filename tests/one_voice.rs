@@ -13,7 +13,7 @@ use copyscope::report::export::markdown::render_markdown;
 use copyscope::report::export::png::{rasterize, render_png};
 use copyscope::report::export::svg::render_svg;
 use copyscope::report::export::units::{fmt_mbps, fmt_rate};
-use copyscope::report::recording::Recording;
+use copyscope::report::recording::{Recording, Replayed};
 use copyscope::report::summary::final_summary;
 use copyscope::ui::theme::Theme;
 use copyscope::ui::view::UiOptions;
@@ -23,7 +23,12 @@ use ratatui::backend::TestBackend;
 fn recordings() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for dir in ["tests/fixtures/recordings", "assets"] {
+    for dir in [
+        "tests/fixtures/recordings",
+        "tests/fixtures/corpus",
+        "tests/fixtures/verdict",
+        "assets",
+    ] {
         for e in std::fs::read_dir(root.join(dir)).expect("recording dir") {
             let p = e.expect("entry").path();
             if p.extension().is_some_and(|x| x == "jsonl") {
@@ -32,7 +37,7 @@ fn recordings() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 4, "recordings found: {out:?}");
+    assert!(out.len() >= 18, "recordings found: {out:?}");
     out
 }
 
@@ -64,8 +69,24 @@ fn check(path: &Path) {
     let name = path.display();
     let u = Units::Decimal;
 
+    // `export` and `replay --plain/--json` stream the file into the model (bounded memory);
+    // that model says exactly what the whole recording in memory says.
+    let run = Replayed::load(path, ModelConfig::default()).expect("recording streams");
+    assert_eq!(run.model.stats(), st, "{name}: streamed model");
+    assert_eq!(
+        run.model.events(),
+        model.events(),
+        "{name}: streamed events"
+    );
+    assert_eq!(
+        run.duration_ns,
+        rec.duration_ns(),
+        "{name}: streamed duration"
+    );
+
     // The export data is the model's, number for number.
-    let data = ChartData::from_recording(&rec);
+    let data = ChartData::from_replayed(&run);
+    assert_eq!(data, ChartData::from_recording(&rec), "{name}: export data");
     assert_eq!(data.stats.avg_bps, st.avg_bps, "{name}: export avg");
     assert_eq!(data.stats.min_bps, st.min_bps, "{name}: export min");
     assert_eq!(data.stats.peak_bps, st.peak_bps, "{name}: export peak");

@@ -12,7 +12,7 @@ use crate::copy::EngineEvent;
 use crate::frontend::state::{Action, App};
 use crate::frontend::tui::{FRAME_INTERVAL, TerminalGuard};
 use crate::model::{Model, ModelConfig, ReplayItem};
-use crate::report::recording::Recording;
+use crate::report::recording::{Recording, Replayed};
 use crate::sample::Sample;
 use crate::ui::view::{Header, ReplayStatus, RunState, UiOptions};
 
@@ -208,18 +208,11 @@ pub async fn run_tui(
 
 /// `replay --plain`: the same summary the TUI prints after a copy.
 pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Result<String> {
-    let rec = Recording::load(path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read recording {}",
-            crate::present::quote::file_line(path, &e.to_string())
-        )
-    })?;
-    let model = replay_model(&rec, cfg);
-    let data =
-        crate::report::export::ChartData::from_model(&model, &rec.header, rec.summary.as_ref());
+    let run = stream(path, cfg)?;
+    let data = crate::report::export::ChartData::from_replayed(&run);
     Ok(crate::report::summary::final_summary(
         &data,
-        &model,
+        &run.model,
         opts.theme.ascii(),
         opts.units,
         None,
@@ -231,8 +224,8 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
 /// events (`"type": "diagnosis"`, as a live `--json` copy prints them) and one final
 /// `"type": "summary"` object with the model's figures.
 pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
-    let rec = load(path)?;
-    let model = replay_model(&rec, cfg);
+    let run = stream(path, cfg)?;
+    let (model, rec) = (&run.model, &run);
     let mut out = String::new();
     for e in model.events() {
         let mut v = serde_json::to_value(e)?;
@@ -264,15 +257,16 @@ pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
 
 /// `replay --plain/--json --screenshot DIR`: the pictures of the whole recording.
 pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let rec = load(path)?;
-    let data = crate::report::export::ChartData::from_recording(&rec);
-    crate::frontend::live::screenshot_to(&data, &rec.header, Some(dir), ascii)
+    let run = stream(path, ModelConfig::default())?;
+    let data = crate::report::export::ChartData::from_replayed(&run);
+    crate::frontend::live::screenshot_to(&data, &run.header, Some(dir), ascii)
         .map_err(anyhow::Error::msg)
 }
 
-/// The recording at `path`, or an error that names it (quoted).
-fn load(path: &Path) -> anyhow::Result<Recording> {
-    Recording::load(path).map_err(|e| {
+/// The recording at `path` streamed into a model (bounded memory: no sample is kept), or an
+/// error that names it (quoted).
+fn stream(path: &Path, cfg: ModelConfig) -> anyhow::Result<Replayed> {
+    Replayed::load(path, cfg).map_err(|e| {
         anyhow::anyhow!(
             "cannot read recording {}",
             crate::present::quote::file_line(path, &e.to_string())

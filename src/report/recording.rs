@@ -282,84 +282,23 @@ impl Recording {
     }
 
     /// Parses a recording from a reader; see [`Recording::parse`].
-    pub fn read(mut input: impl std::io::BufRead) -> Result<Recording, RecordingError> {
+    pub fn read(input: impl std::io::BufRead) -> Result<Recording, RecordingError> {
         let mut recording: Option<Recording> = None;
-        let mut unknown = 0usize;
-        let mut buf = Vec::new();
-        let mut number = 0usize;
-        loop {
-            buf.clear();
-            let n = input
-                .read_until(b'\n', &mut buf)
-                .map_err(|error| RecordingError::Io {
-                    path: PathBuf::new(),
-                    error,
-                })?;
-            if n == 0 {
-                break;
-            }
-            number += 1;
-            // Only the last line of a file can lack its newline: a write cut short.
-            let complete = buf.ends_with(b"\n");
-            let text = String::from_utf8_lossy(&buf);
-            let line = text.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let parsed: Line = match serde_json::from_str(line) {
-                Ok(parsed) => parsed,
-                Err(err) => {
-                    if let (false, Some(rec)) = (complete, recording.as_mut()) {
-                        rec.warnings.push(format!(
-                            "line {number}: incomplete last line ignored (the run was interrupted while writing): {err}"
-                        ));
-                        break;
-                    }
-                    return Err(RecordingError::Parse {
-                        line: number,
-                        message: err.to_string(),
-                    });
+        let warnings = for_each_line(input, |line| {
+            match (line, recording.as_mut()) {
+                (Line::Header(header), _) => recording = Some(Recording::new(header)),
+                (Line::Sample(sample), Some(rec)) => rec.samples.push(sample),
+                (Line::Event(event), Some(rec)) => rec.events.push(event),
+                (Line::Engine(engine), Some(rec)) => {
+                    rec.engine_events.push((engine.t_ns, engine.event))
                 }
-            };
-            let Some(rec) = recording.as_mut() else {
-                match parsed {
-                    Line::Header(header) => {
-                        if header.format_version == 0 {
-                            return Err(RecordingError::UnsupportedVersion { found: 0 });
-                        }
-                        let mut rec = Recording::new(header);
-                        if rec.header.format_version > FORMAT_VERSION {
-                            rec.warnings.push(format!(
-                                "written by a newer format (version {}); fields this build does not know are ignored",
-                                rec.header.format_version
-                            ));
-                        }
-                        recording = Some(rec);
-                        continue;
-                    }
-                    _ => return Err(RecordingError::MissingHeader),
-                }
-            };
-            match parsed {
-                Line::Header(_) => {
-                    return Err(RecordingError::Parse {
-                        line: number,
-                        message: "a second header line".to_string(),
-                    });
-                }
-                Line::Sample(sample) => rec.samples.push(sample),
-                Line::Event(event) => rec.events.push(event),
-                Line::Engine(engine) => rec.engine_events.push((engine.t_ns, engine.event)),
-                Line::Summary(summary) => rec.summary = Some(summary),
-                Line::Unknown => unknown += 1,
+                (Line::Summary(summary), Some(rec)) => rec.summary = Some(summary),
+                _ => {}
             }
-        }
+            Ok(())
+        })?;
         let mut rec = recording.ok_or(RecordingError::Empty)?;
-        if unknown > 0 {
-            rec.warnings.push(format!(
-                "{unknown} line(s) of a type this build does not know were skipped"
-            ));
-        }
+        rec.warnings = warnings;
         Ok(rec)
     }
 
@@ -387,6 +326,178 @@ impl Recording {
     pub fn duration_ns(&self) -> u64 {
         self.samples.last().map_or(0, |s| s.t_ns)
     }
+}
+
+/// A recording read line by line straight into the model, keeping nothing else (issue 14: a
+/// day-long recording is 864 000 samples; the model keeps its bounded, compacted series). What
+/// `export` and `replay --plain/--json` read.
+pub struct Replayed {
+    pub header: Header,
+    /// The model fed every sample and engine event in the order [`Recording::replay_items`]
+    /// gives, and finished at the last sample's time.
+    pub model: Model,
+    pub summary: Option<Summary>,
+    /// The time of the last sample, ns.
+    pub duration_ns: u64,
+    pub warnings: Vec<String>,
+}
+
+impl Replayed {
+    /// Streams the file at `path` into a model built with `cfg`
+    /// ([`Recording::model_config`]'s rules).
+    pub fn load(path: &Path, cfg: ModelConfig) -> Result<Replayed, RecordingError> {
+        let file = File::open(path).map_err(|error| RecordingError::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Replayed::read(std::io::BufReader::new(file), cfg).map_err(|e| match e {
+            RecordingError::Io { error, .. } => RecordingError::Io {
+                path: path.to_path_buf(),
+                error,
+            },
+            other => other,
+        })
+    }
+
+    /// Streams a recording from a reader into a model; same tolerance as [`Recording::read`].
+    pub fn read(
+        input: impl std::io::BufRead,
+        cfg: ModelConfig,
+    ) -> Result<Replayed, RecordingError> {
+        let mut run: Option<Replayed> = None;
+        // Engine events wait until a later sample arrives: at equal times the model is fed
+        // the sample first (as `replay_items` sorts them), and the recorder may have written
+        // the engine line before the sample line of the same tick.
+        let mut pending: std::collections::VecDeque<(u64, EngineEvent)> = Default::default();
+        let warnings = for_each_line(input, |line| {
+            let Some(run) = run.as_mut() else {
+                if let Line::Header(header) = line {
+                    let shell = Recording::new(header);
+                    let model =
+                        Model::new(shell.model_config(cfg), shell.header.environment.clone());
+                    run = Some(Replayed {
+                        header: shell.header,
+                        model,
+                        summary: None,
+                        duration_ns: 0,
+                        warnings: Vec::new(),
+                    });
+                }
+                return Ok(());
+            };
+            match line {
+                Line::Sample(sample) => {
+                    while pending.front().is_some_and(|(t, _)| *t < sample.t_ns) {
+                        if let Some((t, ev)) = pending.pop_front() {
+                            run.model.engine_events(t, &ev);
+                        }
+                    }
+                    run.duration_ns = sample.t_ns;
+                    run.model.apply(&sample);
+                }
+                Line::Engine(e) => {
+                    // Kept in time order, stable within a time (the recorded order).
+                    let at = pending.partition_point(|(t, _)| *t <= e.t_ns);
+                    pending.insert(at, (e.t_ns, e.event));
+                }
+                Line::Summary(summary) => run.summary = Some(summary),
+                // The recorded events are what the run said at the time; the model derives
+                // its own from the samples, as it did live.
+                Line::Event(_) | Line::Header(_) | Line::Unknown => {}
+            }
+            Ok(())
+        })?;
+        let mut run = run.ok_or(RecordingError::Empty)?;
+        for (t, ev) in pending {
+            run.model.engine_events(t, &ev);
+        }
+        run.model.finish(run.duration_ns);
+        run.warnings = warnings;
+        Ok(run)
+    }
+}
+
+/// Reads a recording line by line and hands each parsed line to `f`, header first. Tolerates
+/// unknown line types and fields, blank lines, and an unparseable last line without a newline
+/// (a crash mid-write); any other bad line is an error naming its line number. Returns the
+/// warnings (what was tolerated).
+fn for_each_line(
+    mut input: impl std::io::BufRead,
+    mut f: impl FnMut(Line) -> Result<(), RecordingError>,
+) -> Result<Vec<String>, RecordingError> {
+    let mut warnings = Vec::new();
+    let mut seen_header = false;
+    let mut unknown = 0usize;
+    let mut buf = Vec::new();
+    let mut number = 0usize;
+    loop {
+        buf.clear();
+        let n = input
+            .read_until(b'\n', &mut buf)
+            .map_err(|error| RecordingError::Io {
+                path: PathBuf::new(),
+                error,
+            })?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        // Only the last line of a file can lack its newline: a write cut short.
+        let complete = buf.ends_with(b"\n");
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let parsed: Line = match serde_json::from_str(line) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                if !complete && seen_header {
+                    warnings.push(format!(
+                        "line {number}: incomplete last line ignored (the run was interrupted while writing): {err}"
+                    ));
+                    break;
+                }
+                return Err(RecordingError::Parse {
+                    line: number,
+                    message: err.to_string(),
+                });
+            }
+        };
+        match (&parsed, seen_header) {
+            (Line::Header(header), false) => {
+                if header.format_version == 0 {
+                    return Err(RecordingError::UnsupportedVersion { found: 0 });
+                }
+                if header.format_version > FORMAT_VERSION {
+                    warnings.push(format!(
+                        "written by a newer format (version {}); fields this build does not know are ignored",
+                        header.format_version
+                    ));
+                }
+                seen_header = true;
+            }
+            (_, false) => return Err(RecordingError::MissingHeader),
+            (Line::Header(_), true) => {
+                return Err(RecordingError::Parse {
+                    line: number,
+                    message: "a second header line".to_string(),
+                });
+            }
+            (Line::Unknown, true) => unknown += 1,
+            _ => {}
+        }
+        f(parsed)?;
+    }
+    if !seen_header {
+        return Err(RecordingError::Empty);
+    }
+    if unknown > 0 {
+        warnings.push(format!(
+            "{unknown} line(s) of a type this build does not know were skipped"
+        ));
+    }
+    Ok(warnings)
 }
 
 /// Writes a whole recording at once, in time order (the TUI's "save the run so far").

@@ -17,10 +17,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::copy::EngineEvent;
 use crate::model::{Event, EventKind};
-use crate::report::recording::Recording;
-use crate::sample::Sample;
+use crate::report::recording::{Recording, Replayed};
 
 pub use markdown::render_markdown;
 pub use png::{PngError, render_png};
@@ -122,23 +120,17 @@ pub struct ChartData {
 pub use crate::present::markers::MarkerKind;
 
 impl ChartData {
-    /// The chart of a recording: the recording replayed through the model (the one
+    /// The chart of a recording in memory: the recording replayed through the model (the one
     /// interpreter; nothing here re-derives speeds, events or figures from raw samples).
+    /// `export` and `replay` stream the file instead ([`Replayed`]).
     pub fn from_recording(rec: &Recording) -> ChartData {
         let model = rec.model(crate::model::ModelConfig::default());
-        let mut data = ChartData::from_model(&model, &rec.header, rec.summary.as_ref());
-        // The drawing keeps every recorded interval (the model's series is compacted for a
-        // long live run) and, on ZFS without diskstats, the txg write rates as the overlay.
-        let (points, device_source) = derive_points(&rec.samples);
-        if !points.is_empty() {
-            data.points = points;
-            data.device_source = device_source;
-            data.duration_s = rec.duration_ns() as f64 / 1e9;
-        }
-        // The events as they were recorded (what the run said at the time), with late txg
-        // figures filled in; the figures above are the model's.
-        data.events = merged_events(rec);
-        data
+        ChartData::from_model(&model, &rec.header, rec.summary.as_ref())
+    }
+
+    /// The chart of a recording streamed into the model.
+    pub fn from_replayed(run: &Replayed) -> ChartData {
+        ChartData::from_model(&run.model, &run.header, run.summary.as_ref())
     }
 
     /// The chart of a run straight from its model (bounded: the model's compacted series), so
@@ -161,8 +153,11 @@ impl ChartData {
                 device_bps: p.device_bps,
             })
             .collect();
+        let mut points = points;
         let device_source = if points.iter().any(|p| p.device_bps.is_some()) {
             DeviceSource::Diskstats
+        } else if txg_overlay(&mut points, model.series().points(), model.events()) {
+            DeviceSource::ZfsTxg
         } else {
             DeviceSource::None
         };
@@ -295,144 +290,43 @@ fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<Cha
     out
 }
 
-/// Per-interval speeds from consecutive samples.
-fn derive_points(samples: &[Sample]) -> (Vec<ChartPoint>, DeviceSource) {
-    let windows = txg_windows(samples);
-    let has_disk = samples.iter().any(|s| s.dest_disk.is_some());
-    let source = if has_disk {
-        DeviceSource::Diskstats
-    } else if !windows.is_empty() {
-        DeviceSource::ZfsTxg
-    } else {
-        DeviceSource::None
-    };
-    let mut points = Vec::with_capacity(samples.len());
-    for pair in samples.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        if b.t_ns <= a.t_ns {
+/// On a pool without diskstats (a ZFS dataset over files, a VM's pool), the overlay is what
+/// the model's committed txgs wrote: each txg's `nwritten` spread evenly over its sync window
+/// (the event's time is the sync's end, `stime_ns` its length). Fills each point's
+/// `device_bps` from the series intervals; false when there is no committed txg to draw.
+fn txg_overlay(
+    points: &mut [ChartPoint],
+    intervals: &[crate::model::Point],
+    events: &[Event],
+) -> bool {
+    let windows: Vec<(f64, f64, f64)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::TxgCommitted {
+                nwritten, stime_ns, ..
+            } if stime_ns > 0 => {
+                let end = e.t_ns as f64 / 1e9;
+                let dur = stime_ns as f64 / 1e9;
+                Some((end - dur, end, nwritten as f64 / dur))
+            }
+            _ => None,
+        })
+        .collect();
+    if windows.is_empty() {
+        return false;
+    }
+    for (p, iv) in points.iter_mut().zip(intervals) {
+        let (t0, t1) = (iv.t_ns as f64 / 1e9, iv.end_ns() as f64 / 1e9);
+        if t1 <= t0 {
             continue;
         }
-        let dt = (b.t_ns - a.t_ns) as f64 / 1e9;
-        let copy = b.engine.bytes_copied.saturating_sub(a.engine.bytes_copied) as f64 / dt;
-        let device = match source {
-            DeviceSource::Diskstats => match (&a.dest_disk, &b.dest_disk) {
-                (Some(x), Some(y)) => {
-                    Some(y.sectors_written.saturating_sub(x.sectors_written) as f64 * 512.0 / dt)
-                }
-                _ => None,
-            },
-            DeviceSource::ZfsTxg => {
-                let (t0, t1) = (a.t_ns as f64 / 1e9, b.t_ns as f64 / 1e9);
-                let bytes: f64 = windows
-                    .iter()
-                    .map(|w| {
-                        let overlap = (w.end.min(t1) - w.start.max(t0)).max(0.0);
-                        overlap * w.rate
-                    })
-                    .sum();
-                Some(bytes / dt)
-            }
-            DeviceSource::None => None,
-        };
-        points.push(ChartPoint {
-            t_s: (a.t_ns as f64 + b.t_ns as f64) / 2e9,
-            copy_bps: copy,
-            min_bps: copy,
-            max_bps: copy,
-            device_bps: device,
-        });
+        let bytes: f64 = windows
+            .iter()
+            .map(|(s, e, rate)| (e.min(t1) - s.max(t0)).max(0.0) * rate)
+            .sum();
+        p.device_bps = Some(bytes / (t1 - t0));
     }
-    (points, source)
-}
-
-/// A committed txg's sync window on the sample clock, seconds, and its write rate.
-struct TxgWindow {
-    start: f64,
-    end: f64,
-    rate: f64,
-}
-
-fn txg_windows(samples: &[Sample]) -> Vec<TxgWindow> {
-    let mut seen = std::collections::BTreeMap::new();
-    for s in samples {
-        let Some(z) = &s.zfs else { continue };
-        for row in &z.txgs {
-            if row.state != 'C' || row.stime == 0 || seen.contains_key(&row.txg) {
-                continue;
-            }
-            let start_raw = row.birth as i128
-                + row.otime as i128
-                + row.qtime as i128
-                + row.wtime as i128
-                + z.birth_offset_ns as i128;
-            let start = start_raw as f64 / 1e9;
-            let dur = row.stime as f64 / 1e9;
-            seen.insert(
-                row.txg,
-                TxgWindow {
-                    start,
-                    end: start + dur,
-                    rate: row.nwritten as f64 / dur,
-                },
-            );
-        }
-    }
-    seen.into_values().collect()
-}
-
-/// Recording events plus the engine's discrete events the model did not already turn
-/// into events of the same kind, in time order.
-fn merged_events(rec: &Recording) -> Vec<Event> {
-    let has = |f: fn(&EventKind) -> bool| rec.events.iter().any(|e| f(&e.kind));
-    let has_errors = has(|k| matches!(k, EventKind::FileError { .. }));
-    let has_pause = has(|k| matches!(k, EventKind::Paused | EventKind::Resumed));
-    let has_scan = has(|k| matches!(k, EventKind::ScanDone { .. }));
-    let has_flush = has(|k| {
-        matches!(
-            k,
-            EventKind::FlushStarted { .. } | EventKind::FlushDone { .. }
-        )
-    });
-    let mut events = rec.events.clone();
-    // Drops recorded before their txg committed get its size and duration, as the model's do.
-    crate::model::complete_txg_causes(&mut events, rec.header.environment.zfs_dirty_data_max);
-    let mut flush_started: Option<u64> = None;
-    for (t_ns, ev) in &rec.engine_events {
-        let kind = match ev {
-            EngineEvent::FileFailed { path, error } if !has_errors => EventKind::FileError {
-                path: path.to_string_lossy().into_owned(),
-                error: error.clone(),
-            },
-            EngineEvent::Fatal { error } if !has_errors => EventKind::FileError {
-                path: String::new(),
-                error: error.clone(),
-            },
-            EngineEvent::Paused if !has_pause => EventKind::Paused,
-            EngineEvent::Resumed if !has_pause => EventKind::Resumed,
-            EngineEvent::ScanDone { files, bytes } if !has_scan => EventKind::ScanDone {
-                files: *files,
-                bytes: *bytes,
-            },
-            EngineEvent::FlushStarted if !has_flush => {
-                flush_started = Some(*t_ns);
-                let dirty = rec
-                    .samples
-                    .iter()
-                    .rev()
-                    .find(|s| s.t_ns <= *t_ns)
-                    .and_then(|s| s.page_cache)
-                    .map_or(0, |p| p.dirty + p.writeback);
-                EventKind::FlushStarted { dirty }
-            }
-            EngineEvent::FlushDone if !has_flush => EventKind::FlushDone {
-                secs: flush_started.map_or(0.0, |s| t_ns.saturating_sub(s) as f64 / 1e9),
-            },
-            _ => continue,
-        };
-        events.push(Event { t_ns: *t_ns, kind });
-    }
-    events.sort_by_key(|e| e.t_ns);
-    events
+    true
 }
 
 /// The picture's title from a recording header.
@@ -500,9 +394,9 @@ pub fn run_export(
     size: (u32, u32),
     ascii: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let rec = Recording::load(recording)
+    let run = Replayed::load(recording, crate::model::ModelConfig::default())
         .with_context(|| format!("reading recording {}", quote(recording)))?;
-    let data = ChartData::from_recording(&rec);
+    let data = ChartData::from_replayed(&run);
     if targets.is_empty() {
         let dir = recording
             .parent()
