@@ -137,60 +137,125 @@ pub struct CopyArgs {
     pub no_copy_file_range: bool,
 }
 
-/// Display options shared by the copy and the demo.
-#[derive(Debug, Args, Default, Clone)]
+/// Display options of the copy, the demo and watch: how the run is shown, sampled, recorded.
+#[derive(Debug, Args, Clone)]
 pub struct DisplayArgs {
-    /// Plain text output even on a terminal: a progress line every 2 s and a summary.
-    #[arg(long, global = true)]
-    pub plain: bool,
-    /// JSON lines on stdout: one object per interval and one per event.
-    #[arg(long, global = true, conflicts_with = "plain")]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Sampling interval in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100, global = true)]
+    #[arg(long, value_name = "MS", default_value_t = 100)]
     pub interval: u64,
-    /// Draw with ASCII characters only.
-    #[arg(long, global = true)]
-    pub ascii: bool,
-    /// Compact layout: the chart inside the progress bar.
-    #[arg(long, global = true)]
-    pub compact: bool,
-    /// Binary units (MiB/s) instead of decimal (MB/s).
-    #[arg(long, global = true)]
-    pub binary: bool,
-    /// Write a recording (JSON Lines) of the run to FILE.
-    #[arg(long, value_name = "FILE", global = true)]
+    /// Write a recording (JSON Lines) of the run to FILE; `copyscope replay` and `export` read it.
+    #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
     /// Write PNG, SVG, text and Markdown pictures of the run into DIR at the end.
-    #[arg(long, value_name = "DIR", global = true)]
+    #[arg(long, value_name = "DIR")]
     pub screenshot: Option<PathBuf>,
     /// Directory that stands for / when reading /proc and /sys (tests and demos); also COPYSCOPE_SYS_ROOT.
-    #[arg(long = "sys-root", value_name = "DIR", hide = true, global = true)]
+    #[arg(long = "sys-root", value_name = "DIR", hide = true)]
     pub sys_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub drops: DropArgs,
+}
+
+impl Default for DisplayArgs {
+    fn default() -> Self {
+        DisplayArgs {
+            output: OutputArgs::default(),
+            interval: 100,
+            record: None,
+            screenshot: None,
+            sys_root: None,
+            drops: DropArgs::default(),
+        }
+    }
+}
+
+/// How the run is shown: the copy, the demo, watch and replay.
+#[derive(Debug, Args, Default, Clone)]
+pub struct OutputArgs {
+    /// Plain text instead of the TUI, even on a terminal: a progress line every 2 s and a
+    /// summary.
+    #[arg(long)]
+    pub plain: bool,
+    /// JSON lines on stdout: one object per interval and one per event.
+    #[arg(long, conflicts_with = "plain")]
+    pub json: bool,
+    /// Draw with ASCII characters only.
+    #[arg(long)]
+    pub ascii: bool,
+    /// Compact layout: the chart inside the progress bar.
+    #[arg(long)]
+    pub compact: bool,
+    /// Binary units (MiB/s) instead of decimal (MB/s).
+    #[arg(long)]
+    pub binary: bool,
+}
+
+/// When a dip in speed counts as a drop (every command that runs the model).
+#[derive(Debug, Args, Clone)]
+pub struct DropArgs {
     /// A drop starts when speed falls below this share of the reference.
-    #[arg(
-        long = "drop-ratio",
-        value_name = "R",
-        default_value_t = 0.5,
-        global = true
-    )]
+    #[arg(long = "drop-ratio", value_name = "R", default_value_t = 0.5)]
     pub drop_ratio: f64,
     /// A drop ends when speed recovers to this share of the reference.
-    #[arg(
-        long = "recover-ratio",
-        value_name = "R",
-        default_value_t = 0.8,
-        global = true
-    )]
+    #[arg(long = "recover-ratio", value_name = "R", default_value_t = 0.8)]
     pub recover_ratio: f64,
     /// A drop must last at least this long (ms).
-    #[arg(
-        long = "min-drop-ms",
-        value_name = "MS",
-        default_value_t = 300,
-        global = true
-    )]
+    #[arg(long = "min-drop-ms", value_name = "MS", default_value_t = 300)]
     pub min_drop_ms: u64,
+}
+
+impl Default for DropArgs {
+    fn default() -> Self {
+        DropArgs {
+            drop_ratio: 0.5,
+            recover_ratio: 0.8,
+            min_drop_ms: 300,
+        }
+    }
+}
+
+impl Cli {
+    /// The display options of the command given: each subcommand takes only its own
+    /// options, and the rest keep their defaults.
+    pub fn display_args(&self) -> DisplayArgs {
+        match &self.command {
+            None => self.display.clone(),
+            Some(Command::Demo { display, .. }) => display.clone(),
+            Some(Command::Watch(w)) => w.display.clone(),
+            Some(Command::Replay {
+                plain,
+                json,
+                ascii,
+                compact,
+                binary,
+                screenshot,
+                drops,
+                ..
+            }) => DisplayArgs {
+                output: OutputArgs {
+                    plain: *plain,
+                    json: *json,
+                    ascii: *ascii,
+                    compact: *compact,
+                    binary: *binary,
+                },
+                screenshot: screenshot.clone(),
+                drops: drops.clone(),
+                ..DisplayArgs::default()
+            },
+            Some(Command::Export { ascii, drops, .. }) => DisplayArgs {
+                output: OutputArgs {
+                    ascii: *ascii,
+                    ..OutputArgs::default()
+                },
+                drops: drops.clone(),
+                ..DisplayArgs::default()
+            },
+            Some(Command::Completions { .. } | Command::Man) => DisplayArgs::default(),
+        }
+    }
 }
 
 /// `--overwrite` values.
@@ -214,7 +279,9 @@ pub enum ReflinkArg {
 /// Subcommands (the copy itself is the default command).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Make sample data in a temp dir, copy it live, clean up.
+    /// Copy sample data into a temp dir with the live chart, paced so you can watch, then
+    /// print the summary and write a picture of the run.
+    #[command(after_help = DEMO_HELP)]
     Demo {
         /// Amount of sample data in MB.
         #[arg(long, value_name = "MB", default_value_t = 400)]
@@ -223,45 +290,103 @@ pub enum Command {
         /// (q ends the replay), then run the live demo.
         #[arg(long)]
         replay: bool,
+        #[command(flatten)]
+        display: DisplayArgs,
     },
-    /// Re-draw a recording made with --record.
+    /// Re-draw a recording made with --record: the same chart, drops and causes, with
+    /// playback speed, pause and seeking; --plain or --json print its summary instead.
+    #[command(after_help = REPLAY_HELP)]
     Replay {
-        /// The recording (JSON Lines).
+        /// The recording (JSON Lines, written by --record).
+        #[arg(value_name = "FILE")]
         file: PathBuf,
         /// Playback speed factor (1, 10, …; `inf` = as fast as possible). `x` cycles it.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
         speed: f64,
+        /// Print the summary the copy printed instead of the TUI.
+        #[arg(long)]
+        plain: bool,
+        /// Print JSON lines instead of the TUI: each event the model finds, then a summary.
+        #[arg(long, conflicts_with = "plain")]
+        json: bool,
+        /// Draw with ASCII characters only.
+        #[arg(long)]
+        ascii: bool,
+        /// Compact layout: the chart inside the progress bar.
+        #[arg(long)]
+        compact: bool,
+        /// Binary units (MiB/s) instead of decimal (MB/s).
+        #[arg(long)]
+        binary: bool,
+        /// Also write PNG, SVG, text and Markdown pictures of the whole recording into DIR.
+        #[arg(long, value_name = "DIR")]
+        screenshot: Option<PathBuf>,
+        #[command(flatten)]
+        drops: DropArgs,
     },
-    /// Write pictures and tables of a recording.
+    /// Write pictures and tables of a recording, for a forum post or a bug report. With no
+    /// --png/--svg/--text/--markdown, writes all four beside the recording (NAME.png, …).
+    #[command(after_help = EXPORT_HELP)]
     Export {
-        /// The recording (JSON Lines).
+        /// The recording (JSON Lines, written by --record).
+        #[arg(value_name = "FILE")]
         file: PathBuf,
-        #[arg(long, value_name = "F")]
+        /// Write the chart as a PNG picture to FILE.
+        #[arg(long, value_name = "FILE")]
         png: Option<PathBuf>,
-        #[arg(long, value_name = "F")]
+        /// Write the chart as an SVG drawing to FILE (the PNG is this drawing, rasterised).
+        #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
-        #[arg(long, value_name = "F")]
+        /// Write a text chart with the drop list to FILE (`-`: standard output).
+        #[arg(long, value_name = "FILE")]
         text: Option<PathBuf>,
-        #[arg(long, value_name = "F")]
+        /// Write a Markdown table of the figures and drops to FILE (`-`: standard output).
+        #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
-        /// Picture size in pixels, WxH.
+        /// Picture size in pixels, WxH [default: 1600x900].
         #[arg(long, value_name = "WxH")]
         size: Option<String>,
+        /// Draw the text chart with ASCII characters only.
+        #[arg(long)]
+        ascii: bool,
+        #[command(flatten)]
+        drops: DropArgs,
     },
     /// Chart and explain the writes something else makes into the filesystem holding PATH
     /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
     Watch(WatchArgs),
-    /// Print shell completions.
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to standard output.
     Completions {
-        #[arg(value_enum)]
+        /// The shell to complete for.
+        #[arg(value_enum, value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
+    /// Print the man page (roff) to standard output: `copyscope man | man -l -`.
     Man,
 }
 
+const DEMO_HELP: &str = "\
+Examples:
+  copyscope demo                  the live chart for about 20 s, then the summary and a picture
+  copyscope demo --size 2000      more data (still paced)
+  copyscope demo --replay         first a real copy onto ZFS with txg stalls, replayed";
+
+const REPLAY_HELP: &str = "\
+Keys: space pause, x playback speed, ← → seek 5 s, Home/End start/end, + - zoom, ? help, q quit.
+
+Examples:
+  copyscope replay run.jsonl                  re-draw it in the TUI
+  copyscope replay --plain run.jsonl          print the summary the copy printed
+  copyscope replay --json run.jsonl | jq .    each drop with its cause, and the figures";
+
+const EXPORT_HELP: &str = "\
+Examples:
+  copyscope export run.jsonl                   run.png, run.svg, run.txt and run.md beside it
+  copyscope export run.jsonl --png chart.png   just the picture
+  copyscope export run.jsonl --markdown -      a table to paste into a post";
+
 /// `copyscope watch` options.
-#[derive(Debug, Args, Default, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct WatchArgs {
     /// A path on the filesystem to watch [default: the current directory].
     #[arg(value_name = "PATH")]
@@ -280,4 +405,6 @@ pub struct WatchArgs {
     /// including ones that start later (repeatable).
     #[arg(long, value_name = "NAME")]
     pub comm: Vec<String>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }

@@ -149,19 +149,20 @@ impl TryFrom<Cli> for Config {
     type Error = ConfigError;
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
-        let d = &cli.display;
+        let d = &cli.display_args();
         if !(10..=60_000).contains(&d.interval) {
             return Err(ConfigError::Invalid(format!(
                 "--interval {}: must be between 10 and 60000 ms",
                 d.interval
             )));
         }
-        if !(d.drop_ratio > 0.0 && d.drop_ratio < 1.0) {
+        let (o, r) = (&d.output, &d.drops);
+        if !(r.drop_ratio > 0.0 && r.drop_ratio < 1.0) {
             return Err(ConfigError::Invalid(
                 "--drop-ratio must be between 0 and 1".into(),
             ));
         }
-        if !(d.recover_ratio > d.drop_ratio && d.recover_ratio <= 1.0) {
+        if !(r.recover_ratio > r.drop_ratio && r.recover_ratio <= 1.0) {
             return Err(ConfigError::Invalid(
                 "--recover-ratio must be above --drop-ratio and at most 1".into(),
             ));
@@ -176,18 +177,18 @@ impl TryFrom<Cli> for Config {
             })
             .unwrap_or_else(|| PathBuf::from("/"));
         let display = Display {
-            plain: d.plain,
-            json: d.json,
+            plain: o.plain,
+            json: o.json,
             interval: Duration::from_millis(d.interval),
-            ascii: d.ascii,
-            compact: d.compact,
-            binary: d.binary,
+            ascii: o.ascii,
+            compact: o.compact,
+            binary: o.binary,
             record: d.record.clone(),
             screenshot: d.screenshot.clone(),
             sys_root,
-            drop_ratio: d.drop_ratio,
-            recover_ratio: d.recover_ratio,
-            min_drop: Duration::from_millis(d.min_drop_ms),
+            drop_ratio: r.drop_ratio,
+            recover_ratio: r.recover_ratio,
+            min_drop: Duration::from_millis(r.min_drop_ms),
             verbose: cli.copy.verbose,
             watch: matches!(cli.command, Some(CliCommand::Watch(_))),
         };
@@ -195,7 +196,7 @@ impl TryFrom<Cli> for Config {
         let overwrite_explicit =
             c.interactive || c.force || c.no_clobber || c.update || c.overwrite.is_some();
         let command = match cli.command {
-            Some(CliCommand::Demo { size, replay }) => {
+            Some(CliCommand::Demo { size, replay, .. }) => {
                 if size == 0 || size > 1_000_000 {
                     return Err(ConfigError::Invalid("demo --size: 1 to 1000000 MB".into()));
                 }
@@ -204,7 +205,7 @@ impl TryFrom<Cli> for Config {
                     replay,
                 }
             }
-            Some(CliCommand::Replay { file, speed }) => {
+            Some(CliCommand::Replay { file, speed, .. }) => {
                 if speed.is_nan() || speed <= 0.0 {
                     return Err(ConfigError::Invalid(
                         "replay --speed must be above 0".into(),
@@ -219,6 +220,7 @@ impl TryFrom<Cli> for Config {
                 text,
                 markdown,
                 size,
+                ..
             }) => Command::Export {
                 file,
                 png,

@@ -3,6 +3,7 @@
 mod export_support;
 
 use copyscope::model::EventKind;
+use copyscope::model::ModelConfig;
 use copyscope::report::export::{
     ChartData, DeviceSource, ExportTargets, MarkerKind, run_export, write_screenshot_set,
 };
@@ -154,7 +155,14 @@ fn run_export_writes_requested_files_and_defaults_to_the_full_set() {
         text: Some(dir.path().join("out.txt")),
         markdown: None,
     };
-    let written = run_export(&rec_path, &targets, (800, 450), true).expect("export");
+    let written = run_export(
+        &rec_path,
+        &targets,
+        (800, 450),
+        true,
+        ModelConfig::default(),
+    )
+    .expect("export");
     assert_eq!(
         written,
         vec![dir.path().join("out.svg"), dir.path().join("out.txt")]
@@ -163,7 +171,14 @@ fn run_export_writes_requested_files_and_defaults_to_the_full_set() {
     assert!(txt.is_ascii());
     assert!(!dir.path().join("out.png").exists());
 
-    let all = run_export(&rec_path, &ExportTargets::default(), (800, 450), false).expect("all");
+    let all = run_export(
+        &rec_path,
+        &ExportTargets::default(),
+        (800, 450),
+        false,
+        ModelConfig::default(),
+    )
+    .expect("all");
     let names: Vec<String> = all
         .iter()
         .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
@@ -181,6 +196,7 @@ fn run_export_writes_requested_files_and_defaults_to_the_full_set() {
         &targets,
         (800, 450),
         false,
+        ModelConfig::default(),
     )
     .expect_err("missing recording");
     assert!(format!("{err:#}").contains("missing.jsonl"));

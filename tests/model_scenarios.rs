@@ -841,7 +841,10 @@ fn engine_events_map_to_model_events() {
             },
         )
         .unwrap();
-    assert_eq!(e.kind.glyph(), '!');
+    assert_eq!(
+        copyscope::present::markers::MarkerKind::of(&e.kind).glyph(),
+        ('!', '!')
+    );
     assert_eq!(e.describe(), "error: No space left on device");
     assert_eq!(m.events().len(), 5);
 }

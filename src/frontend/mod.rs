@@ -5,6 +5,7 @@
 pub mod caps;
 pub mod demo;
 pub mod live;
+pub mod man;
 pub mod replay;
 pub mod session;
 pub mod state;
@@ -163,16 +164,13 @@ pub fn run(mut config: Config) -> ExitStatus {
             clap_complete::generate(*shell, &mut cmd, "copyscope", &mut std::io::stdout());
             ExitStatus::Success
         }
-        Command::Man => {
-            let man = clap_mangen::Man::new(Cli::command());
-            match man.render(&mut std::io::stdout()) {
-                Ok(()) => ExitStatus::Success,
-                Err(e) => {
-                    eprintln!("copyscope: {}", crate::present::quote::said(&e));
-                    ExitStatus::Fatal
-                }
+        Command::Man => match crate::frontend::man::render(&mut std::io::stdout().lock()) {
+            Ok(()) => ExitStatus::Success,
+            Err(e) => {
+                eprintln!("copyscope: {}", crate::present::quote::said(&e));
+                ExitStatus::Fatal
             }
-        }
+        },
         Command::Replay { file, .. } | Command::Export { file, .. } if !file.exists() => {
             eprintln!(
                 "copyscope: {} does not exist (a recording is made with --record FILE)",
@@ -245,7 +243,9 @@ pub fn run(mut config: Config) -> ExitStatus {
                 markdown: markdown.clone(),
             };
             let size = size.unwrap_or(crate::frontend::live::SCREENSHOT_SIZE);
-            match crate::report::export::run_export(file, &targets, size, config.display.ascii) {
+            let cfg = crate::frontend::session::model_config(&config.display);
+            match crate::report::export::run_export(file, &targets, size, config.display.ascii, cfg)
+            {
                 Ok(paths) => {
                     for p in paths {
                         println!("wrote {}", crate::present::quote::shell_escape(&p));

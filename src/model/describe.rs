@@ -6,46 +6,7 @@ use crate::present::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_
 use crate::present::markers::MarkerKind;
 use crate::present::quote::file_line;
 
-/// Marker glyphs and what they mean, for the help screen's legend (ASCII only, so
-/// `--ascii` draws them unchanged).
-pub const LEGEND: [(char, &str); 14] = [
-    ('D', "speed drop"),
-    ('S', "txg sync started"),
-    ('T', "txg committed"),
-    ('W', "writeback started (dirty above background threshold)"),
-    ('L', "dirty reached the throttle limit (freerun)"),
-    ('Z', "ZFS write throttle delayed writes"),
-    ('>', "now at the destination's sustained speed (cache full)"),
-    ('!', "error"),
-    ('P', "paused"),
-    ('R', "resumed"),
-    ('#', "scan finished"),
-    ('F', "flush started"),
-    ('f', "flush finished"),
-    ('i', "note"),
-];
-
 impl EventKind {
-    /// The marker glyph under the chart.
-    pub fn glyph(&self) -> char {
-        match self {
-            EventKind::Drop(_) => 'D',
-            EventKind::TxgSyncStarted { .. } => 'S',
-            EventKind::TxgCommitted { .. } => 'T',
-            EventKind::WritebackStarted { .. } => 'W',
-            EventKind::DirtyThrottleZone { .. } => 'L',
-            EventKind::ZfsDelay { .. } => 'Z',
-            EventKind::Phase { .. } => '>',
-            EventKind::FileError { .. } => '!',
-            EventKind::Paused => 'P',
-            EventKind::Resumed => 'R',
-            EventKind::ScanDone { .. } => '#',
-            EventKind::FlushStarted { .. } => 'F',
-            EventKind::FlushDone { .. } => 'f',
-            EventKind::Note { .. } => 'i',
-        }
-    }
-
     /// A short name of the kind.
     pub fn short(&self) -> &'static str {
         match self {
@@ -337,58 +298,5 @@ mod tests {
             "drop 118 → 3 MB/s for 1.4 s: txg 48211 syncing 1.1 GB took 1.6 s; \
              dirty had reached 62 % of zfs_dirty_data_max; also zfs throttle"
         );
-    }
-
-    #[test]
-    fn glyphs_are_distinct_and_in_the_legend() {
-        let kinds = [
-            EventKind::Drop(DropInfo {
-                end_ns: 0,
-                reference_bps: 0.0,
-                min_bps: 0.0,
-                bytes_lost: 0.0,
-                causes: vec![],
-            }),
-            EventKind::TxgSyncStarted { txg: 1 },
-            EventKind::TxgCommitted {
-                txg: 1,
-                ndirty: 0,
-                nwritten: 0,
-                stime_ns: 0,
-            },
-            EventKind::WritebackStarted {
-                dirty: 0,
-                bg_thresh: 0,
-            },
-            EventKind::DirtyThrottleZone {
-                dirty: 0,
-                freerun: 0,
-            },
-            EventKind::ZfsDelay { delays: 0 },
-            EventKind::Phase {
-                bytes: 0,
-                rate_bps: 0.0,
-                pool: false,
-            },
-            EventKind::FileError {
-                path: String::new(),
-                error: String::new(),
-            },
-            EventKind::Paused,
-            EventKind::Resumed,
-            EventKind::ScanDone { files: 0, bytes: 0 },
-            EventKind::FlushStarted { dirty: 0 },
-            EventKind::FlushDone { secs: 0.0 },
-            EventKind::Note {
-                text: String::new(),
-            },
-        ];
-        let glyphs: Vec<char> = kinds.iter().map(EventKind::glyph).collect();
-        let legend: Vec<char> = LEGEND.iter().map(|(g, _)| *g).collect();
-        assert_eq!(glyphs, legend);
-        let mut sorted = glyphs.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), glyphs.len());
     }
 }

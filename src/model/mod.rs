@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 pub use budget::{Budget, Slice};
-pub use describe::LEGEND;
 pub use series::{Point, Series};
 pub use verdict::{Limit, Verdict};
 

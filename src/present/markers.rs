@@ -18,7 +18,41 @@ pub enum MarkerKind {
     Phase,
 }
 
+/// Every family, in legend order: the `?` help, the man page and the legends list them so.
+pub const LEGEND: [MarkerKind; 11] = [
+    MarkerKind::Drop,
+    MarkerKind::Txg,
+    MarkerKind::ZfsThrottle,
+    MarkerKind::Writeback,
+    MarkerKind::DirtyThrottle,
+    MarkerKind::Phase,
+    MarkerKind::FileError,
+    MarkerKind::Flush,
+    MarkerKind::Pause,
+    MarkerKind::Scan,
+    MarkerKind::Note,
+];
+
 impl MarkerKind {
+    /// What the marker means, for the help screen and the man page.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            MarkerKind::Drop => "a speed drop (its cause is in the events panel)",
+            MarkerKind::Txg => "a ZFS transaction group synced to disk",
+            MarkerKind::ZfsThrottle => "the ZFS write throttle delayed writes",
+            MarkerKind::Writeback => "dirty data passed the background threshold: writeback began",
+            MarkerKind::DirtyThrottle => {
+                "dirty data passed the throttle limit: the kernel paces the writer"
+            }
+            MarkerKind::Phase => "the page cache is full: from here on, the disk's speed",
+            MarkerKind::FileError => "a file failed",
+            MarkerKind::Flush => "the final flush started / finished",
+            MarkerKind::Pause => "paused / resumed",
+            MarkerKind::Scan => "the scan of the sources finished (total known)",
+            MarkerKind::Note => "a note (events panel only)",
+        }
+    }
+
     /// Text-chart glyph: (Unicode, ASCII).
     pub fn glyph(self) -> (char, char) {
         match self {

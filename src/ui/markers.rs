@@ -8,18 +8,7 @@ use crate::model::{Event, EventKind, Model};
 use crate::present::markers::MarkerKind;
 use crate::ui::chart::{Marker, Span};
 
-/// Every family, in legend order.
-pub const LEGEND: [MarkerKind; 9] = [
-    MarkerKind::Drop,
-    MarkerKind::Txg,
-    MarkerKind::ZfsThrottle,
-    MarkerKind::Writeback,
-    MarkerKind::DirtyThrottle,
-    MarkerKind::FileError,
-    MarkerKind::Flush,
-    MarkerKind::Pause,
-    MarkerKind::Scan,
-];
+pub use crate::present::markers::LEGEND;
 
 /// Terminal colour of a family.
 pub fn color(kind: MarkerKind) -> Color {

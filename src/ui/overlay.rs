@@ -3,10 +3,11 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
+use crate::present::keys::KEYS;
 use crate::ui::markers::{self, LEGEND};
 use crate::ui::panels::ellipsize_start;
 use crate::ui::view::{Dialog, View};
@@ -37,58 +38,181 @@ fn popup(area: Rect, buf: &mut Buffer, app: &View, title: &str, lines: Vec<Line<
         .render(r, buf);
 }
 
-/// Keys and the marker legend.
+/// The name of a terminal colour, said beside each sample in the help (NO_COLOR: nothing).
+fn colour_name(c: Color) -> &'static str {
+    match c {
+        Color::Red => "red",
+        Color::LightRed => "light red",
+        Color::Green => "green",
+        Color::Yellow => "yellow",
+        Color::Blue => "blue",
+        Color::Magenta => "magenta",
+        Color::Cyan => "cyan",
+        Color::Gray => "grey",
+        Color::DarkGray => "dark grey",
+        _ => "",
+    }
+}
+
+/// Keys (for a live run or a replay), then every glyph and colour the screen draws: the
+/// chart's, the markers' (the one table in present/markers.rs) and the panels'. On a short
+/// terminal the glyphs flow several to a line with their names only.
 pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
     let t = app.opts.theme;
-    let key = |k: &str, what: &str| {
-        Line::from(vec![
-            Span::styled(format!("{k:<10}"), t.value()),
-            Span::raw(what.to_string()),
-        ])
-    };
-    let mut lines = vec![
-        key(
-            "q Esc ^C",
-            "cancel (asks once; press again to cancel at once)",
-        ),
-        key("p space", "pause / resume (no I/O is issued while paused)"),
-        key(
-            "^Z",
-            "suspend to the shell: the copy stops too until fg (use p, or tmux, to leave it running)",
-        ),
-        key("s", "screenshot: PNG, SVG, text chart, Markdown"),
-        key("t", "x axis: time / percent complete"),
-        key("+ -", "zoom in / out;  ← → scroll through history"),
-        key("e k", "show / hide the events and kernel panels"),
-        key("b", "writer's time budget and verdict in the kernel panel"),
-        Line::raw(""),
-        Line::from(Span::styled("chart", t.title())),
-        Line::raw(format!(
-            "{} copy speed   {} disk write rate   {} average   {} drop",
-            t.glyphs.full, t.glyphs.overlay, t.glyphs.avg, t.glyphs.drop_top
-        )),
-        Line::raw(format!(
-            "{} within a column: a short dip hidden by compression",
-            t.glyphs.dip
-        )),
-        Line::from(Span::styled("markers", t.title())),
-    ];
-    for kind in LEGEND {
-        let style = if t.color {
+    let g = t.glyphs;
+    let replay = app.replay.is_some();
+    let title = |s: &str| Line::from(Span::styled(s.to_string(), t.title()));
+    let marker_style = |kind| {
+        if t.color {
             Style::new().fg(markers::color(kind))
         } else {
             Style::new()
-        };
+        }
+    };
+    // (glyph, style, short name, what it means)
+    let chart: Vec<(String, Style, &str, String)> = vec![
+        (
+            g.full.into(),
+            t.fill(),
+            "copy speed",
+            "what the copier wrote".into(),
+        ),
+        (
+            g.full_drop.into(),
+            t.drop_fill(),
+            "in a drop",
+            "copy speed during a drop".into(),
+        ),
+        (
+            g.drop_top.into(),
+            t.drop_mark(),
+            "drop",
+            "above a drop: marks its columns without colour".into(),
+        ),
+        (
+            g.dip.into(),
+            t.dip(),
+            "dip",
+            "a dip shorter than a column (the column's minimum)".into(),
+        ),
+        (
+            g.clipped.into(),
+            t.fill(),
+            "clipped",
+            "column cut at the top: a burst above the scale".into(),
+        ),
+        (
+            g.overlay.into(),
+            t.overlay(),
+            "disk writes",
+            "what reached the disks".into(),
+        ),
+        (g.avg.into(), t.avg(), "average", "average speed".into()),
+        (
+            g.avg.into(),
+            t.warn(),
+            "--bwlimit",
+            "the --bwlimit rate".into(),
+        ),
+    ];
+    let marks: Vec<(String, Style, &str, String)> = LEGEND
+        .iter()
+        .map(|&kind| {
+            (
+                markers::glyph(kind, t.ascii()).to_string(),
+                marker_style(kind),
+                kind.label(),
+                kind.meaning().to_string(),
+            )
+        })
+        .collect();
+    let panels: Vec<(String, Style, &str, String)> = vec![
+        (
+            g.gauge_full.into(),
+            t.gauge(),
+            "progress",
+            "bytes copied of the total".into(),
+        ),
+        (
+            "!".into(),
+            t.warn(),
+            "holding",
+            "a drop, throttling, flushing: what holds the copy".into(),
+        ),
+        ("!".into(), t.error(), "error", "an error".into()),
+    ];
+    let mut lines = vec![title("keys")];
+    for k in KEYS.iter().filter(|k| k.applies(replay)) {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {}  ", markers::glyph(kind, t.ascii())), style),
-            Span::raw(kind.label().to_string()),
+            Span::styled(format!("  {:<11}", k.keys), t.value()),
+            Span::raw(k.what.to_string()),
         ]));
     }
-    lines.push(Line::from(Span::styled(
-        "any key closes this help",
-        t.dim(),
-    )));
-    popup(area, buf, app, "help", lines, 72);
+    let groups = [("chart", &chart), ("markers", &marks), ("panels", &panels)];
+    // One sample a line: the glyph in its colour, the colour's name and what it means.
+    let full: Vec<Vec<Line<'static>>> = groups
+        .iter()
+        .map(|(_, items)| {
+            items
+                .iter()
+                .map(|(glyph, style, short, what)| {
+                    let colour = style.fg.filter(|_| t.color).map(colour_name).unwrap_or("");
+                    let colour = if colour.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({colour})")
+                    };
+                    Line::from(vec![
+                        Span::styled(format!("  {glyph:<3}"), *style),
+                        Span::raw(format!("{short}{colour}: {what}")),
+                    ])
+                })
+                .collect()
+        })
+        .collect();
+    let widest = lines
+        .iter()
+        .chain(full.iter().flatten())
+        .map(Line::width)
+        .max()
+        .unwrap_or(0) as u16
+        + 2;
+    let full_len = lines.len() + full.iter().map(|v| v.len() + 1).sum::<usize>() + 3;
+    let roomy = full_len <= area.height as usize && widest <= area.width;
+    let width = if roomy {
+        widest
+    } else {
+        area.width.min(widest)
+    };
+    for ((name, items), full) in groups.iter().zip(full) {
+        lines.push(title(name));
+        if roomy {
+            lines.extend(full);
+        } else {
+            // Short terminal: glyph and name, flowing across the width.
+            let mut line: Vec<Span<'static>> = vec![Span::raw("  ")];
+            let mut used = 2usize;
+            for (glyph, style, short, _) in items.iter() {
+                let w = glyph.chars().count() + 1 + short.chars().count() + 2;
+                if used + w > width.saturating_sub(2) as usize && used > 2 {
+                    lines.push(Line::from(std::mem::take(&mut line)));
+                    line.push(Span::raw("  "));
+                    used = 2;
+                }
+                line.push(Span::styled(glyph.clone(), *style));
+                line.push(Span::raw(format!(" {short}  ")));
+                used += w;
+            }
+            lines.push(Line::from(line));
+        }
+    }
+    if roomy {
+        lines.push(Line::from(Span::styled(
+            "any key closes this help",
+            t.dim(),
+        )));
+    }
+    popup(area, buf, app, "help", lines, width);
 }
 
 /// The cancel confirmation or the overwrite dialog.

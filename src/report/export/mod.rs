@@ -393,8 +393,9 @@ pub fn run_export(
     targets: &ExportTargets,
     size: (u32, u32),
     ascii: bool,
+    cfg: crate::model::ModelConfig,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let run = Replayed::load(recording, crate::model::ModelConfig::default())
+    let run = Replayed::load(recording, cfg)
         .with_context(|| format!("reading recording {}", quote(recording)))?;
     let data = ChartData::from_replayed(&run);
     if targets.is_empty() {
