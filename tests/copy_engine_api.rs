@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use copyscope::copy::{
-    ConflictAnswer, ConflictAsk, Control, CopyJob, CopyOptions, CopyRequest, EngineEvent,
-    OverwritePolicy, Pair, Progress, spawn_engine,
+    ConflictAnswer, ConflictAsk, ConflictQuestion, Control, CopyJob, CopyOptions, CopyRequest,
+    EngineEvent, OverwritePolicy, Pair, Progress, spawn_engine,
 };
 use copyscope::exit::ExitStatus;
 use util::*;
@@ -89,11 +89,13 @@ fn pause_stops_io_and_resume_finishes() {
 struct Answers {
     answers: Mutex<Vec<ConflictAnswer>>,
     asked: AtomicUsize,
+    questions: Mutex<Vec<ConflictQuestion>>,
 }
 
 impl ConflictAsk for Answers {
-    fn ask(&self, _destination: &Path) -> ConflictAnswer {
+    fn ask(&self, q: &ConflictQuestion) -> ConflictAnswer {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        self.questions.lock().unwrap().push(q.clone());
         self.answers
             .lock()
             .unwrap()
@@ -120,6 +122,7 @@ fn run_ask(
     let ask = Arc::new(Answers {
         answers: Mutex::new(answers),
         asked: AtomicUsize::new(0),
+        questions: Mutex::new(Vec::new()),
     });
     let opts = CopyOptions {
         overwrite: OverwritePolicy::Ask,
@@ -145,7 +148,75 @@ fn run_ask(
     )
     .join()
     .unwrap();
+    LAST_QUESTIONS.with(|q| *q.borrow_mut() = ask.questions.lock().unwrap().clone());
     (out, ask.asked.load(Ordering::SeqCst))
+}
+
+thread_local! {
+    /// The questions the last `run_ask` on this thread was asked.
+    static LAST_QUESTIONS: std::cell::RefCell<Vec<ConflictQuestion>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Sets a file's modification time (seconds since the epoch).
+fn set_mtime(p: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(p).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+#[test]
+fn ask_shows_both_sides_and_rename_keeps_the_existing_file() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dst) = conflict_tree(t.path());
+    write(&src.join("a"), b"newer and longer");
+    set_mtime(&src.join("a"), 2_000_000_000);
+    set_mtime(&dst.join("a"), 1_000_000_000);
+    // A name taken by something else already: Rename must pass it by, not replace it.
+    write(&dst.join("a (1)"), b"someone else's");
+    // a → Rename, b → Rename, then SkipAll.
+    let (out, asked) = run_ask(
+        &src,
+        &dst,
+        vec![
+            ConflictAnswer::SkipAll,
+            ConflictAnswer::Rename,
+            ConflictAnswer::Rename,
+        ],
+    );
+    assert_eq!(out.status, ExitStatus::Success);
+    assert_eq!(asked, 3);
+    let q = LAST_QUESTIONS.with(|q| q.borrow()[0].clone());
+    assert_eq!(q.destination, dst.join("a"));
+    assert_eq!(q.source, src.join("a"));
+    assert_eq!((q.new.size, q.new.mtime.0), (16, 2_000_000_000));
+    assert_eq!((q.existing.size, q.existing.mtime.0), (3, 1_000_000_000));
+    let read = |n: &str| std::fs::read(dst.join(n)).unwrap();
+    assert_eq!(read("a"), b"old");
+    assert_eq!(read("a (1)"), b"someone else's");
+    assert_eq!(read("a (2)"), b"newer and longer");
+    assert_eq!(read("b"), b"old");
+    assert_eq!(read("b (1)"), b"new");
+    assert!(!dst.join("c (1)").exists());
+    assert!(temp_leftovers(&dst).is_empty());
+}
+
+#[test]
+fn overwrite_all_older_replaces_only_older_destinations() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dst) = conflict_tree(t.path());
+    // a, c: the destination is older; b, d: newer. One question, then the rule applies.
+    for (n, s, d) in [("a", 20, 10), ("b", 10, 20), ("c", 20, 10), ("d", 10, 20)] {
+        set_mtime(&src.join(n), 1_000_000_000 + s);
+        set_mtime(&dst.join(n), 1_000_000_000 + d);
+    }
+    let (out, asked) = run_ask(&src, &dst, vec![ConflictAnswer::OverwriteAllOlder]);
+    assert_eq!(asked, 1);
+    assert_eq!(out.status, ExitStatus::Success);
+    let got: Vec<Vec<u8>> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| std::fs::read(dst.join(n)).unwrap())
+        .collect();
+    assert_eq!(got, [b"new", b"old", b"new", b"old"].map(|b| b.to_vec()));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
 use copyscope::ui::chart::XAxis;
 use copyscope::ui::theme::Theme;
-use copyscope::ui::view::{Dialog, ReplayStatus, RunState, UiOptions};
+use copyscope::ui::view::{ConflictView, Dialog, FileSide, ReplayStatus, RunState, UiOptions};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 fn opts() -> UiOptions {
@@ -41,6 +41,19 @@ fn replay() -> App {
         total_ns: 80_000_000_000,
     });
     a
+}
+
+fn conflict() -> Dialog {
+    let side = FileSide {
+        size: 3,
+        mtime: (1_000_000_000, 0),
+    };
+    Dialog::Conflict(ConflictView {
+        destination: "x".into(),
+        source: "y".into(),
+        new: side,
+        existing: side,
+    })
 }
 
 fn key(c: KeyCode) -> KeyEvent {
@@ -95,6 +108,8 @@ fn overwrite_dialog_answers() {
         (ch('a'), ConflictAnswer::OverwriteAll),
         (ch('n'), ConflictAnswer::SkipAll),
         (ch('S'), ConflictAnswer::SkipAll),
+        (ch('l'), ConflictAnswer::OverwriteAllOlder),
+        (ch('r'), ConflictAnswer::Rename),
         (ch('c'), ConflictAnswer::Cancel),
         (key(KeyCode::Esc), ConflictAnswer::Cancel),
         (ch('q'), ConflictAnswer::Cancel),
@@ -104,13 +119,13 @@ fn overwrite_dialog_answers() {
         ),
     ] {
         let mut a = live();
-        a.dialog = Some(Dialog::Conflict { path: "x".into() });
+        a.dialog = Some(conflict());
         assert_eq!(a.handle_key(k), Action::Answer(want), "{k:?}");
         assert_eq!(a.dialog, None);
     }
     // Other keys do nothing while the question is open.
     let mut a = live();
-    a.dialog = Some(Dialog::Conflict { path: "x".into() });
+    a.dialog = Some(conflict());
     assert_eq!(a.handle_key(ch('t')), Action::None);
     assert!(a.dialog.is_some());
 }

@@ -11,7 +11,7 @@ use copyscope::model::ModelConfig;
 use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
 use copyscope::ui::theme::Theme;
-use copyscope::ui::view::{Dialog, FileProgress, RunState, UiOptions};
+use copyscope::ui::view::{ConflictView, Dialog, FileProgress, FileSide, RunState, UiOptions};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -84,9 +84,18 @@ fn paused() {
 #[test]
 fn overwrite_dialog() {
     let mut a = app(12.0);
-    a.dialog = Some(Dialog::Conflict {
-        path: "/tank/big".into(),
-    });
+    a.dialog = Some(Dialog::Conflict(ConflictView {
+        destination: "/tank/big".into(),
+        source: "/home/ann/iso/big".into(),
+        new: FileSide {
+            size: 4_294_967_296,
+            mtime: (1_796_067_727, 0),
+        },
+        existing: FileSide {
+            size: 4_294_967_295,
+            mtime: (1_764_531_727, 0),
+        },
+    }));
     snap!("overwrite_dialog", a);
 }
 
@@ -174,9 +183,18 @@ fn never_panics_at_any_size() {
     ] {
         for help in [false, true] {
             a.view.help = help;
-            a.dialog = help.then_some(Dialog::Conflict {
-                path: "x".repeat(300),
-            });
+            a.dialog = help.then_some(Dialog::Conflict(ConflictView {
+                destination: "x".repeat(300),
+                source: "y".repeat(300),
+                new: FileSide {
+                    size: 1,
+                    mtime: (0, 0),
+                },
+                existing: FileSide {
+                    size: u64::MAX,
+                    mtime: (i64::MAX / 2, 0),
+                },
+            }));
             let s = screen(&a, w, h);
             assert!(!s.is_empty());
         }

@@ -1,32 +1,55 @@
 //! Conflict decisions: what to do with a destination name that already exists
-//! (`--overwrite=ask|always|never|update`, and the answers that stick: "Overwrite all",
-//! "Skip all"), after cp's protections of the destination (never through a dangling or
+//! (`--overwrite=ask|always|never|update`, the dialog's answers and those that stick:
+//! "Overwrite all", "Skip all", "Overwrite all older"; "Rename" copies under a free name),
+//! after cp's protections of the destination (never through a dangling or
 //! unreachable symlink, never over a name this run made, never over a file the user may
 //! not write unless `-f`).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
 
-use super::ConflictAnswer;
 use super::options::OverwritePolicy;
 use super::shared::{DirNode, Meta, Shared, errmsg, lock};
+use super::{ConflictAnswer, ConflictQuestion, ConflictSide};
 use crate::present::quote::quote;
 
 /// Policy answers that stick ("Overwrite all", "Skip all").
 pub(crate) const ALL_NONE: u8 = 0;
 pub(crate) const ALL_OVERWRITE: u8 = 1;
 pub(crate) const ALL_SKIP: u8 = 2;
+pub(crate) const ALL_OLDER: u8 = 3;
 
 pub(crate) enum Decision {
     /// Write; with the destination it replaces (None: the name was free).
     Proceed(Option<Meta>),
+    /// Keep the existing file; write under a free name beside it ("name (1).ext").
+    Rename,
     Skip(String),
     Fail(String),
     Stop,
+}
+
+/// The `k`-th alternative to `name` for "Rename": "report (1).pdf", "archive (2).tar.gz",
+/// ".bashrc (1)", "README (3)" — the number goes before the extension, as file managers do.
+pub(crate) fn free_name(name: &OsStr, k: u32) -> OsString {
+    let b = name.as_bytes();
+    // The extension starts at the first dot after a leading one, so "a.tar.gz" keeps ".tar.gz";
+    // a name that is only a dot-file (".bashrc") has none.
+    let split = b
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, c)| **c == b'.')
+        .map_or(b.len(), |(i, _)| i);
+    let mut out = b[..split].to_vec();
+    out.extend_from_slice(format!(" ({k})").as_bytes());
+    out.extend_from_slice(&b[split..]);
+    OsString::from_vec(out)
 }
 
 impl Shared {
@@ -86,15 +109,36 @@ impl Shared {
                     return proceed;
                 };
                 let _one_dialog_at_a_time = lock(&self.ask_lock);
+                let older = src_mtime > existing.mtime;
+                let older_rule = |d: Decision| {
+                    if older {
+                        d
+                    } else {
+                        Decision::Skip(
+                            "destination is not older than the source (overwrite all older)".into(),
+                        )
+                    }
+                };
                 match self.conflict_all.load(Ordering::SeqCst) {
                     ALL_OVERWRITE => return proceed,
                     ALL_SKIP => return Decision::Skip("destination exists (skip all)".into()),
+                    ALL_OLDER => return older_rule(proceed),
                     _ => {}
                 }
                 if self.is_stopped() {
                     return Decision::Stop;
                 }
-                match ask.ask(&dir.dst_display.join(name)) {
+                let side = |m: &Meta| ConflictSide {
+                    size: m.size,
+                    mtime: m.mtime,
+                };
+                let question = ConflictQuestion {
+                    destination: dst.clone(),
+                    source: src.to_path_buf(),
+                    new: side(smeta),
+                    existing: side(&existing),
+                };
+                match ask.ask(&question) {
                     ConflictAnswer::Overwrite => proceed,
                     ConflictAnswer::Skip => Decision::Skip("destination exists (skipped)".into()),
                     ConflictAnswer::OverwriteAll => {
@@ -105,6 +149,11 @@ impl Shared {
                         self.conflict_all.store(ALL_SKIP, Ordering::SeqCst);
                         Decision::Skip("destination exists (skip all)".into())
                     }
+                    ConflictAnswer::OverwriteAllOlder => {
+                        self.conflict_all.store(ALL_OLDER, Ordering::SeqCst);
+                        older_rule(proceed)
+                    }
+                    ConflictAnswer::Rename => Decision::Rename,
                     ConflictAnswer::Cancel => {
                         self.control.cancelled.store(true, Ordering::SeqCst);
                         Decision::Stop
@@ -163,5 +212,23 @@ impl Shared {
         }
         set.insert(key, kind);
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_names_number_before_the_extension() {
+        let f = |n: &str, k| free_name(OsStr::new(n), k).into_string().unwrap();
+        assert_eq!(f("report.pdf", 1), "report (1).pdf");
+        assert_eq!(f("archive.tar.gz", 2), "archive (2).tar.gz");
+        assert_eq!(f(".bashrc", 1), ".bashrc (1)");
+        assert_eq!(f(".config.json", 1), ".config (1).json");
+        assert_eq!(f("README", 3), "README (3)");
+        // Bytes that are not UTF-8 stay as they are.
+        let odd = OsStr::from_bytes(b"x\xff.bin");
+        assert_eq!(free_name(odd, 1).as_bytes(), b"x\xff (1).bin");
     }
 }

@@ -49,6 +49,9 @@ pub fn temp_name(name: &OsStr, rnd: u32) -> OsString {
     OsString::from_vec(v)
 }
 
+/// How many "name (N).ext" a Rename tries before it gives up (EEXIST).
+const MAX_RENAME: u32 = 10_000;
+
 /// A temporary name in a destination directory, removed on drop unless renamed into place.
 struct Temp<'a> {
     dir: &'a DirNode,
@@ -75,6 +78,30 @@ impl Temp<'_> {
         // does not follow: at worst it removes what someone else put there).
         self.armed = r.is_err();
         r
+    }
+
+    /// "Rename": renames onto the first free `free_name(final_name, k)`. RENAME_NOREPLACE
+    /// makes "free" and "taken" one atomic step: a name that appears meanwhile is skipped,
+    /// never replaced. (On a file system without RENAME_NOREPLACE the name is checked with a
+    /// no-follow stat just before the rename; only there a racing creation could be replaced.)
+    fn commit_free(mut self, final_name: &OsStr, id: Ident) -> Result<OsString, NodeErr> {
+        for k in 1..=MAX_RENAME {
+            let name = super::conflict::free_name(final_name, k);
+            match rfs::statat(&self.dir.dst, &name, AtFlags::SYMLINK_NOFOLLOW) {
+                Err(Errno::NOENT) => {}
+                Ok(_) => continue,
+                Err(e) => return Err(NodeErr::Io(e)),
+            }
+            match nofollow::rename_checked(self.dir.dst.as_fd(), &self.name, &name, id, true) {
+                Ok(()) => {
+                    self.armed = false;
+                    return Ok(name);
+                }
+                Err(NodeErr::Io(Errno::EXIST)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(NodeErr::Io(Errno::EXIST))
     }
 
     /// Pins the node just made under this name (see [`nofollow::pin`]).
@@ -129,15 +156,30 @@ fn add_ns(counter: &std::sync::atomic::AtomicU64, since: Instant) {
     counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
+/// Where an entry goes once the conflict policy allowed it.
+struct Target {
+    /// The existing destination it replaces (None: the name was free, or "Rename").
+    existing: Option<Meta>,
+    /// "Rename": keep the existing file, take the first free "name (N).ext".
+    rename: bool,
+}
+
 /// Waits out a pause, then applies the conflict policy to `e`'s destination name. None
 /// when the entry must not be written (cancelled, skipped or failed; already reported
-/// through `sh`); else the existing destination it replaces, if any.
-fn may_write(sh: &Shared, e: &Entry, path: &Path) -> Option<Option<Meta>> {
+/// through `sh`); else where it goes.
+fn may_write(sh: &Shared, e: &Entry, path: &Path) -> Option<Target> {
     if sh.gate().is_err() {
         return None;
     }
     match sh.decide(&e.parent, &e.dst_name, path, &e.meta, e.clash) {
-        Decision::Proceed(existing) => Some(existing),
+        Decision::Proceed(existing) => Some(Target {
+            existing,
+            rename: false,
+        }),
+        Decision::Rename => Some(Target {
+            existing: None,
+            rename: true,
+        }),
         Decision::Skip(r) => {
             sh.skip(path, r);
             None
@@ -148,6 +190,30 @@ fn may_write(sh: &Shared, e: &Entry, path: &Path) -> Option<Option<Meta>> {
         }
         Decision::Stop => None,
     }
+}
+
+/// Renames a finished temporary into place: over the name (or onto it when it was free), or
+/// for "Rename" onto the first free "name (N).ext", noted in the events.
+fn place(
+    sh: &Shared,
+    path: &Path,
+    tmp: Temp<'_>,
+    e: &Entry,
+    id: Ident,
+    t: &Target,
+) -> Result<(), NodeErr> {
+    if !t.rename {
+        return tmp.commit(&e.dst_name, id, t.existing.is_none());
+    }
+    let name = tmp.commit_free(&e.dst_name, id)?;
+    sh.note(
+        path,
+        format!(
+            "the destination existed and was kept; copied as {}",
+            quote(&e.parent.dst_display.join(name))
+        ),
+    );
+    Ok(())
 }
 
 /// Opens a source file for reading. Never blocks and never opens anything but a regular
@@ -205,9 +271,10 @@ fn open_source(sh: &Shared, e: &Entry, path: &Path) -> Option<(OwnedFd, Meta)> {
 /// verify, rename. Errors are reported through `sh` (per file, or fatal for the destination).
 pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let path = e.src_display();
-    let Some(existing) = may_write(sh, e, &path) else {
+    let Some(target) = may_write(sh, e, &path) else {
         return;
     };
+    let existing = target.existing;
     let Some((src, st)) = open_source(sh, e, &path) else {
         return;
     };
@@ -305,7 +372,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             Err(DataErr::Write(err)) => return sh.dest_error(&path, "verify", err),
         }
     }
-    if let Err(err) = tmp.commit(&e.dst_name, id, existing.is_none()) {
+    if let Err(err) = place(sh, &path, tmp, e, id, &target) {
         return node_error(sh, &path, "cannot rename the finished file into place", err);
     }
     if let Some(made) = &e.made {
@@ -667,9 +734,10 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
         }
         _ => {}
     }
-    let Some(existing) = may_write(sh, e, &path) else {
+    let Some(placing) = may_write(sh, e, &path) else {
         return;
     };
+    let existing = placing.existing;
     let dir = &e.parent;
     let target = if ft == FileType::Symlink {
         match rfs::readlinkat(&dir.src, &e.src_name, Vec::new()) {
@@ -703,7 +771,7 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     if let Err(m) = apply_special_meta(sh, &e.meta, &node, mode) {
         return sh.fail(&path, m);
     }
-    if let Err(err) = tmp.commit(&e.dst_name, node.id, existing.is_none()) {
+    if let Err(err) = place(sh, &path, tmp, e, node.id, &placing) {
         return node_error(sh, &path, "cannot rename into place", err);
     }
     sh.done(&path, 0);
@@ -767,10 +835,12 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
         return copy_regular(sh, e, &mut buf);
     };
     let path = e.src_display();
-    let existing = if update {
-        match rfs::statat(&e.parent.dst, &e.dst_name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Some(Meta::from_stat(&st)),
-            Err(_) => None,
+    let target = if update {
+        Target {
+            existing: rfs::statat(&e.parent.dst, &e.dst_name, AtFlags::SYMLINK_NOFOLLOW)
+                .ok()
+                .map(|st| Meta::from_stat(&st)),
+            rename: false,
         }
     } else {
         match may_write(sh, e, &path) {
@@ -803,7 +873,7 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
         dev: id.dev,
         ino: id.ino,
     };
-    match tmp.commit(&e.dst_name, id, existing.is_none()) {
+    match place(sh, &path, tmp, e, id, &target) {
         Ok(()) => sh.done(&path, 0),
         Err(err) => node_error(sh, &path, "cannot rename into place", err),
     }

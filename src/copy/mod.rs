@@ -145,21 +145,45 @@ pub enum EngineEvent {
     },
 }
 
-/// The user's answer to "destination exists" under `--overwrite=ask`.
+/// The user's answer to "destination exists" under `--overwrite=ask` (Total Commander's
+/// choices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictAnswer {
     Overwrite,
     Skip,
     OverwriteAll,
     SkipAll,
+    /// Overwrite this and every later destination that is older than its source; skip the
+    /// others (without asking again).
+    OverwriteAllOlder,
+    /// Keep the existing file and copy under a free name beside it ("name (1).ext"), chosen
+    /// at the rename into place so no other file can be replaced.
+    Rename,
     Cancel,
+}
+
+/// One side of a conflict, as the dialog shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConflictSide {
+    pub size: u64,
+    /// Modification time: seconds and nanoseconds since the epoch.
+    pub mtime: (i64, i64),
+}
+
+/// What the engine asks about: the existing destination and the source that would replace it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictQuestion {
+    pub destination: PathBuf,
+    pub source: PathBuf,
+    pub new: ConflictSide,
+    pub existing: ConflictSide,
 }
 
 /// Asked by the engine (from a worker thread, blocking) when a destination file exists
 /// and the policy is `ask`. The TUI implements it with a dialog; without a terminal the
 /// engine never asks (cp's behaviour: overwrite).
 pub trait ConflictAsk: Send + Sync {
-    fn ask(&self, destination: &std::path::Path) -> ConflictAnswer;
+    fn ask(&self, question: &ConflictQuestion) -> ConflictAnswer;
 }
 
 pub(crate) mod conflict;

@@ -11,6 +11,7 @@ pub mod session;
 pub mod state;
 pub mod stream;
 pub mod tui;
+pub mod update;
 pub mod watch;
 
 use crate::present::quote::error_chain;

@@ -4,41 +4,24 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crossterm::event::{Event as TermEvent, EventStream};
-use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::copy::EngineEvent;
-use crate::frontend::state::{Action, App};
-use crate::frontend::tui::{FRAME_INTERVAL, TerminalGuard};
-use crate::model::{Model, ModelConfig, ReplayItem};
+use crate::frontend::state::App;
+use crate::frontend::tui::{
+    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, cont_event, from_terminal, spawn_key_reader,
+};
+use crate::frontend::update::{Event, ReplayItem, Signal, State};
+use crate::model::{self, Model, ModelConfig};
 use crate::report::recording::{Recording, Replayed};
-use crate::sample::Sample;
-use crate::ui::view::{Header, ReplayStatus, RunState, UiOptions};
+use crate::ui::view::{Header, UiOptions};
 
-/// One item of the recording's timeline.
-#[derive(Debug, Clone, Copy)]
-enum Item<'a> {
-    Sample(&'a Sample),
-    Engine(u64, &'a EngineEvent),
-}
-
-impl Item<'_> {
-    fn t_ns(&self) -> u64 {
-        match self {
-            Item::Sample(s) => s.t_ns,
-            Item::Engine(t, _) => *t,
-        }
-    }
-}
-
-/// The recording's timeline ([`Recording::replay_items`]) as replay items.
-fn timeline(rec: &Recording) -> Vec<Item<'_>> {
+/// The recording's timeline ([`Recording::replay_items`]) as owned replay items.
+fn timeline(rec: &Recording) -> Vec<ReplayItem> {
     rec.replay_items()
         .into_iter()
         .map(|i| match i {
-            ReplayItem::Sample(s) => Item::Sample(s),
-            ReplayItem::Engine { t_ns, event } => Item::Engine(t_ns, event),
+            model::ReplayItem::Sample(s) => ReplayItem::Sample(Box::new(s.clone())),
+            model::ReplayItem::Engine { t_ns, event } => ReplayItem::Engine(t_ns, event.clone()),
         })
         .collect()
 }
@@ -69,141 +52,101 @@ pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
     rec.model(cfg)
 }
 
-/// Applies timeline items up to `pos_ns`; returns the index of the next unapplied item.
-fn advance(app: &mut App, items: &[Item<'_>], mut next: usize, pos_ns: u64) -> usize {
-    while next < items.len() && items[next].t_ns() <= pos_ns {
-        match items[next] {
-            Item::Sample(s) => {
-                app.on_sample(s);
-            }
-            Item::Engine(t, e) => {
-                app.on_engine(t, e);
-            }
-        }
-        next += 1;
-    }
-    next
+/// The replay's state at its start: the app on the recording's model, and the timeline.
+pub fn replay_state(rec: &Recording, cfg: ModelConfig, opts: UiOptions, speed: f64) -> State {
+    let app = App::new(
+        Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
+        header_of(rec),
+        opts,
+    );
+    State::replay(app, timeline(rec), rec.duration_ns(), speed)
 }
 
-/// The replay screen's state at `t_ns` into the recording (tests and seeking use it).
+/// The replay screen's state at `t_ns` into the recording, as a live screen showed it then
+/// (tests use it).
 pub fn app_at(rec: &Recording, cfg: ModelConfig, opts: UiOptions, t_ns: u64) -> App {
     let mut app = App::new(
         Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
         header_of(rec),
         opts,
     );
-    let items = timeline(rec);
-    advance(&mut app, &items, 0, t_ns);
+    for item in rec.replay_items() {
+        match item {
+            model::ReplayItem::Sample(s) if s.t_ns <= t_ns => {
+                app.on_sample(s);
+            }
+            model::ReplayItem::Engine { t_ns: t, event } if t <= t_ns => {
+                app.on_engine(t, event);
+            }
+            _ => break,
+        }
+    }
     app.now_ns = t_ns.max(app.now_ns);
     app
 }
 
-/// Playback speeds cycled with `x`.
-const SPEEDS: [f64; 4] = [1.0, 10.0, 100.0, f64::INFINITY];
-
-/// Runs the interactive replay until the user quits.
+/// Runs the interactive replay until the user quits: the same key reader, [`update`] and
+/// [`Shell`] as the live TUI (no crossterm EventStream: it spins on a hung-up terminal).
 pub async fn run_tui(
     path: &Path,
     cfg: ModelConfig,
     opts: UiOptions,
     speed: f64,
 ) -> anyhow::Result<()> {
-    let rec = Recording::load(path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read recording {}",
-            crate::present::quote::file_line(path, &e.to_string())
-        )
-    })?;
-    let items = timeline(&rec);
-    let total = rec.duration_ns();
-    let fresh_app = |rec: &Recording| {
-        let mut app = App::new(
-            Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
-            header_of(rec),
-            opts,
-        );
-        app.state = RunState::Replay;
-        app.replay = Some(ReplayStatus {
-            speed,
-            paused: false,
-            total_ns: total,
-        });
-        app
+    let rec = load(path)?;
+    let mut st = replay_state(&rec, cfg, opts, speed);
+    let mut hooks = ReplayHooks {
+        header: &rec.header,
     };
-    let mut app = fresh_app(&rec);
-    let mut next = 0usize;
-    let mut pos: u64 = 0;
-    let mut guard = TerminalGuard::enter()?;
-    let mut keys = EventStream::new();
+    let mut sh = Shell {
+        guard: TerminalGuard::enter()?,
+        control: None,
+        reply: None,
+        hooks: &mut hooks,
+    };
+    let mut keys = spawn_key_reader();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(FRAME_INTERVAL);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last = Instant::now();
-    loop {
+    let mut keys_open = true;
+    while !st.quit {
         tokio::select! {
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
-            maybe = keys.next() => {
-                let Some(Ok(ev)) = maybe else { break };
-                if let TermEvent::Key(k) = ev {
-                    let status = app.replay.unwrap_or(ReplayStatus { speed, paused: false, total_ns: total });
-                    let mut seek_to: Option<u64> = None;
-                    match app.handle_key(k) {
-                        Action::Quit | Action::Cancel => break,
-                        Action::TogglePause => {
-                            app.replay = Some(ReplayStatus { paused: !status.paused, ..status });
-                        }
-                        Action::CycleSpeed => {
-                            let i = SPEEDS.iter().position(|s| *s == status.speed).map_or(0, |i| (i + 1) % SPEEDS.len());
-                            app.replay = Some(ReplayStatus { speed: SPEEDS[i], ..status });
-                        }
-                        Action::Seek(d) => seek_to = Some(pos.saturating_add_signed(d).min(total)),
-                        Action::SeekStart => seek_to = Some(0),
-                        Action::SeekEnd => seek_to = Some(total),
-                        Action::Screenshot => {
-                            let msg = crate::frontend::live::screenshot_message(&app, &rec.header, None);
-                            app.status = Some((msg, app.now_ns));
-                        }
-                        _ => {}
-                    }
-                    if let Some(target) = seek_to {
-                        if target < pos {
-                            // The model only moves forward: rebuild it up to the target.
-                            let view = app.view;
-                            let replay = app.replay;
-                            app = fresh_app(&rec);
-                            app.view = view;
-                            app.replay = replay;
-                            next = 0;
-                        }
-                        pos = target;
-                        next = advance(&mut app, &items, next, pos);
-                        app.now_ns = pos;
-                    }
+            _ = sigterm.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
+            _ = sighup.recv() => sh.step(&mut st, Event::Signal(Signal::Hup)),
+            _ = sigint.recv() => sh.step(&mut st, Event::Signal(Signal::Int)),
+            _ = sigcont.recv() => sh.step(&mut st, cont_event()),
+            maybe = keys.recv(), if keys_open => {
+                if maybe.as_ref().is_none_or(Result::is_err) {
+                    keys_open = false;
+                }
+                if let Some(ev) = from_terminal(maybe) {
+                    sh.step(&mut st, ev);
                 }
             }
             _ = frame.tick() => {
-                let dt = last.elapsed();
+                let elapsed_ns = last.elapsed().as_nanos() as u64;
                 last = Instant::now();
-                if let Some(st) = app.replay
-                    && !st.paused && pos < total {
-                        pos = if st.speed.is_infinite() {
-                            total
-                        } else {
-                            (pos as f64 + dt.as_nanos() as f64 * st.speed).min(total as f64) as u64
-                        };
-                        next = advance(&mut app, &items, next, pos);
-                        app.now_ns = pos.max(app.now_ns);
-                    }
-                if guard.draw(&app).is_err() {
-                    break;
-                }
+                sh.step(&mut st, Event::Tick { elapsed_ns, cancelling: None });
             }
         }
     }
-    drop(guard);
+    drop(sh);
     Ok(())
+}
+
+/// A replay records nothing; `s` writes the pictures of what it has shown so far.
+struct ReplayHooks<'a> {
+    header: &'a crate::report::recording::Header,
+}
+
+impl LiveHooks for ReplayHooks<'_> {
+    fn screenshot(&mut self, app: &App) -> String {
+        crate::frontend::live::screenshot_message(app, self.header, None)
+    }
 }
 
 /// `replay --plain`: the same summary the TUI prints after a copy.
@@ -267,6 +210,17 @@ pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<st
 /// error that names it (quoted).
 fn stream(path: &Path, cfg: ModelConfig) -> anyhow::Result<Replayed> {
     Replayed::load(path, cfg).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read recording {}",
+            crate::present::quote::file_line(path, &e.to_string())
+        )
+    })
+}
+
+/// The whole recording at `path` (the interactive replay seeks back and forth in it), or an
+/// error that names it (quoted).
+fn load(path: &Path) -> anyhow::Result<Recording> {
+    Recording::load(path).map_err(|e| {
         anyhow::anyhow!(
             "cannot read recording {}",
             crate::present::quote::file_line(path, &e.to_string())

@@ -33,6 +33,7 @@ pub enum Action {
 
 /// The state a frontend loop owns: what the screen shows, changed only through the methods
 /// below. It derefs to the [`View`] so drawing reads it directly.
+#[derive(Clone)]
 pub struct App {
     pub screen: View,
 }
@@ -143,6 +144,8 @@ impl App {
                 KeyCode::Char('s') => ConflictAnswer::Skip,
                 KeyCode::Char('a') | KeyCode::Char('A') => ConflictAnswer::OverwriteAll,
                 KeyCode::Char('n') | KeyCode::Char('S') => ConflictAnswer::SkipAll,
+                KeyCode::Char('l') | KeyCode::Char('L') => ConflictAnswer::OverwriteAllOlder,
+                KeyCode::Char('r') | KeyCode::Char('R') => ConflictAnswer::Rename,
                 KeyCode::Char('c') | KeyCode::Esc | KeyCode::Char('q') => ConflictAnswer::Cancel,
                 _ if ctrl_c => ConflictAnswer::Cancel,
                 _ => return Action::None,

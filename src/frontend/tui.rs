@@ -1,12 +1,12 @@
-//! Terminal lifecycle and the live main loop: one `tokio::select!` over keys, samples, engine
-//! events, conflict questions, signals and a capped frame tick. The loop is the only owner of
-//! the [`App`] (and so of the model). The terminal is restored on every way out: normal end,
+//! Terminal lifecycle and the live TUI's I/O shell: one `tokio::select!` turns keys, samples,
+//! engine events, conflict questions, signals and a capped frame tick into events for the
+//! pure [`update`] (frontend/update.rs) and runs its effects ([`Shell`]). The loop is the only
+//! owner of the state (and so of the model). The terminal is restored on every way out: normal end,
 //! error, panic on any thread, SIGINT/SIGTERM/SIGHUP and a vanished terminal (SSH dropped).
 
 use std::io::{self, Stdout, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crossterm::event::Event as TermEvent;
@@ -16,11 +16,13 @@ use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::copy::{ConflictAnswer, ConflictAsk, Control, EngineEvent, Progress};
-use crate::frontend::state::{Action, App};
+use crate::copy::{ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, Progress};
+use crate::frontend::state::App;
+use crate::frontend::update::{Effect, Event as UiEvent, Signal, State, update};
 use crate::model::Event;
+use crate::present::quote::shell_escape;
 use crate::sample::Sample;
-use crate::ui::view::{Dialog, RunState};
+use crate::ui::view::{ConflictView, FileSide, RunState};
 
 /// Default time between frames: ~5 fps keeps SSH traffic small (DESIGN §10) and is still smooth
 /// for a chart that gains one column per sample.
@@ -136,7 +138,7 @@ impl Drop for TerminalGuard {
 /// hung-up terminal crossterm's reader sees `read() = 0` forever and, inside EventStream, spun
 /// on the loop's own thread (100 % CPU, signals never handled). Here it polls with a timeout,
 /// asks the terminal itself between polls, and ends the channel with an error on a hang-up.
-fn spawn_key_reader() -> mpsc::UnboundedReceiver<io::Result<TermEvent>> {
+pub(crate) fn spawn_key_reader() -> mpsc::UnboundedReceiver<io::Result<TermEvent>> {
     let (tx, rx) = mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new()
         .name("copyscope-keys".into())
@@ -173,13 +175,6 @@ fn spawn_key_reader() -> mpsc::UnboundedReceiver<io::Result<TermEvent>> {
     rx
 }
 
-fn is_ctrl_z(k: &crossterm::event::KeyEvent) -> bool {
-    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
-    k.kind == KeyEventKind::Press
-        && k.modifiers.contains(KeyModifiers::CONTROL)
-        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
-}
-
 /// True when this process group owns the terminal (drawing and raw mode are ours to set).
 fn in_foreground() -> bool {
     rustix::termios::tcgetpgrp(io::stdout()).is_ok_and(|pg| pg == rustix::process::getpgrp())
@@ -196,52 +191,48 @@ fn terminal_hung_up() -> bool {
 
 /// A question from an engine worker: "this destination exists; what now?"
 pub struct ConflictRequest {
-    pub path: PathBuf,
+    pub question: ConflictQuestion,
     pub reply: std::sync::mpsc::Sender<ConflictAnswer>,
 }
 
 /// The engine side of the overwrite dialog: blocks the asking worker until the user answers.
+/// (Answers that stick — "all", "all older" — are kept by the engine, which then stops asking.)
 pub struct TuiConflictAsk {
     tx: mpsc::UnboundedSender<ConflictRequest>,
-    /// Once the user picked "all", later conflicts are answered without asking.
-    sticky: Mutex<Option<ConflictAnswer>>,
 }
 
 impl TuiConflictAsk {
     pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<ConflictRequest>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (
-            Arc::new(TuiConflictAsk {
-                tx,
-                sticky: Mutex::new(None),
-            }),
-            rx,
-        )
+        (Arc::new(TuiConflictAsk { tx }), rx)
     }
 }
 
 impl ConflictAsk for TuiConflictAsk {
-    fn ask(&self, destination: &std::path::Path) -> ConflictAnswer {
-        if let Ok(s) = self.sticky.lock()
-            && let Some(a) = *s
-        {
-            return a;
-        }
+    fn ask(&self, question: &ConflictQuestion) -> ConflictAnswer {
         let (reply, answer) = std::sync::mpsc::channel();
         let req = ConflictRequest {
-            path: destination.to_path_buf(),
+            question: question.clone(),
             reply,
         };
         if self.tx.send(req).is_err() {
             return ConflictAnswer::Cancel;
         }
-        let a = answer.recv().unwrap_or(ConflictAnswer::Cancel);
-        if matches!(a, ConflictAnswer::OverwriteAll | ConflictAnswer::SkipAll)
-            && let Ok(mut s) = self.sticky.lock()
-        {
-            *s = Some(a);
-        }
-        a
+        answer.recv().unwrap_or(ConflictAnswer::Cancel)
+    }
+}
+
+/// The dialog's view of a question: names quoted for the terminal, both sides.
+pub fn conflict_view(q: &ConflictQuestion) -> ConflictView {
+    let side = |s: &crate::copy::ConflictSide| FileSide {
+        size: s.size,
+        mtime: s.mtime,
+    };
+    ConflictView {
+        destination: shell_escape(&q.destination).into_owned(),
+        source: shell_escape(&q.source).into_owned(),
+        new: side(&q.new),
+        existing: side(&q.existing),
     }
 }
 
@@ -277,14 +268,100 @@ pub struct LiveEnd<T> {
     pub hung_up: bool,
 }
 
+/// Runs the effects of [`update`] on the terminal, the engine and the hooks: the I/O half of
+/// every TUI loop (live copy, watch, replay).
+pub(crate) struct Shell<'a> {
+    pub guard: TerminalGuard,
+    /// The engine's pause/cancel flags (None in a replay).
+    pub control: Option<Arc<Control>>,
+    /// The reply channel of the question the dialog shows.
+    pub reply: Option<std::sync::mpsc::Sender<ConflictAnswer>>,
+    pub hooks: &'a mut dyn LiveHooks,
+}
+
+impl Shell<'_> {
+    /// Feeds `ev` to [`update`] and runs the effects, and the events they lead to.
+    pub fn step(&mut self, st: &mut State, ev: UiEvent) {
+        let mut queue = std::collections::VecDeque::from([ev]);
+        while let Some(ev) = queue.pop_front() {
+            for fx in update(st, ev) {
+                if let Some(next) = self.run(st, fx) {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, st: &State, fx: Effect) -> Option<UiEvent> {
+        match fx {
+            Effect::Draw => self
+                .guard
+                .draw(&st.app)
+                .err()
+                .map(|_| UiEvent::TerminalGone),
+            Effect::ResumeTerminal => self.guard.resume().err().map(|_| UiEvent::TerminalGone),
+            Effect::Suspend => {
+                self.guard.suspend();
+                None
+            }
+            Effect::Cancel => {
+                if let Some(c) = &self.control {
+                    c.paused.store(false, Ordering::SeqCst);
+                    c.cancelled.store(true, Ordering::SeqCst);
+                }
+                None
+            }
+            Effect::Pause | Effect::Resume => {
+                if let Some(c) = &self.control {
+                    c.paused.store(fx == Effect::Pause, Ordering::SeqCst);
+                }
+                None
+            }
+            Effect::Answer(a) => {
+                if let Some(r) = self.reply.take() {
+                    let _ = r.send(a);
+                }
+                None
+            }
+            Effect::Record { t_ns, event } => {
+                self.hooks.on_engine_event(t_ns, &event);
+                None
+            }
+            Effect::Events(evs) => {
+                self.hooks.on_events(&evs);
+                None
+            }
+            Effect::Screenshot => Some(UiEvent::Screenshot(self.hooks.screenshot(&st.app))),
+            Effect::Quit => None,
+        }
+    }
+}
+
+/// Turns what the key reader thread read into an event.
+pub(crate) fn from_terminal(ev: Option<io::Result<TermEvent>>) -> Option<UiEvent> {
+    match ev {
+        Some(Ok(TermEvent::Key(k))) => Some(UiEvent::Key(k)),
+        Some(Ok(TermEvent::Resize(_, _))) => Some(UiEvent::Resize),
+        Some(Ok(_)) => None,
+        Some(Err(_)) | None => Some(UiEvent::TerminalGone),
+    }
+}
+
+/// The SIGCONT event: whether the terminal is ours again.
+pub(crate) fn cont_event() -> UiEvent {
+    UiEvent::Signal(Signal::Cont {
+        foreground: in_foreground(),
+    })
+}
+
 /// Runs the TUI until the engine finishes (or is cancelled and has cleaned up).
 pub async fn run_live<T>(
-    mut app: App,
+    app: App,
     mut io: LiveIo<T>,
     hooks: &mut dyn LiveHooks,
     final_state: impl Fn(&T) -> RunState,
 ) -> io::Result<LiveEnd<T>> {
-    let mut guard = TerminalGuard::enter()?;
+    let guard = TerminalGuard::enter()?;
     let mut keys = spawn_key_reader();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
@@ -292,182 +369,119 @@ pub async fn run_live<T>(
     let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(io.frame_interval);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut pending_reply: Option<std::sync::mpsc::Sender<ConflictAnswer>> = None;
-    let mut dirty = true;
-    let mut hung_up = false;
+    let mut st = State::live(app);
+    let mut sh = Shell {
+        guard,
+        control: Some(io.control.clone()),
+        reply: None,
+        hooks,
+    };
     let mut outcome: Option<T> = None;
     let mut keys_open = true;
-    // Continued while another process group holds the terminal: draw nothing until `fg`.
-    let mut background = false;
-
-    let cancel = |control: &Control,
-                  reply: &mut Option<std::sync::mpsc::Sender<ConflictAnswer>>| {
-        control.paused.store(false, Ordering::SeqCst);
-        control.cancelled.store(true, Ordering::SeqCst);
-        if let Some(r) = reply.take() {
-            let _ = r.send(ConflictAnswer::Cancel);
-        }
-    };
+    let mut last_tick = std::time::Instant::now();
 
     loop {
-        if io.control.cancelled.load(Ordering::SeqCst) && outcome.is_none() {
-            // Said at once, and kept current until the engine is back (the kernel may hold
-            // the copier inside a write for a moment).
-            let n = io.progress.in_write.load(Ordering::Relaxed);
-            if app.cancelling != Some(n) {
-                app.cancelling = Some(n);
-                dirty = true;
-            }
-        }
-        if panicked() {
-            cancel(&io.control, &mut pending_reply);
-            hung_up = true; // the hook restored the terminal; draw nothing more
+        if panicked() && !st.hung_up {
+            // The hook restored the terminal; draw nothing more, stop the copy.
+            sh.step(&mut st, UiEvent::TerminalGone);
         }
         tokio::select! {
             biased;
             res = &mut io.done, if outcome.is_none() => {
-                match res {
+                let end = match res {
                     Ok(o) => {
-                        app.state = final_state(&o);
+                        let s = final_state(&o);
                         outcome = Some(o);
+                        s
                     }
-                    Err(_) => app.state = RunState::Failed,
-                }
+                    Err(_) => RunState::Failed,
+                };
                 // Wait (briefly) for a sample that shows the engine's final counters, so the
                 // model, the summary and the recording end on the last byte.
                 let last = io.progress.snapshot();
                 let deadline = tokio::time::Instant::now() + FINAL_SAMPLE_WAIT;
                 loop {
                     while let Ok(s) = io.samples.try_recv() {
-                        hooks.on_sample(&s);
-                        let evs = app.on_sample(&s);
-                        hooks.on_events(&evs);
+                        let ev = sample_event(&io, &mut *sh.hooks, s);
+                        sh.step(&mut st, ev);
                     }
-                    if app.progress.bytes_copied >= last.bytes_copied && app.progress.files_done >= last.files_done {
+                    let p = &st.app.progress;
+                    if p.bytes_copied >= last.bytes_copied && p.files_done >= last.files_done {
                         break;
                     }
                     match tokio::time::timeout_at(deadline, io.samples.recv()).await {
                         Ok(Some(s)) => {
-                            hooks.on_sample(&s);
-                            let evs = app.on_sample(&s);
-                            hooks.on_events(&evs);
+                            let ev = sample_event(&io, &mut *sh.hooks, s);
+                            sh.step(&mut st, ev);
                         }
                         _ => break,
                     }
                 }
                 while let Ok(ev) = io.engine_events.try_recv() {
-                    let t = app.now_ns;
-                    hooks.on_engine_event(t, &ev);
-                    let evs = app.on_engine(t, &ev);
-                    hooks.on_events(&evs);
+                    sh.step(&mut st, UiEvent::Engine(ev));
                 }
-                if let Some(o) = &outcome { app.state = final_state(o); }
-                app.current = None;
-                if !hung_up { let _ = guard.draw(&app); }
+                sh.step(&mut st, UiEvent::Finished(end));
                 break;
             }
-            _ = sigterm.recv() => { cancel(&io.control, &mut pending_reply); }
-            _ = sighup.recv() => { hung_up = true; cancel(&io.control, &mut pending_reply); }
-            _ = sigint.recv() => { cancel(&io.control, &mut pending_reply); }
-            _ = sigcont.recv() => {
-                // `kill -CONT` while the shell holds the terminal (after `kill -STOP`, the
-                // job is in the background): touching the terminal would stop us again
-                // (SIGTTOU) or draw over the shell. Wait for `fg`, which sends SIGCONT again.
-                background = !in_foreground();
-                if !hung_up && !background && guard.resume().is_err() {
-                    hung_up = true;
-                    cancel(&io.control, &mut pending_reply);
-                }
-                dirty = true;
-            }
+            _ = sigterm.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Term)),
+            _ = sighup.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Hup)),
+            _ = sigint.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Int)),
+            _ = sigcont.recv() => sh.step(&mut st, cont_event()),
             Some(s) = io.samples.recv() => {
-                hooks.on_sample(&s);
-                let evs = app.on_sample(&s);
-                hooks.on_events(&evs);
-                app.current = io.progress.current().as_ref().map(crate::frontend::state::file_of);
-                if app.state == RunState::Verifying || app.verified.is_some() {
-                    let v = io.progress.bytes_verified.load(std::sync::atomic::Ordering::Relaxed);
-                    app.verified = Some(v);
-                }
-                dirty = true;
+                let ev = sample_event(&io, &mut *sh.hooks, s);
+                sh.step(&mut st, ev);
             }
-            Some(ev) = io.engine_events.recv() => {
-                let t = app.now_ns;
-                hooks.on_engine_event(t, &ev);
-                let evs = app.on_engine(t, &ev);
-                hooks.on_events(&evs);
-                dirty = true;
-            }
+            Some(ev) = io.engine_events.recv() => sh.step(&mut st, UiEvent::Engine(ev)),
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
-                if io.control.cancelled.load(Ordering::SeqCst) {
-                    let _ = req.reply.send(ConflictAnswer::Cancel);
-                } else {
-                    app.dialog = Some(Dialog::Conflict { path: crate::present::quote::shell_escape(&req.path).into_owned() });
-                    pending_reply = Some(req.reply);
-                    dirty = true;
-                }
+                sh.reply = Some(req.reply);
+                sh.step(&mut st, UiEvent::Conflict(conflict_view(&req.question)));
             }
             maybe = keys.recv(), if keys_open => {
-                match maybe {
-                    Some(Ok(TermEvent::Key(k))) if is_ctrl_z(&k) => {
-                        guard.suspend();
-                        dirty = true;
-                    }
-                    Some(Ok(TermEvent::Key(k))) => {
-                        match app.handle_key(k) {
-                            Action::Cancel => cancel(&io.control, &mut pending_reply),
-                            Action::Answer(a) => {
-                                if let Some(r) = pending_reply.take() { let _ = r.send(a); }
-                                if a == ConflictAnswer::Cancel { cancel(&io.control, &mut pending_reply); }
-                            }
-                            Action::TogglePause => {
-                                let was = io.control.paused.fetch_xor(true, Ordering::SeqCst);
-                                let t = app.now_ns;
-                                let ev = if was { EngineEvent::Resumed } else { EngineEvent::Paused };
-                                hooks.on_engine_event(t, &ev);
-                                let evs = app.on_engine(t, &ev);
-                                hooks.on_events(&evs);
-                            }
-                            Action::Screenshot => {
-                                let msg = hooks.screenshot(&app);
-                                app.status = Some((msg, app.now_ns));
-                            }
-                            _ => {}
-                        }
-                        dirty = true;
-                    }
-                    Some(Ok(TermEvent::Resize(_, _))) => { dirty = true; }
-                    Some(Ok(_)) => {}
-                    Some(Err(_)) | None => {
-                        // The terminal is gone: behave as for SIGHUP.
-                        keys_open = false;
-                        hung_up = true;
-                        cancel(&io.control, &mut pending_reply);
-                    }
+                if maybe.as_ref().is_none_or(Result::is_err) {
+                    keys_open = false;
+                }
+                if let Some(ev) = from_terminal(maybe) {
+                    sh.step(&mut st, ev);
                 }
             }
             _ = frame.tick() => {
-                if !hung_up && terminal_hung_up() {
+                if !st.hung_up && terminal_hung_up() {
                     // The input side may only ever say "end of file" (read returning 0):
                     // ask the terminal itself, so a dropped session always ends the copy.
                     keys_open = false;
-                    hung_up = true;
-                    cancel(&io.control, &mut pending_reply);
+                    sh.step(&mut st, UiEvent::TerminalGone);
                 }
-                if dirty && !hung_up && !background {
-                    if guard.draw(&app).is_err() {
-                        hung_up = true;
-                        cancel(&io.control, &mut pending_reply);
-                    }
-                    dirty = false;
-                }
+                let cancelling = io
+                    .control
+                    .cancelled
+                    .load(Ordering::SeqCst)
+                    .then(|| io.progress.in_write.load(Ordering::Relaxed));
+                let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
+                last_tick = std::time::Instant::now();
+                sh.step(&mut st, UiEvent::Tick { elapsed_ns, cancelling });
             }
         }
     }
+    let Shell { guard, .. } = sh;
     drop(guard);
     Ok(LiveEnd {
-        app,
+        app: st.app,
         outcome,
-        hung_up,
+        hung_up: st.hung_up,
     })
+}
+
+/// A sample as an event, with the engine's current file and verify counter read beside it;
+/// recorded first, as it arrived.
+fn sample_event<T>(io: &LiveIo<T>, hooks: &mut dyn LiveHooks, s: Sample) -> UiEvent {
+    hooks.on_sample(&s);
+    UiEvent::Sample {
+        current: io
+            .progress
+            .current()
+            .as_ref()
+            .map(crate::frontend::state::file_of),
+        verified: Some(io.progress.bytes_verified.load(Ordering::Relaxed)),
+        sample: Box::new(s),
+    }
 }

@@ -146,9 +146,35 @@ pub fn fmt_clock(t_ns: u64) -> String {
     }
 }
 
+/// A file's modification time as a calendar date in UTC, `2026-11-30 19:42:07` (a file
+/// time from stat, not the clock; UTC because the local zone needs the C library's tz tables).
+pub fn fmt_utc_datetime(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil, exact for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3600, (rem / 60) % 60, rem % 60);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_datetimes() {
+        assert_eq!(fmt_utc_datetime(0), "1970-01-01 00:00:00");
+        assert_eq!(fmt_utc_datetime(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(fmt_utc_datetime(1_796_067_727), "2026-11-30 19:42:07");
+        assert_eq!(fmt_utc_datetime(-1), "1969-12-31 23:59:59");
+    }
 
     #[test]
     fn bytes_decimal_and_binary() {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::copy::{ConflictAnswer, ConflictAsk};
+use crate::copy::{ConflictAnswer, ConflictAsk, ConflictQuestion};
 use crate::present::quote::quote;
 
 /// Asks on stderr, reads stdin. The engine asks one question at a time.
@@ -28,7 +28,8 @@ pub fn question(destination: &Path) -> String {
 }
 
 impl ConflictAsk for StdinAsk {
-    fn ask(&self, destination: &Path) -> ConflictAnswer {
+    fn ask(&self, q: &ConflictQuestion) -> ConflictAnswer {
+        let destination = q.destination.as_path();
         self.asking.store(true, Ordering::SeqCst);
         {
             let mut e = std::io::stderr().lock();

@@ -7,10 +7,11 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
+use crate::present::format::{fmt_count, fmt_utc_datetime};
 use crate::present::keys::KEYS;
 use crate::ui::markers::{self, LEGEND};
 use crate::ui::panels::ellipsize_start;
-use crate::ui::view::{Dialog, View};
+use crate::ui::view::{Dialog, FileSide, View};
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -230,20 +231,60 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
             ];
             popup(area, buf, app, "cancel?", lines, 60);
         }
-        Dialog::Conflict { path } => {
+        Dialog::Conflict(c) => {
+            let w: u16 = 66;
+            let inner = usize::from(w) - 2;
+            let e = t.glyphs.ellipsis;
+            let units = app.opts.units;
+            // Which side is newer, by modification time (what "overwrite all older" uses).
+            let (new_tag, old_tag) = match c.new.mtime.cmp(&c.existing.mtime) {
+                std::cmp::Ordering::Greater => ("   newer", ""),
+                std::cmp::Ordering::Less => ("", "   newer"),
+                std::cmp::Ordering::Equal => ("   same time", "   same time"),
+            };
+            // Exact bytes only when the rounded sizes would look the same.
+            let exact = c.new.size != c.existing.size
+                && units.size(c.new.size) == units.size(c.existing.size);
+            let side = |label: &str, s: &FileSide, tag: &str| {
+                let size = if exact {
+                    format!("{} ({} B)", units.size(s.size), fmt_count(s.size))
+                } else {
+                    units.size(s.size)
+                };
+                Line::from(vec![
+                    Span::raw(format!("{label:<10}")),
+                    Span::styled(
+                        format!("{size:>9}   {}", fmt_utc_datetime(s.mtime.0)),
+                        t.value(),
+                    ),
+                    Span::styled(tag.to_string(), t.title()),
+                ])
+            };
             let lines = vec![
-                Line::raw("The destination already exists:"),
+                Line::raw("The destination already exists (times in UTC):"),
                 Line::from(Span::styled(
-                    ellipsize_start(path, 54, t.glyphs.ellipsis),
+                    ellipsize_start(&c.destination, inner, e),
                     t.value(),
                 )),
+                side("existing", &c.existing, old_tag),
+                Line::raw("replace it with"),
+                Line::from(Span::styled(
+                    ellipsize_start(&c.source, inner, e),
+                    t.value(),
+                )),
+                side("new", &c.new, new_tag),
                 Line::raw(""),
                 Line::from(Span::styled(
-                    "o Overwrite  s Skip  a Overwrite all  n Skip all  c Cancel",
+                    "o Overwrite   s Skip   r Rename (copy as \"name (1)\")",
                     t.value(),
                 )),
+                Line::from(Span::styled(
+                    "a Overwrite all   n Skip all   l Overwrite all older",
+                    t.value(),
+                )),
+                Line::from(Span::styled("c Cancel the copy", t.value())),
             ];
-            popup(area, buf, app, "file exists", lines, 62);
+            popup(area, buf, app, "file exists", lines, w);
         }
     }
 }

@@ -90,7 +90,23 @@ pub enum Dialog {
     /// "Cancel the copy?" after the first q / Esc / Ctrl-C.
     ConfirmCancel,
     /// The destination exists (`--overwrite=ask`).
-    Conflict { path: String },
+    Conflict(ConflictView),
+}
+
+/// The overwrite dialog's facts: the names (already quoted for the terminal) and both sides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictView {
+    pub destination: String,
+    pub source: String,
+    pub new: FileSide,
+    pub existing: FileSide,
+}
+
+/// One side of a conflict: size and modification time (seconds, nanoseconds since the epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSide {
+    pub size: u64,
+    pub mtime: (i64, i64),
 }
 
 /// Replay position and speed.
@@ -145,6 +161,7 @@ pub fn axis_span_ns(t_ns: u64) -> u64 {
 }
 
 /// Everything the screen shows.
+#[derive(Clone)]
 pub struct View {
     pub model: Model,
     pub header: Header,

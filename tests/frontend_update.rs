@@ -1,0 +1,360 @@
+//! The frontend's one rule book, `update(&mut State, Event) -> Vec<Effect>`, driven with no
+//! terminal: every key's effects, pause (one source: one 'p', one "paused"), cancel from a
+//! key, a signal or a hang-up, the overwrite dialog's answers, suspend/resume, the frame
+//! clock, and a replay's playing and seeking — on a real ZFS lab recording.
+
+use std::path::Path;
+
+use copyscope::copy::{ConflictAnswer, EngineEvent};
+use copyscope::frontend::replay::{app_at, replay_state};
+use copyscope::frontend::update::{Effect, Event, Signal, State, update};
+use copyscope::model::ModelConfig;
+use copyscope::present::units::Units;
+use copyscope::report::recording::Recording;
+use copyscope::ui::theme::Theme;
+use copyscope::ui::view::{ConflictView, Dialog, FileSide, RunState, UiOptions};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+const REC: &str = "tests/fixtures/recordings/zfs-40mbps-zero.jsonl";
+
+fn opts() -> UiOptions {
+    UiOptions {
+        theme: Theme::new(false, false),
+        units: Units::Decimal,
+        compact: false,
+    }
+}
+
+fn rec() -> Recording {
+    Recording::load(Path::new(REC)).expect("fixture")
+}
+
+/// A live copy 30 s in, copying.
+fn live() -> State {
+    let mut a = app_at(&rec(), ModelConfig::default(), opts(), 30_000_000_000);
+    a.state = RunState::Copying;
+    State::live(a)
+}
+
+fn ch(c: char) -> Event {
+    Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn key(c: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Event {
+    Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn tick() -> Event {
+    Event::Tick {
+        elapsed_ns: 200_000_000,
+        cancelling: None,
+    }
+}
+
+/// The engine events an effect list records.
+fn recorded(fx: &[Effect]) -> Vec<EngineEvent> {
+    fx.iter()
+        .filter_map(|f| match f {
+            Effect::Record { event, .. } => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn question() -> Event {
+    Event::Conflict(ConflictView {
+        destination: "'dst/a b'".into(),
+        source: "'src/a b'".into(),
+        new: FileSide {
+            size: 2_000,
+            mtime: (1_796_067_727, 0),
+        },
+        existing: FileSide {
+            size: 1_000,
+            mtime: (1_764_531_727, 0),
+        },
+    })
+}
+
+#[test]
+fn one_p_press_is_one_paused_event() {
+    let mut st = live();
+    let fx = update(&mut st, ch('p'));
+    assert!(fx.contains(&Effect::Pause));
+    assert_eq!(recorded(&fx), vec![EngineEvent::Paused]);
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::Events(e)
+            if e.iter().filter(|e| e.kind == copyscope::model::EventKind::Paused).count() == 1)),
+        "the model made one 'paused' event: {fx:?}"
+    );
+    assert_eq!(st.app.state, RunState::Paused);
+    // An echo of the same pause from the engine is not a second one.
+    assert!(update(&mut st, Event::Engine(EngineEvent::Paused)).is_empty());
+    let n = st
+        .app
+        .model
+        .events()
+        .iter()
+        .filter(|e| e.kind == copyscope::model::EventKind::Paused)
+        .count();
+    assert_eq!(n, 1, "one pause in the model");
+    // Space resumes, once.
+    let fx = update(&mut st, ch(' '));
+    assert!(fx.contains(&Effect::Resume));
+    assert_eq!(recorded(&fx), vec![EngineEvent::Resumed]);
+    assert_eq!(st.app.state, RunState::Copying);
+    assert!(update(&mut st, Event::Engine(EngineEvent::Resumed)).is_empty());
+}
+
+#[test]
+fn quit_asks_once_then_cancels_and_says_so() {
+    for first in [ch('q'), key(KeyCode::Esc), ctrl('c')] {
+        let mut st = live();
+        let fx = update(&mut st, first.clone());
+        assert!(!fx.contains(&Effect::Cancel), "{first:?} only asks");
+        assert_eq!(st.app.dialog, Some(Dialog::ConfirmCancel));
+        let fx = update(&mut st, first.clone());
+        assert_eq!(fx, vec![Effect::Cancel], "{first:?} twice cancels");
+        assert!(st.cancelled);
+        assert_eq!(st.app.cancelling, Some(0), "'cancelling' is shown at once");
+        // The next frame shows the write the kernel still holds, and draws.
+        let fx = update(
+            &mut st,
+            Event::Tick {
+                elapsed_ns: 1,
+                cancelling: Some(8 << 20),
+            },
+        );
+        assert_eq!(st.app.cancelling, Some(8 << 20));
+        assert_eq!(fx, vec![Effect::Draw]);
+        // Nothing pauses a cancelled copy, and a second cancel sends nothing more.
+        assert!(!update(&mut st, ch('p')).contains(&Effect::Pause));
+    }
+    // Any other key at the question goes on copying.
+    let mut st = live();
+    update(&mut st, ch('q'));
+    assert!(update(&mut st, ch('x')).is_empty());
+    assert!(!st.cancelled);
+    assert_eq!(st.app.dialog, None);
+}
+
+#[test]
+fn signals_and_a_lost_terminal_cancel_a_live_run() {
+    for sig in [Signal::Term, Signal::Int] {
+        let mut st = live();
+        assert_eq!(update(&mut st, Event::Signal(sig)), vec![Effect::Cancel]);
+        assert!(!st.hung_up);
+    }
+    for ev in [Event::Signal(Signal::Hup), Event::TerminalGone] {
+        let mut st = live();
+        assert_eq!(update(&mut st, ev), vec![Effect::Cancel]);
+        assert!(st.hung_up);
+        // Nothing is drawn on a terminal that is gone.
+        assert!(!update(&mut st, tick()).contains(&Effect::Draw));
+    }
+    // Cancelled from outside (the signal handler thread): the frame says so.
+    let mut st = live();
+    update(&mut st, tick());
+    let fx = update(
+        &mut st,
+        Event::Tick {
+            elapsed_ns: 1,
+            cancelling: Some(0),
+        },
+    );
+    assert!(st.cancelled && fx == vec![Effect::Draw]);
+}
+
+#[test]
+fn overwrite_dialog_answers_reach_the_engine() {
+    for (k, want) in [
+        (ch('o'), ConflictAnswer::Overwrite),
+        (key(KeyCode::Enter), ConflictAnswer::Overwrite),
+        (ch('s'), ConflictAnswer::Skip),
+        (ch('a'), ConflictAnswer::OverwriteAll),
+        (ch('n'), ConflictAnswer::SkipAll),
+        (ch('l'), ConflictAnswer::OverwriteAllOlder),
+        (ch('r'), ConflictAnswer::Rename),
+    ] {
+        let mut st = live();
+        assert!(update(&mut st, question()).is_empty());
+        assert!(matches!(st.app.dialog, Some(Dialog::Conflict(_))));
+        assert_eq!(
+            update(&mut st, k.clone()),
+            vec![Effect::Answer(want)],
+            "{k:?}"
+        );
+        assert_eq!(st.app.dialog, None);
+        assert!(!st.asking && !st.cancelled);
+    }
+    // Cancel answers the engine and stops the copy; so does a SIGTERM while it asks.
+    for k in [
+        ch('c'),
+        ch('q'),
+        key(KeyCode::Esc),
+        ctrl('c'),
+        Event::Signal(Signal::Term),
+    ] {
+        let mut st = live();
+        update(&mut st, question());
+        assert_eq!(
+            update(&mut st, k.clone()),
+            vec![Effect::Answer(ConflictAnswer::Cancel), Effect::Cancel],
+            "{k:?}"
+        );
+        assert_eq!(st.app.dialog, None);
+    }
+    // Other keys leave the question open; a question after a cancel is answered at once.
+    let mut st = live();
+    update(&mut st, question());
+    assert!(update(&mut st, ch('t')).is_empty());
+    assert!(st.asking);
+    let mut st = live();
+    update(&mut st, Event::Signal(Signal::Int));
+    assert_eq!(
+        update(&mut st, question()),
+        vec![Effect::Answer(ConflictAnswer::Cancel)]
+    );
+}
+
+#[test]
+fn view_keys_change_the_view_and_draw_on_the_next_tick() {
+    let mut st = live();
+    update(&mut st, tick());
+    for (k, check) in [
+        (
+            ch('t'),
+            (|s: &State| s.app.view.axis == copyscope::ui::chart::XAxis::Percent)
+                as fn(&State) -> bool,
+        ),
+        (ch('e'), |s| !s.app.view.show_events),
+        (ch('k'), |s| !s.app.view.show_kernel),
+        (ch('b'), |s| s.app.view.show_budget),
+        (ch('+'), |s| s.app.view.zoom == 1),
+        (ch('?'), |s| s.app.view.help),
+    ] {
+        assert!(update(&mut st, k.clone()).is_empty(), "{k:?}");
+        assert!(check(&st), "{k:?}");
+        assert_eq!(update(&mut st, tick()), vec![Effect::Draw], "{k:?}");
+        assert!(update(&mut st, tick()).is_empty(), "no change, no frame");
+        if st.app.view.help {
+            // Any key closes the help, and does nothing else.
+            assert!(update(&mut st, ch('p')).is_empty());
+            assert!(!st.app.view.help && !st.paused);
+        }
+    }
+    assert_eq!(update(&mut st, ch('s')), vec![Effect::Screenshot]);
+    update(&mut st, Event::Screenshot("wrote a.png, a.svg".into()));
+    assert_eq!(
+        st.app.status.as_ref().map(|s| s.0.as_str()),
+        Some("wrote a.png, a.svg")
+    );
+    update(&mut st, Event::Resize);
+    assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
+}
+
+#[test]
+fn suspend_and_continue() {
+    let mut st = live();
+    assert_eq!(update(&mut st, ctrl('z')), vec![Effect::Suspend]);
+    // `kill -CONT` while in the background: not a pixel until `fg`.
+    assert!(update(&mut st, Event::Signal(Signal::Cont { foreground: false })).is_empty());
+    assert!(update(&mut st, tick()).is_empty());
+    assert_eq!(
+        update(&mut st, Event::Signal(Signal::Cont { foreground: true })),
+        vec![Effect::ResumeTerminal]
+    );
+    assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
+}
+
+#[test]
+fn samples_engine_events_and_the_end() {
+    let r = rec();
+    let mut st = live();
+    let s = r
+        .samples
+        .iter()
+        .find(|s| s.t_ns > 30_000_000_000)
+        .expect("a later sample")
+        .clone();
+    let t = s.t_ns;
+    let fx = update(
+        &mut st,
+        Event::Sample {
+            sample: Box::new(s),
+            current: None,
+            verified: None,
+        },
+    );
+    assert!(fx.iter().all(|f| matches!(f, Effect::Events(_))));
+    assert_eq!(st.app.now_ns, t);
+    let fx = update(&mut st, Event::Engine(EngineEvent::FlushStarted));
+    assert_eq!(recorded(&fx), vec![EngineEvent::FlushStarted]);
+    assert_eq!(st.app.state, RunState::Flushing);
+    let fx = update(&mut st, Event::Finished(RunState::Done));
+    assert_eq!(fx, vec![Effect::Draw, Effect::Quit]);
+    assert!(st.quit && st.app.state == RunState::Done);
+    // q on a finished screen: nothing to cancel.
+    assert_eq!(update(&mut st, ch('q')), vec![Effect::Quit]);
+}
+
+#[test]
+fn replay_plays_pauses_seeks_and_quits() {
+    let r = rec();
+    let total = r.duration_ns();
+    let mut st = replay_state(&r, ModelConfig::default(), opts(), 1.0);
+    assert_eq!(st.replay_position_ns(), Some(0));
+    // 10 s of wall time at 1×, then at 10×.
+    for _ in 0..50 {
+        update(&mut st, tick());
+    }
+    assert_eq!(st.replay_position_ns(), Some(10_000_000_000));
+    update(&mut st, ch('x'));
+    assert_eq!(st.app.replay.unwrap().speed, 10.0);
+    update(&mut st, tick());
+    assert_eq!(st.replay_position_ns(), Some(12_000_000_000));
+    // Paused: time passes, the position does not; and p in a replay records nothing.
+    let fx = update(&mut st, ch('p'));
+    assert!(recorded(&fx).is_empty() && !fx.contains(&Effect::Pause));
+    update(&mut st, tick());
+    assert_eq!(st.replay_position_ns(), Some(12_000_000_000));
+    // → seeks 5 s; ← back rebuilds the model to the same figures a straight play has.
+    update(&mut st, key(KeyCode::Right));
+    assert_eq!(st.replay_position_ns(), Some(17_000_000_000));
+    update(&mut st, key(KeyCode::End));
+    assert_eq!(st.replay_position_ns(), Some(total));
+    let at_end = st.app.model.stats().peak_bps;
+    update(&mut st, key(KeyCode::Home));
+    assert_eq!(st.replay_position_ns(), Some(0));
+    assert!(st.app.model.events().is_empty());
+    for _ in 0..3 {
+        update(&mut st, key(KeyCode::Right));
+        update(&mut st, key(KeyCode::Left));
+        update(&mut st, key(KeyCode::Right));
+    }
+    assert_eq!(st.replay_position_ns(), Some(15_000_000_000));
+    let straight = app_at(&r, ModelConfig::default(), opts(), 15_000_000_000);
+    assert_eq!(st.app.model.events(), straight.model.events());
+    update(&mut st, key(KeyCode::End));
+    assert_eq!(st.app.model.stats().peak_bps, at_end);
+    assert!(st.app.replay.unwrap().paused, "seeking keeps it paused");
+    // q, Ctrl-C, SIGTERM and a lost terminal end a replay (nothing to cancel).
+    for ev in [
+        ch('q'),
+        ctrl('c'),
+        Event::Signal(Signal::Term),
+        Event::TerminalGone,
+    ] {
+        let mut s = st.clone();
+        let fx = update(&mut s, ev.clone());
+        assert!(
+            fx.contains(&Effect::Quit) && !fx.contains(&Effect::Cancel),
+            "{ev:?}"
+        );
+        assert!(s.quit);
+    }
+}
