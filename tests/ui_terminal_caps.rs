@@ -89,4 +89,116 @@ fn small_terminals() {
     let a = app(false, 30.0);
     insta::assert_snapshot!("small_40x12", screen(&a, 40, 12));
     insta::assert_snapshot!("small_60x15", screen(&a, 60, 15));
+    insta::assert_snapshot!("size_80x24", screen(&a, 80, 24));
+    insta::assert_snapshot!("size_200x60", screen(&a, 200, 60));
+    insta::assert_snapshot!("ascii_40x12", screen(&app(true, 30.0), 40, 12));
+}
+
+/// What a small screen keeps: the percentage and the ETA on the progress row, the chart
+/// (in the bar), the events before the kernel panel; and every line it cuts ends with the
+/// ellipsis ("..." in ASCII).
+#[test]
+fn small_terminals_keep_progress_eta_and_mark_cuts() {
+    for ascii in [false, true] {
+        let a = app(ascii, 30.0);
+        let e = if ascii { "..." } else { "…" };
+        for (w, h) in [(40, 12), (60, 15), (80, 24)] {
+            let s = screen(&a, w, h);
+            assert!(
+                s.contains("41 %") && s.contains("ETA 00:46"),
+                "{w}x{h}:\n{s}"
+            );
+            assert!(
+                s.contains("events"),
+                "events before the kernel panel at {w}x{h}:\n{s}"
+            );
+            // The speeds row is cut at 40 and 60 columns: it says so.
+            let speeds = s.lines().nth(1).unwrap();
+            if w < 80 {
+                assert!(speeds.contains(e), "{w}x{h}: {speeds}");
+            }
+            // Every row that reaches the right border (text in the last column) was cut,
+            // and shows it.
+            for l in s.lines().skip(1) {
+                let l = l.split('"').nth(1).unwrap_or_default();
+                let cells: Vec<char> = l.chars().collect();
+                if cells.len() < 3 {
+                    continue;
+                }
+                let before_border = cells[cells.len() - 2];
+                let last_text = cells[cells.len() - 3];
+                if before_border != ' ' && !"─-+┤├│|".contains(before_border) {
+                    assert!(
+                        l.contains(e) || "░.█#▇▆▅▄▃▂▁%:v^*".contains(last_text),
+                        "{w}x{h}: a cut line without an ellipsis: {l}"
+                    );
+                }
+            }
+        }
+        let s = screen(&a, 40, 12);
+        assert!(
+            !s.contains("kernel"),
+            "at 40x12 the kernel panel gives way:\n{s}"
+        );
+    }
+}
+
+/// The screenshot message ("wrote X.png, X.svg, …") is shown in full however narrow the
+/// screen: in the bottom border when it fits, else wrapped over the events.
+#[test]
+fn the_screenshot_message_is_shown_in_full() {
+    let mut a = app(false, 30.0);
+    let msg = "wrote '/home/ann/forum posts/copyscope-20261130-194207.png', .svg, .txt, .md, \
+               .jsonl";
+    a.status = Some((msg.to_string(), a.now_ns));
+    for (w, h) in [(40, 12), (60, 15), (80, 24), (120, 40), (200, 60)] {
+        let s = screen(&a, w, h);
+        let text: String = s
+            .lines()
+            .map(|l| {
+                l.trim_matches('"')
+                    .trim_matches(|c| c == '│' || c == '└' || c == '┘' || c == '─')
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let squashed: String = text.split_whitespace().collect::<Vec<_>>().join("");
+        for part in msg.split_whitespace() {
+            assert!(squashed.contains(part), "{w}x{h}: {part} missing:\n{s}");
+        }
+    }
+    insta::assert_snapshot!("screenshot_message_80x24", screen(&a, 80, 24));
+}
+
+/// The overwrite dialog keeps both sides, the "newer" mark and every answer on a 40x12
+/// screen.
+#[test]
+fn the_overwrite_dialog_fits_a_small_terminal() {
+    use copyscope::ui::view::{ConflictView, Dialog, FileSide};
+    let mut a = app(false, 30.0);
+    a.dialog = Some(Dialog::Conflict(ConflictView {
+        destination: "'/tank/backup/photos/2019/IMG_2231.CR2'".into(),
+        source: "'/home/ann/photos/2019/IMG_2231.CR2'".into(),
+        new: FileSide {
+            size: 25_165_824,
+            mtime: (1_796_067_727, 0),
+        },
+        existing: FileSide {
+            size: 24_117_248,
+            mtime: (1_764_531_727, 0),
+        },
+    }));
+    let s = screen(&a, 40, 12);
+    for want in [
+        "IMG_2231.CR2",
+        "old 24 MB 2025-11-30 19:42",
+        "new 25 MB 2026-11-30 19:42 newer",
+        "o overwrite",
+        "r rename",
+        "n skip all",
+        "l all older",
+        "c cancel",
+    ] {
+        assert!(s.contains(want), "{want:?} missing at 40x12:\n{s}");
+    }
+    insta::assert_snapshot!("overwrite_dialog_40x12", s);
 }

@@ -61,7 +61,7 @@ pub fn screenshot_to(
 pub fn screenshot_message(app: &App, header: &Header, dir: Option<&Path>) -> String {
     let data = ChartData::from_model(&app.model, header, None);
     match screenshot_to(&data, header, dir, app.opts.theme.ascii()) {
-        Ok(p) => format!("wrote {}", join_paths(&p)),
+        Ok(p) => format!("wrote {}", short_paths(&p)),
         Err(e) => format!("screenshot failed: {}", crate::present::quote::said(&e)),
     }
 }
@@ -79,6 +79,41 @@ fn out(text: &str) {
 fn err(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// The files of one screenshot set, short enough for the screen: the first path in full
+/// (quoted), the others by their extension when they share its directory and name —
+/// "wrote ./copyscope-20261130-194207.png, .svg, .txt, .md".
+pub fn short_paths(p: &[PathBuf]) -> String {
+    let split = |p: &Path| {
+        let name = p.file_name()?.to_str()?;
+        let dot = name.find('.')?;
+        Some((
+            p.parent()?.to_path_buf(),
+            name[..dot].to_string(),
+            name[dot..].to_string(),
+        ))
+    };
+    let Some(first) = p.first() else {
+        return String::new();
+    };
+    let Some((dir, stem, _)) = split(first) else {
+        return join_paths(p);
+    };
+    let mut out = shell_escape(first).into_owned();
+    for q in &p[1..] {
+        match split(q) {
+            Some((d, s, ext)) if d == dir && s == stem => {
+                out.push_str(", ");
+                out.push_str(&shell_escape(&ext));
+            }
+            _ => {
+                out.push_str(", ");
+                out.push_str(&shell_escape(q));
+            }
+        }
+    }
+    out
 }
 
 fn join_paths(p: &[PathBuf]) -> String {
@@ -119,7 +154,8 @@ impl LiveHooks for Hooks<'_> {
             .unwrap_or_else(|| PathBuf::from("."));
         let jsonl = dir.join(format!("copyscope-{stamp}.jsonl"));
         match self.recorder.save_to(&jsonl) {
-            Ok(()) if msg.starts_with("wrote") => format!("{msg}, {}", shell_escape(&jsonl)),
+            // The recording shares the pictures' name: only its extension is new.
+            Ok(()) if msg.starts_with("wrote") => format!("{msg}, .jsonl"),
             _ => msg,
         }
     }
@@ -309,4 +345,29 @@ pub(crate) fn run_session_tui(
         }
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_screenshot_set_is_named_once() {
+        let p = |s: &str| PathBuf::from(s);
+        let set = [
+            p("./copyscope-20261130-194207.png"),
+            p("./copyscope-20261130-194207.svg"),
+            p("./copyscope-20261130-194207.md"),
+        ];
+        assert_eq!(
+            short_paths(&set),
+            "./copyscope-20261130-194207.png, .svg, .md"
+        );
+        // Another directory or name is written in full; names are quoted.
+        let mixed = [p("shots/a b.png"), p("elsewhere/a b.svg"), p("shots/c.txt")];
+        assert_eq!(
+            short_paths(&mixed),
+            "'shots/a b.png', 'elsewhere/a b.svg', shots/c.txt"
+        );
+    }
 }

@@ -65,7 +65,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
     // The title gets what the state leaves of the top border.
     let title_room = area.width.saturating_sub(2 + state.width() as u16 + 1);
     let title = panels::title_line(app, title_room);
-    let footer = panels::footer_line(app);
+    let footer = panels::footer_line(app, area.width);
     let block = block.title_top(title).title_top(state).title_bottom(footer);
     let inner = block.inner(area);
     block.render(area, buf);
@@ -146,7 +146,26 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
             },
             buf,
             kernel_lines,
+            t.glyphs.ellipsis,
         );
+    }
+    // A status message too long for the bottom border (the screenshot's file names) is
+    // shown in full, wrapped, over the events (or whatever is below the progress rows).
+    if let Some(msg) = panels::status_message(app)
+        && !panels::status_fits_footer(msg, area.width)
+    {
+        // Everything below the progress rows (events and kernel panel), or the chart.
+        let top = rows.progress.bottom();
+        let under = if inner.bottom() > top + 1 {
+            Rect {
+                y: top + 1,
+                height: inner.bottom() - top - 1,
+                ..inner
+            }
+        } else {
+            rows.chart.unwrap_or(rows.speeds)
+        };
+        status_over(under, buf, msg, app);
     }
     if app.view.help {
         overlay::help(area, buf, app);
@@ -156,6 +175,22 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
     }
     if t.ascii() {
         ascii_only(area, buf);
+    }
+}
+
+/// Writes `msg` wrapped over the top rows of `area` (cleared first).
+fn status_over(area: Rect, buf: &mut Buffer, msg: &str, app: &View) {
+    let t = app.opts.theme;
+    let lines = crate::present::text::wrap_words(msg, usize::from(area.width));
+    let n = lines.len().min(usize::from(area.height));
+    for (i, l) in lines.into_iter().take(n).enumerate() {
+        let row = Rect {
+            y: area.y + i as u16,
+            height: 1,
+            ..area
+        };
+        ratatui::widgets::Clear.render(row, buf);
+        Line::from(Span::styled(l, t.warn())).render(row, buf);
     }
 }
 
@@ -211,20 +246,43 @@ fn take_bottom(area: &mut Rect, h: u16) -> Rect {
     }
 }
 
+/// Rows of chart a full layout keeps before it gives any to the events or the kernel panel.
+const MIN_CHART_ROWS: u16 = 6;
+
+/// The full layout, by priority: speeds and progress always; then the chart (at least
+/// [`MIN_CHART_ROWS`]); then the events; then the kernel panel, which gives up its lines
+/// first when the terminal is short.
 fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
-    let kernel = app
-        .view
-        .show_kernel
-        .then(|| take_bottom(&mut rest, 1 + kernel_lines));
-    // Events grow with the terminal: a third of what is left after a minimum chart.
-    let events_h = if app.view.show_events {
-        let spare = rest.height.saturating_sub(3 + 10);
+    let mut kernel_h = if app.view.show_kernel {
+        1 + kernel_lines
+    } else {
+        0
+    };
+    // Events grow with the terminal: a quarter of what the kernel panel leaves after a
+    // minimum chart.
+    let mut events_h = if app.view.show_events {
+        let spare = rest.height.saturating_sub(kernel_h + 3 + 10);
         1 + (3 + spare / 4).min(12)
     } else {
         0
     };
+    // Progress (2) and its separator (1) are never given up.
+    let left = rest.height.saturating_sub(3 + MIN_CHART_ROWS);
+    if events_h + kernel_h > left {
+        // The kernel panel shrinks first (a separator and at least one line, or nothing),
+        // then the events (a separator and at least two lines, or nothing).
+        kernel_h = kernel_h.min(left.saturating_sub(events_h.min(3)));
+        if kernel_h < 2 {
+            kernel_h = 0;
+        }
+        events_h = events_h.min(left - kernel_h);
+        if events_h < 3 {
+            events_h = 0;
+        }
+    }
+    let kernel = (kernel_h > 0).then(|| take_bottom(&mut rest, kernel_h));
     let events = (events_h > 0).then(|| take_bottom(&mut rest, events_h));
     let progress = take_bottom(&mut rest, 2);
     let progress_sep = Some(take_bottom(&mut rest, 1));
@@ -239,13 +297,37 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     }
 }
 
+/// The compact layout (the chart inside a two-row bar), by priority: progress and ETA; then
+/// the speed bar; then the speeds line; then the events (a separator and two lines at
+/// least); the kernel panel only with what is left after that.
 fn compact_layout(inner: Rect, app: &View) -> Rows {
+    let h = inner.height;
+    let progress_h = h.min(2);
+    let bar_h = (h - progress_h).min(2);
+    let speeds_h = (h - progress_h - bar_h).min(1);
+    let mut left = h - progress_h - bar_h - speeds_h;
+    let events_h = if app.view.show_events && left >= 3 {
+        // With room for both, the kernel panel gets a separator and two lines.
+        if app.view.show_kernel && left >= 6 {
+            left - 3
+        } else {
+            left
+        }
+    } else {
+        0
+    };
+    left -= events_h;
+    let kernel_h = if app.view.show_kernel && left >= 2 {
+        left.min(4)
+    } else {
+        0
+    };
     let mut rest = inner;
-    let speeds = take(&mut rest, 1);
-    let speed_bar = Some(take(&mut rest, 2));
-    let progress = take(&mut rest, 2);
-    let kernel = (app.view.show_kernel && rest.height >= 3).then(|| take_bottom(&mut rest, 3));
-    let events = (app.view.show_events && rest.height >= 2).then_some(rest);
+    let speeds = take(&mut rest, speeds_h);
+    let speed_bar = (bar_h > 0).then(|| take(&mut rest, bar_h));
+    let progress = take(&mut rest, progress_h);
+    let events = (events_h > 0).then(|| take(&mut rest, events_h));
+    let kernel = (kernel_h > 0).then(|| take(&mut rest, kernel_h));
     Rows {
         speeds,
         chart: None,

@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 use crate::present::format::{fmt_count, fmt_utc_datetime};
 use crate::present::keys::KEYS;
 use crate::ui::markers::{self, LEGEND};
-use crate::ui::panels::ellipsize_start;
+use crate::ui::panels::{ellipsize_start, fit_line};
 use crate::ui::view::{Dialog, FileSide, View};
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -232,8 +232,8 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
             popup(area, buf, app, "cancel?", lines, 60);
         }
         Dialog::Conflict(c) => {
-            let w: u16 = 66;
-            let inner = usize::from(w) - 2;
+            let w: u16 = 66.min(area.width);
+            let inner = usize::from(w).saturating_sub(2);
             let e = t.glyphs.ellipsis;
             let units = app.opts.units;
             // Which side is newer, by modification time (what "overwrite all older" uses).
@@ -241,6 +241,19 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
                 std::cmp::Ordering::Greater => ("   newer", ""),
                 std::cmp::Ordering::Less => ("", "   newer"),
                 std::cmp::Ordering::Equal => ("   same time", "   same time"),
+            };
+            // In the narrow form the tag follows the date after one blank.
+            let (new_tag, old_tag) = if inner >= 52 {
+                (new_tag.to_string(), old_tag.to_string())
+            } else {
+                let pad = |t: &str| {
+                    if t.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", t.trim_start())
+                    }
+                };
+                (pad(new_tag), pad(old_tag))
             };
             // Exact bytes only when the rounded sizes would look the same.
             let exact = c.new.size != c.existing.size
@@ -251,39 +264,58 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
                 } else {
                     units.size(s.size)
                 };
-                Line::from(vec![
-                    Span::raw(format!("{label:<10}")),
-                    Span::styled(
-                        format!("{size:>9}   {}", fmt_utc_datetime(s.mtime.0)),
-                        t.value(),
-                    ),
-                    Span::styled(tag.to_string(), t.title()),
-                ])
+                let date = fmt_utc_datetime(s.mtime.0);
+                if inner >= 52 {
+                    Line::from(vec![
+                        Span::raw(format!("{label:<10}")),
+                        Span::styled(format!("{size:>9}   {date}"), t.value()),
+                        Span::styled(tag.to_string(), t.title()),
+                    ])
+                } else {
+                    // Narrow: shorter label, the date to the minute, the tag kept.
+                    let label = if label == "new" { "new" } else { "old" };
+                    Line::from(vec![
+                        Span::raw(format!("{label} ")),
+                        Span::styled(format!("{size} {}", &date[..16]), t.value()),
+                        Span::styled(tag.to_string(), t.title()),
+                    ])
+                }
             };
-            let lines = vec![
-                Line::raw("The destination already exists (times in UTC):"),
+            let mut lines = vec![
+                Line::raw(if inner >= 52 {
+                    "The destination already exists (times in UTC):"
+                } else {
+                    "Already exists (times in UTC):"
+                }),
                 Line::from(Span::styled(
                     ellipsize_start(&c.destination, inner, e),
                     t.value(),
                 )),
-                side("existing", &c.existing, old_tag),
+                side("existing", &c.existing, &old_tag),
                 Line::raw("replace it with"),
                 Line::from(Span::styled(
                     ellipsize_start(&c.source, inner, e),
                     t.value(),
                 )),
-                side("new", &c.new, new_tag),
+                side("new", &c.new, &new_tag),
                 Line::raw(""),
-                Line::from(Span::styled(
-                    "o Overwrite   s Skip   r Rename (copy as \"name (1)\")",
-                    t.value(),
-                )),
-                Line::from(Span::styled(
-                    "a Overwrite all   n Skip all   l Overwrite all older",
-                    t.value(),
-                )),
-                Line::from(Span::styled("c Cancel the copy", t.value())),
             ];
+            // Narrow terminals get the short words: every answer stays on screen.
+            let keys: &[&str] = if inner >= 56 {
+                &[
+                    "o Overwrite   s Skip   r Rename (copy as \"name (1)\")",
+                    "a Overwrite all   n Skip all   l Overwrite all older",
+                    "c Cancel the copy",
+                ]
+            } else {
+                &[
+                    "o overwrite  s skip  r rename",
+                    "a overwrite all  n skip all",
+                    "l all older  c cancel",
+                ]
+            };
+            lines.extend(keys.iter().map(|k| Line::from(Span::styled(*k, t.value()))));
+            let lines = lines.into_iter().map(|l| fit_line(l, inner, e)).collect();
             popup(area, buf, app, "file exists", lines, w);
         }
     }

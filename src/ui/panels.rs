@@ -14,32 +14,106 @@ use crate::present::text::wrap_words;
 use crate::present::units::fmt_clock;
 use crate::ui::view::{RunState, View};
 
-/// Shortens `s` to `max` chars, keeping the end (the file name matters most).
-pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    if max <= ellipsis.chars().count() {
-        return s.chars().skip(n - max).collect();
-    }
-    let keep = max - ellipsis.chars().count();
-    let tail: String = s.chars().skip(n - keep).collect();
-    format!("{ellipsis}{tail}")
+/// Cells a string takes on the terminal (wide characters take two).
+pub fn cells(s: &str) -> usize {
+    Span::raw(s).width()
 }
 
-/// Shortens `s` to `max` chars, keeping the start and marking the cut with `ellipsis`.
-pub fn ellipsize_end(s: &str, max: usize, ellipsis: &str) -> String {
-    let n = s.chars().count();
-    if n <= max {
+fn char_cells(c: char) -> usize {
+    let mut b = [0u8; 4];
+    cells(c.encode_utf8(&mut b))
+}
+
+/// The longest prefix of `s` that fits in `max` cells.
+fn head_cells(s: &str, max: usize) -> &str {
+    let mut w = 0;
+    for (i, c) in s.char_indices() {
+        w += char_cells(c);
+        if w > max {
+            return &s[..i];
+        }
+    }
+    s
+}
+
+/// The longest suffix of `s` that fits in `max` cells.
+fn tail_cells(s: &str, max: usize) -> &str {
+    let mut w = 0;
+    for (i, c) in s.char_indices().rev() {
+        w += char_cells(c);
+        if w > max {
+            return &s[i + c.len_utf8()..];
+        }
+    }
+    s
+}
+
+/// Shortens `s` to `max` cells, keeping the end (the file name matters most).
+pub fn ellipsize_start(s: &str, max: usize, ellipsis: &str) -> String {
+    if cells(s) <= max {
         return s.to_string();
     }
-    let e = ellipsis.chars().count();
+    let e = cells(ellipsis);
     if max <= e {
-        return s.chars().take(max).collect();
+        return tail_cells(s, max).to_string();
     }
-    let head: String = s.chars().take(max - e).collect();
-    format!("{head}{ellipsis}")
+    format!("{ellipsis}{}", tail_cells(s, max - e))
+}
+
+/// Shortens `s` to `max` cells, keeping the start and marking the cut with `ellipsis`.
+pub fn ellipsize_end(s: &str, max: usize, ellipsis: &str) -> String {
+    if cells(s) <= max {
+        return s.to_string();
+    }
+    let e = cells(ellipsis);
+    if max <= e {
+        return head_cells(s, max).to_string();
+    }
+    format!("{}{ellipsis}", head_cells(s, max - e).trim_end())
+}
+
+/// Cuts a styled line to `max` cells; a line that was cut ends with the ellipsis (in the
+/// style of the text it replaces), so a reader always knows there was more.
+pub fn fit_line(line: Line<'static>, max: usize, ellipsis: &str) -> Line<'static> {
+    if line.width() <= max {
+        return line;
+    }
+    let e = cells(ellipsis);
+    let room = max.saturating_sub(e);
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    let mut last_style = line.spans.first().map(|s| s.style).unwrap_or_default();
+    for span in line.spans {
+        let w = span.width();
+        last_style = span.style;
+        if used + w <= room {
+            used += w;
+            out.push(span);
+            continue;
+        }
+        let head = head_cells(&span.content, room - used).to_string();
+        out.push(Span::styled(head, span.style));
+        break;
+    }
+    // No blank before the ellipsis: "peak 288…", not "peak 288 …".
+    while let Some(last) = out.last_mut() {
+        let trimmed = last.content.trim_end().to_string();
+        if trimmed.is_empty() {
+            out.pop();
+            continue;
+        }
+        last.content = trimmed.into();
+        break;
+    }
+    if max >= e {
+        out.push(Span::styled(ellipsis.to_string(), last_style));
+    }
+    Line::from(out)
+}
+
+/// Renders `line` on one row of `area`, cut with an ellipsis if it does not fit.
+pub fn render_fitted(line: Line<'static>, area: Rect, buf: &mut Buffer, ellipsis: &str) {
+    fit_line(line, area.width as usize, ellipsis).render(area, buf);
 }
 
 /// " copyscope  ~/iso → /tank/backup (zfs tank/backup) "
@@ -74,22 +148,59 @@ pub fn title_line(app: &View, width: u16) -> Line<'static> {
     ])
 }
 
-/// Keys (or a transient status message) in the bottom border.
-pub fn footer_line(app: &View) -> Line<'static> {
+/// The status message (where the screenshot went), while it is fresh.
+pub fn status_message(app: &View) -> Option<&str> {
+    app.status
+        .as_ref()
+        .filter(|(_, at)| app.now_ns.saturating_sub(*at) < STATUS_NS)
+        .map(|(m, _)| m.as_str())
+}
+
+/// How long a status message stays up (in the model's time).
+const STATUS_NS: u64 = 8_000_000_000;
+
+/// True when the status message fits in the bottom border of a `width`-wide screen; else it
+/// is shown in full over the events (see `ui::render_to`).
+pub fn status_fits_footer(msg: &str, width: u16) -> bool {
+    cells(msg) + 2 <= usize::from(width).saturating_sub(2)
+}
+
+/// Keys (or a status message that fits) in the bottom border of a `width`-wide screen. Keys
+/// that do not fit are left out whole, from the right; `q` and `? help` always stay.
+pub fn footer_line(app: &View, width: u16) -> Line<'static> {
     let t = app.opts.theme;
-    if let Some((msg, at)) = &app.status
-        && app.now_ns.saturating_sub(*at) < 8_000_000_000
+    if let Some(msg) = status_message(app)
+        && status_fits_footer(msg, width)
     {
         return Line::from(Span::styled(format!(" {msg} "), t.warn()));
     }
-    let keys = if app.replay.is_some() {
-        " q quit  space pause  x speed  ←/→ seek  Home/End  s screenshot  t axis  +/- zoom  ? help "
+    let keys: &[&str] = if app.replay.is_some() {
+        &[
+            "space pause",
+            "x speed",
+            "←/→ seek",
+            "Home/End",
+            "s screenshot",
+            "t axis",
+            "+/- zoom",
+        ]
     } else if app.state.finished() {
-        " q quit  s screenshot  t axis  +/- zoom  e events  k kernel  ? help "
+        &["s screenshot", "t axis", "+/- zoom", "e events", "k kernel"]
     } else {
-        " q quit  p pause  s screenshot  t axis  +/- zoom  e events  ? help "
+        &["p pause", "s screenshot", "t axis", "+/- zoom", "e events"]
     };
-    Line::from(Span::styled(keys.to_string(), t.dim()))
+    let room = usize::from(width).saturating_sub(4);
+    let mut text = String::from(" q quit");
+    let end = "  ? help ";
+    for k in keys {
+        if cells(&text) + 2 + cells(k) + cells(end) > room {
+            break;
+        }
+        text.push_str("  ");
+        text.push_str(k);
+    }
+    text.push_str(end);
+    Line::from(Span::styled(text, t.dim()))
 }
 
 fn labeled(label: &str, value: String, app: &View) -> Vec<Span<'static>> {
@@ -120,7 +231,9 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
             app,
         ));
     }
-    Line::from(spans).render(area, buf);
+    // The blank after the last figure is not part of what could be cut.
+    spans.pop();
+    render_fitted(Line::from(spans), area, buf, app.opts.theme.glyphs.ellipsis);
 }
 
 /// Fraction of bytes done, once the total is known and non-zero.
@@ -210,26 +323,51 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         (_, Some(e)) => format!("ETA {}", fmt_clock(e)),
         (_, None) => "ETA --:--".to_string(),
     };
-    let text = format!(
-        "{pct}  {} / {}{plus}  files {} / {}{plus}  {eta}",
+    let bytes = format!(
+        "{} / {}{plus}",
         u.size(p.bytes_copied),
-        u.size(p.bytes_total),
-        fmt_count(p.files_done),
-        fmt_count(p.files_total),
+        u.size(p.bytes_total)
     );
+    let files = format!(
+        "files {} / {}{plus}",
+        fmt_count(p.files_done),
+        fmt_count(p.files_total)
+    );
+    // Percent and ETA first; then the bytes, then the files, as far as the width allows
+    // (shown in reading order).
+    let compose = |with_bytes: bool, with_files: bool| {
+        let mut parts = vec![pct.as_str()];
+        if with_bytes {
+            parts.push(&bytes);
+        }
+        if with_files {
+            parts.push(&files);
+        }
+        parts.push(&eta);
+        parts.join("  ")
+    };
+    let w = area.width as usize;
+    let text = [(true, true), (true, false), (false, false)]
+        .into_iter()
+        .map(|(b, f)| compose(b, f))
+        .find(|t| cells(t) <= w)
+        .unwrap_or_else(|| compose(false, false));
     let row0 = Rect { height: 1, ..area };
+    let e = t.glyphs.ellipsis;
     if with_gauge {
-        let text_w = text.chars().count() + 1;
-        let gauge_w = (area.width as usize).saturating_sub(text_w).min(40);
+        let text_w = cells(&text) + 1;
+        let gauge_w = w.saturating_sub(text_w).min(40);
+        // A gauge of a few cells says nothing the percentage does not.
+        let gauge_w = if gauge_w < 6 { 0 } else { gauge_w };
         let (a, b) = gauge(gauge_w, fraction_done(app).unwrap_or(0.0), app);
         let mut spans = vec![Span::styled(a, t.gauge()), Span::styled(b, t.dim())];
         if gauge_w > 0 {
             spans.push(Span::raw(" "));
         }
         spans.push(Span::raw(text));
-        Line::from(spans).render(row0, buf);
+        render_fitted(Line::from(spans), row0, buf, e);
     } else {
-        Line::from(text).render(row0, buf);
+        render_fitted(Line::from(text), row0, buf, e);
     }
     if area.height < 2 {
         return;
@@ -264,7 +402,7 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
                     t.warn(),
                 )),
             };
-            line.render(row1, buf);
+            render_fitted(line, row1, buf, t.glyphs.ellipsis);
         }
         _ if app.cancelling.is_some() => {
             let text = match app.cancelling {
@@ -359,6 +497,9 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
         } else {
             vec![text]
         };
+        // At most three lines an event; a longer one, or one the panel's bottom cuts, ends
+        // its last shown line with the ellipsis.
+        let n = lines.len();
         for (i, l) in lines.into_iter().take(3).enumerate() {
             if y >= area.bottom() {
                 break;
@@ -368,7 +509,19 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
             } else {
                 " ".repeat(stamp_w)
             };
-            Line::from(vec![Span::styled(stamp, t.dim()), Span::styled(l, style)]).render(
+            let more = i + 1 < n && (i == 2 || y + 1 >= area.bottom());
+            let mut line = fit_line(
+                Line::from(vec![Span::styled(stamp, t.dim()), Span::styled(l, style)]),
+                area.width as usize,
+                t.glyphs.ellipsis,
+            );
+            if more {
+                // Appended, then cut again if that made it too long: one ellipsis either way.
+                line.spans
+                    .push(Span::styled(t.glyphs.ellipsis.to_string(), style));
+                line = fit_line(line, area.width as usize, t.glyphs.ellipsis);
+            }
+            line.render(
                 Rect {
                     y,
                     height: 1,
@@ -522,10 +675,11 @@ fn budget_lines(app: &View) -> Vec<Line<'static>> {
     lines
 }
 
-/// The kernel panel: the lines from [`kernel_lines`], as many as fit.
-pub fn kernel(area: Rect, buf: &mut Buffer, lines: Vec<Line<'static>>) {
+/// The kernel panel: the lines from [`kernel_lines`], as many as fit, each cut with the
+/// ellipsis.
+pub fn kernel(area: Rect, buf: &mut Buffer, lines: Vec<Line<'static>>, ellipsis: &str) {
     for (i, line) in lines.into_iter().take(area.height as usize).enumerate() {
-        line.render(
+        fit_line(line, area.width as usize, ellipsis).render(
             Rect {
                 y: area.y + i as u16,
                 height: 1,
@@ -552,14 +706,13 @@ pub fn tiny(area: Rect, buf: &mut Buffer, app: &View) {
         ),
         format!("drops {}", s.drops),
     ];
-    for (i, l) in lines.iter().take(area.height as usize).enumerate() {
-        buf.set_stringn(
-            area.x,
-            area.y + i as u16,
-            l,
-            area.width as usize,
-            Style::new(),
-        );
+    for (i, l) in lines.into_iter().take(area.height as usize).enumerate() {
+        let row = Rect {
+            y: area.y + i as u16,
+            height: 1,
+            ..area
+        };
+        render_fitted(Line::raw(l), row, buf, app.opts.theme.glyphs.ellipsis);
     }
 }
 

@@ -60,7 +60,7 @@ impl Glyphs {
         axis_origin: "+",
         empty_bar: ".",
         gauge_full: "#",
-        ellipsis: "~",
+        ellipsis: "...",
         arrow: "->",
     };
 }
