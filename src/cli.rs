@@ -253,6 +253,10 @@ impl Cli {
                 drops: drops.clone(),
                 ..DisplayArgs::default()
             },
+            Some(Command::Compare(c)) => DisplayArgs {
+                drops: c.drops.clone(),
+                ..DisplayArgs::default()
+            },
             Some(Command::Completions { .. } | Command::Man) => DisplayArgs::default(),
         }
     }
@@ -351,7 +355,25 @@ pub enum Command {
         ascii: bool,
         #[command(flatten)]
         drops: DropArgs,
+        #[command(flatten)]
+        picture: PictureArgs,
+        /// Without named outputs: overwrite the set beside the recording if it exists.
+        #[arg(long)]
+        force: bool,
+        /// Compare with these recordings: one picture of all the runs (see `compare`).
+        #[arg(long, value_name = "FILE")]
+        compare: Vec<PathBuf>,
+        /// With --compare: the runs' labels, in order (repeatable).
+        #[arg(long, value_name = "TEXT", requires = "compare")]
+        label: Vec<String>,
+        /// With --compare: one plot with a line per run instead of stacked panels.
+        #[arg(long, requires = "compare")]
+        overlay: bool,
     },
+    /// Draw several recordings (copy, watch or bench) in one picture on a shared time axis
+    /// and speed scale, with a Markdown table of the runs side by side.
+    #[command(after_help = COMPARE_HELP)]
+    Compare(CompareArgs),
     /// Chart and explain the writes something else makes into the filesystem holding PATH
     /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
     Watch(WatchArgs),
@@ -379,11 +401,68 @@ Examples:
   copyscope replay --plain run.jsonl          print the summary the copy printed
   copyscope replay --json run.jsonl | jq .    each drop with its cause, and the figures";
 
+const COMPARE_HELP: &str = "\
+Without --png/--svg/--text/--markdown: compare.png and compare.md in the current directory.
+
+Examples:
+  copyscope compare zfs.jsonl ext4.jsonl --png vs.png --markdown -   stacked, one speed scale
+  copyscope compare a.jsonl b.jsonl --overlay --label before --label after --png ab.png
+  copyscope export a.jsonl --compare b.jsonl --title 'NAS: ZFS vs ext4' --ymax 200MB/s";
+
 const EXPORT_HELP: &str = "\
 Examples:
   copyscope export run.jsonl                   run.png, run.svg, run.txt and run.md beside it
   copyscope export run.jsonl --png chart.png   just the picture
   copyscope export run.jsonl --markdown -      a table to paste into a post";
+/// What a picture shows, fixed by the user (export and compare).
+#[derive(Debug, Args, Default, Clone)]
+pub struct PictureArgs {
+    /// Title of the picture (instead of "source → destination").
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Top of the speed axis, e.g. 200MB/s, 1.5GB/s, 100M (so pictures can be set side by side).
+    #[arg(long, value_name = "RATE")]
+    pub ymax: Option<String>,
+    /// Unit of the speed axis: B/s, kB/s, MB/s or GB/s [default: what suits the peak].
+    #[arg(long, value_name = "UNIT")]
+    pub unit: Option<String>,
+}
+
+/// `copyscope compare` options.
+#[derive(Debug, Args, Default, Clone)]
+pub struct CompareArgs {
+    /// The recordings (two or more), drawn top to bottom in this order.
+    #[arg(value_name = "FILE", required = true, num_args = 2..)]
+    pub files: Vec<PathBuf>,
+    /// The runs' labels, in order (repeatable) [default: destination filesystem and host].
+    #[arg(long, value_name = "TEXT")]
+    pub label: Vec<String>,
+    /// One plot with a line per run instead of stacked panels.
+    #[arg(long)]
+    pub overlay: bool,
+    /// Write the picture as a PNG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// Write the picture as an SVG drawing to FILE (the PNG is this drawing, rasterised).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Write the side-by-side table to FILE as plain text (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub text: Option<PathBuf>,
+    /// Write the side-by-side table to FILE as Markdown (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Picture size in pixels, WxH [default: 1600 wide, 600 high per run].
+    #[arg(long, value_name = "WxH")]
+    pub size: Option<String>,
+    #[command(flatten)]
+    pub picture: PictureArgs,
+    /// Without named outputs: overwrite compare.png and compare.md if they exist.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub drops: DropArgs,
+}
 
 /// `copyscope watch` options.
 #[derive(Debug, Args, Clone, Default)]

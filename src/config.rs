@@ -45,10 +45,71 @@ pub enum Command {
         markdown: Option<PathBuf>,
         /// Picture size in pixels (width, height).
         size: Option<(u32, u32)>,
+        picture: Picture,
+        /// Overwrite the default set beside the recording.
+        force: bool,
     },
+    /// `compare` and `export --compare`.
+    Compare(CompareRequest),
     Completions(clap_complete::Shell),
     Man,
     Watch(WatchRequest),
+}
+
+/// What the user fixed about a picture: `--title`, `--ymax`, `--unit`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Picture {
+    pub title: Option<String>,
+    /// Top of the speed axis, bytes/s.
+    pub ymax_bps: Option<f64>,
+    /// The axis unit: its divisor and label ("MB/s").
+    pub unit: Option<(f64, &'static str)>,
+}
+
+/// `copyscope compare`: the recordings, their labels and the outputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompareRequest {
+    pub files: Vec<PathBuf>,
+    pub labels: Vec<String>,
+    pub overlay: bool,
+    pub png: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+    pub text: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub size: Option<(u32, u32)>,
+    pub picture: Picture,
+    pub force: bool,
+}
+
+/// `--title`, `--ymax` and `--unit`, checked.
+fn picture(p: crate::cli::PictureArgs) -> Result<Picture, ConfigError> {
+    let ymax_bps = match p.ymax.as_deref() {
+        None => None,
+        Some(v) => Some(parse_rate(v).map_err(|_| {
+            ConfigError::Invalid(format!(
+                "--ymax '{v}': expected a speed with a unit, e.g. 200MB/s, 1.5GB/s, 100M"
+            ))
+        })? as f64),
+    };
+    let unit = match p.unit.as_deref() {
+        None => None,
+        Some(u) => Some(match u.trim().trim_end_matches("/s") {
+            "B" => (1.0, "B/s"),
+            "kB" | "KB" => (1e3, "kB/s"),
+            "MB" => (1e6, "MB/s"),
+            "GB" => (1e9, "GB/s"),
+            _ => {
+                return Err(ConfigError::Invalid(format!(
+                    "--unit '{u}': one of B/s, kB/s, MB/s, GB/s"
+                )));
+            }
+        }),
+    };
+    Ok(Picture {
+        title: p.title,
+        ymax_bps,
+        unit,
+    })
 }
 
 /// `copyscope watch`: what to watch and when to stop.
@@ -220,6 +281,33 @@ impl TryFrom<Cli> for Config {
                 text,
                 markdown,
                 size,
+                picture: pic,
+                force,
+                compare,
+                label,
+                overlay,
+                ..
+            }) if !compare.is_empty() => Command::Compare(CompareRequest {
+                files: std::iter::once(file).chain(compare).collect(),
+                labels: label,
+                overlay,
+                png,
+                svg,
+                text,
+                markdown,
+                size: size.as_deref().map(parse_size).transpose()?,
+                picture: picture(pic)?,
+                force,
+            }),
+            Some(CliCommand::Export {
+                file,
+                png,
+                svg,
+                text,
+                markdown,
+                size,
+                picture: pic,
+                force,
                 ..
             }) => Command::Export {
                 file,
@@ -228,7 +316,21 @@ impl TryFrom<Cli> for Config {
                 text,
                 markdown,
                 size: size.as_deref().map(parse_size).transpose()?,
+                picture: picture(pic)?,
+                force,
             },
+            Some(CliCommand::Compare(c)) => Command::Compare(CompareRequest {
+                files: c.files,
+                labels: c.label,
+                overlay: c.overlay,
+                png: c.png,
+                svg: c.svg,
+                text: c.text,
+                markdown: c.markdown,
+                size: c.size.as_deref().map(parse_size).transpose()?,
+                picture: picture(c.picture)?,
+                force: c.force,
+            }),
             Some(CliCommand::Completions { shell }) => Command::Completions(shell),
             Some(CliCommand::Man) => Command::Man,
             Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),

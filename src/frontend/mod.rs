@@ -229,6 +229,9 @@ pub fn run(mut config: Config) -> ExitStatus {
                 }
             }
         }
+        Command::Compare(req) => {
+            compare(req, crate::frontend::session::model_config(&config.display))
+        }
         Command::Export {
             file,
             png,
@@ -236,6 +239,8 @@ pub fn run(mut config: Config) -> ExitStatus {
             text,
             markdown,
             size,
+            picture,
+            force,
         } => {
             let targets = crate::report::export::ExportTargets {
                 png: png.clone(),
@@ -244,9 +249,24 @@ pub fn run(mut config: Config) -> ExitStatus {
                 markdown: markdown.clone(),
             };
             let size = size.unwrap_or(crate::frontend::live::SCREENSHOT_SIZE);
-            let cfg = crate::frontend::session::model_config(&config.display);
-            match crate::report::export::run_export(file, &targets, size, config.display.ascii, cfg)
-            {
+            let look =
+                crate::report::export::Look {
+                    title: picture.title.as_deref(),
+                    ymax_bps: picture.ymax_bps,
+                    duration_s: None,
+                    unit: picture.unit.map(|(divisor, label)| {
+                        crate::report::export::units::RateUnit { divisor, label }
+                    }),
+                };
+            match crate::report::export::run_export_look(
+                file,
+                &targets,
+                size,
+                config.display.ascii,
+                crate::frontend::session::model_config(&config.display),
+                &look,
+                *force,
+            ) {
                 Ok(paths) => {
                     for p in paths {
                         println!("wrote {}", crate::present::quote::shell_escape(&p));
@@ -258,6 +278,82 @@ pub fn run(mut config: Config) -> ExitStatus {
                     ExitStatus::Fatal
                 }
             }
+        }
+    }
+}
+
+/// `copyscope compare` (and `export --compare`): loads every recording through the model and
+/// writes the picture and the side-by-side table. Without named outputs: `compare.png` and
+/// `compare.md` in the current directory, never overwritten without `--force`.
+fn compare(req: &crate::config::CompareRequest, cfg: crate::model::ModelConfig) -> ExitStatus {
+    use crate::report::export::ExportTargets;
+    use crate::report::export::compare::{CompareLook, load_runs, write_compare};
+    use crate::report::export::units::RateUnit;
+    if let Some(missing) = req.files.iter().find(|f| !f.exists()) {
+        eprintln!(
+            "copyscope: {} does not exist (a recording is made with --record FILE)",
+            crate::present::quote::quote(missing)
+        );
+        return ExitStatus::Fatal;
+    }
+    let named = ExportTargets {
+        png: req.png.clone(),
+        svg: req.svg.clone(),
+        text: req.text.clone(),
+        markdown: req.markdown.clone(),
+    };
+    let targets = if named.is_empty() {
+        let all = ExportTargets {
+            png: Some("compare.png".into()),
+            markdown: Some("compare.md".into()),
+            ..ExportTargets::default()
+        };
+        let existing = all.existing();
+        if !req.force && !existing.is_empty() {
+            eprintln!(
+                "copyscope: {}",
+                crate::report::export::TargetError::WouldOverwrite(existing)
+            );
+            return ExitStatus::Fatal;
+        }
+        all
+    } else {
+        if let Err(e) = named.check_extensions() {
+            eprintln!("copyscope: {e}");
+            return ExitStatus::Fatal;
+        }
+        named
+    };
+    let look = CompareLook {
+        title: req.picture.title.clone(),
+        ymax_bps: req.picture.ymax_bps,
+        unit: req
+            .picture
+            .unit
+            .map(|(divisor, label)| RateUnit { divisor, label }),
+        overlay: req.overlay,
+    };
+    let n = req.files.len() as u32;
+    let size = req.size.unwrap_or(if req.overlay {
+        crate::frontend::live::SCREENSHOT_SIZE
+    } else {
+        (1600, 600 * n + if look.title.is_some() { 48 } else { 0 })
+    });
+    let result = load_runs(&req.files, &req.labels, cfg)
+        .and_then(|runs| write_compare(&runs, &look, &targets, size));
+    match result {
+        Ok(paths) => {
+            for p in paths
+                .iter()
+                .filter(|p| p.as_path() != std::path::Path::new("-"))
+            {
+                println!("wrote {}", crate::present::quote::shell_escape(p));
+            }
+            ExitStatus::Success
+        }
+        Err(e) => {
+            eprintln!("copyscope: {}", error_chain(&e));
+            ExitStatus::Fatal
         }
     }
 }

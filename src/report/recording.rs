@@ -87,6 +87,9 @@ pub struct Header {
     /// Set when the run was `copyscope watch` (writes made by others), not a copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchTarget>,
+    /// Set when the run was one phase of `copyscope bench` ("write zeros", "read back" …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench: Option<String>,
 }
 
 /// What a watch run watched, and where its intake figure came from.
@@ -127,6 +130,7 @@ impl Header {
             environment,
             interval_ms,
             watch: None,
+            bench: None,
         }
     }
 }

@@ -84,6 +84,7 @@ fn header() -> Header {
         },
         interval_ms: 100,
         watch: None,
+        bench: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! Building the data is kept apart from rendering, so the TUI can later build a
 //! [`ChartData`] from the live model instead of a recording.
 
+pub mod compare;
 pub mod describe;
 pub mod markdown;
 pub mod png;
@@ -22,7 +23,7 @@ use crate::report::recording::{Recording, Replayed};
 
 pub use markdown::render_markdown;
 pub use png::{PngError, render_png};
-pub use svg::render_svg;
+pub use svg::{Look, render_svg, render_svg_look};
 pub use text::render_text;
 
 /// Default picture size: crisp on a forum at full width.
@@ -385,6 +386,84 @@ impl ExportTargets {
     }
 }
 
+/// Why an export's outputs were refused before anything was written.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TargetError {
+    #[error("--{flag} {}: the file name must end in {want} (the output is {what})", quote(.path))]
+    Extension {
+        flag: &'static str,
+        path: PathBuf,
+        want: String,
+        what: &'static str,
+    },
+    #[error("{} already exist{}: give --force to overwrite, or name the outputs (--png, --svg, --text, --markdown)", .0.iter().map(quote).collect::<Vec<_>>().join(", "), if .0.len() == 1 { "s" } else { "" })]
+    WouldOverwrite(Vec<PathBuf>),
+}
+
+impl ExportTargets {
+    /// Each output's extension must match its format (`-`, standard output, is allowed for
+    /// text and Markdown), so a `--png chart.svg` typo never writes a PNG under an SVG name.
+    pub fn check_extensions(&self) -> Result<(), TargetError> {
+        type Rule<'a> = (
+            &'static str,
+            &'a Option<PathBuf>,
+            &'static [&'static str],
+            &'static str,
+        );
+        let rules: [Rule; 4] = [
+            ("png", &self.png, &["png"], "a PNG picture"),
+            ("svg", &self.svg, &["svg"], "an SVG picture"),
+            ("text", &self.text, &["txt", "text"], "text"),
+            ("markdown", &self.markdown, &["md", "markdown"], "Markdown"),
+        ];
+        for (flag, path, exts, what) in rules {
+            let Some(path) = path else { continue };
+            // Text and Markdown may go to standard output.
+            if path == Path::new("-") && exts.len() > 1 {
+                continue;
+            }
+            let ok = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| exts.iter().any(|x| e.eq_ignore_ascii_case(x)));
+            if !ok {
+                return Err(TargetError::Extension {
+                    flag,
+                    path: path.clone(),
+                    want: format!(".{}", exts[0]),
+                    what,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The full set beside `recording`: `NAME.png`, `.svg`, `.txt`, `.md`.
+    pub fn beside(recording: &Path) -> ExportTargets {
+        // A bare name stays bare ("run.png", not "./run.png"), as the user typed it.
+        let dir = recording.parent().unwrap_or(Path::new(""));
+        let stem = recording
+            .file_stem()
+            .map_or_else(|| "copyscope".into(), |s| s.to_string_lossy().into_owned());
+        ExportTargets {
+            png: Some(dir.join(format!("{stem}.png"))),
+            svg: Some(dir.join(format!("{stem}.svg"))),
+            text: Some(dir.join(format!("{stem}.txt"))),
+            markdown: Some(dir.join(format!("{stem}.md"))),
+        }
+    }
+
+    /// The outputs that already exist.
+    pub fn existing(&self) -> Vec<PathBuf> {
+        [&self.png, &self.svg, &self.text, &self.markdown]
+            .into_iter()
+            .flatten()
+            .filter(|p| p.as_path() != Path::new("-") && p.symlink_metadata().is_ok())
+            .cloned()
+            .collect()
+    }
+}
+
 /// `copyscope export`: loads the recording and writes the requested files. With no
 /// target at all it writes the full set beside the recording (`NAME.png/.svg/.txt/.md`).
 /// Returns the paths written.
@@ -395,20 +474,35 @@ pub fn run_export(
     ascii: bool,
     cfg: crate::model::ModelConfig,
 ) -> anyhow::Result<Vec<PathBuf>> {
+    run_export_look(recording, targets, size, ascii, cfg, &Look::default(), true)
+}
+
+/// [`run_export`] with the user's title, scale and unit. Without named outputs, the full set
+/// beside the recording is written only when none of it exists yet, or with `force`.
+pub fn run_export_look(
+    recording: &Path,
+    targets: &ExportTargets,
+    size: (u32, u32),
+    ascii: bool,
+    cfg: crate::model::ModelConfig,
+    look: &Look,
+    force: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let targets = if targets.is_empty() {
+        let all = ExportTargets::beside(recording);
+        let existing = all.existing();
+        if !force && !existing.is_empty() {
+            return Err(TargetError::WouldOverwrite(existing).into());
+        }
+        all
+    } else {
+        targets.check_extensions()?;
+        targets.clone()
+    };
     let run = Replayed::load(recording, cfg)
         .with_context(|| format!("reading recording {}", quote(recording)))?;
     let data = ChartData::from_replayed(&run);
-    if targets.is_empty() {
-        let dir = recording
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let stem = recording
-            .file_stem()
-            .map_or_else(|| "copyscope".into(), |s| s.to_string_lossy().into_owned());
-        return write_screenshot_set(&data, dir, &stem, size, ascii);
-    }
-    write_targets(&data, targets, size, ascii)
+    write_targets_look(&data, &targets, size, ascii, look)
 }
 
 /// Writes each requested format of `data`.
@@ -418,13 +512,24 @@ pub fn write_targets(
     size: (u32, u32),
     ascii: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
+    write_targets_look(data, targets, size, ascii, &Look::default())
+}
+
+/// [`write_targets`] with a fixed title, scale or unit for the pictures.
+pub fn write_targets_look(
+    data: &ChartData,
+    targets: &ExportTargets,
+    size: (u32, u32),
+    ascii: bool,
+    look: &Look,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let (w, h) = size;
     let write = |path: &Path, bytes: &[u8]| -> anyhow::Result<()> {
         std::fs::write(path, bytes).with_context(|| format!("writing {}", quote(path)))
     };
     if targets.png.is_some() || targets.svg.is_some() {
-        let svg_text = render_svg(data, w, h);
+        let svg_text = render_svg_look(data, w, h, look);
         if let Some(p) = &targets.svg {
             write(p, svg_text.as_bytes())?;
             written.push(p.clone());

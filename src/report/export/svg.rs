@@ -8,8 +8,8 @@ use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::units::{
-    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, nice_step, rate_unit,
-    time_step,
+    RateUnit, ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, nice_step,
+    rate_unit, time_step,
 };
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
 
@@ -139,8 +139,27 @@ fn text_w(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.6
 }
 
+/// What the user may fix about a picture (`--title`, `--ymax`, `--unit`) and what `compare`
+/// fixes so that stacked panels share one time axis and one speed scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Look<'a> {
+    /// Replaces "source → destination" in the title line.
+    pub title: Option<&'a str>,
+    /// Top of the speed axis, bytes/s (rounded up to the next tick).
+    pub ymax_bps: Option<f64>,
+    /// Length of the time axis, seconds (never shorter than the run).
+    pub duration_s: Option<f64>,
+    /// The axis unit (otherwise the one that suits the run's peak).
+    pub unit: Option<RateUnit>,
+}
+
 /// Renders the chart as an SVG document of `width`×`height` pixels.
 pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
+    render_svg_look(data, width, height, &Look::default())
+}
+
+/// [`render_svg`] with the user's or a comparison's fixed title, scale and unit.
+pub fn render_svg_look(data: &ChartData, width: u32, height: u32, look: &Look) -> String {
     let (w, h) = (width.max(200) as f64, height.max(150) as f64);
     let kinds = data.marker_kinds();
     let lanes = kinds.len().max(1);
@@ -150,15 +169,9 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     let duration = data
         .duration_s
         .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .max(look.duration_s.unwrap_or(0.0))
         .max(1e-3);
-    let top_value = data
-        .points
-        .iter()
-        .map(|p| p.max_bps.max(p.device_bps.unwrap_or(0.0)))
-        .fold(data.stats.avg_bps, f64::max);
-    let unit = rate_unit(top_value.max(1e6));
-    let step = nice_step(top_value * 1.06 / unit.divisor, 5);
-    let ymax_units = ((top_value * 1.06 / unit.divisor) / step).ceil().max(1.0) * step;
+    let (unit, step, ymax_units) = y_scale(data, look);
     let sc = Scale {
         x0: l.plot_left,
         x1: l.plot_right,
@@ -209,7 +222,7 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
         l.w - 2.0 * l.pad,
         36.0 * s
     );
-    header(&mut o, data, &l);
+    header(&mut o, data, &l, look.title);
     spans(&mut o, data, &l, &sc);
     grid(&mut o, &l, &sc, step, ymax_units, unit.label);
     series(&mut o, data, &l, &sc);
@@ -230,7 +243,30 @@ pub fn render_svg(data: &ChartData, width: u32, height: u32) -> String {
     o
 }
 
-fn header(o: &mut String, data: &ChartData, l: &Layout) {
+/// The highest speed the run's picture must show: its peaks, the device overlay, the average.
+pub fn top_value(data: &ChartData) -> f64 {
+    data.points
+        .iter()
+        .map(|p| p.max_bps.max(p.device_bps.unwrap_or(0.0)))
+        .fold(data.stats.avg_bps, f64::max)
+}
+
+/// The speed axis: its unit, tick step and top (in units). A fixed `ymax_bps` is rounded up to
+/// the next tick, so pictures given the same `ymax_bps` and unit get the same axis labels.
+fn y_scale(data: &ChartData, look: &Look) -> (RateUnit, f64, f64) {
+    let target = look
+        .ymax_bps
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or_else(|| top_value(data) * 1.06);
+    let unit = look
+        .unit
+        .unwrap_or_else(|| rate_unit((target / 1.06).max(1e6)));
+    let step = nice_step(target / unit.divisor, 5);
+    let ymax_units = (target / unit.divisor / step).ceil().max(1.0) * step;
+    (unit, step, ymax_units)
+}
+
+fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
     let s = l.s;
     let t = &data.title;
     let title_size = 26.0 * s;
@@ -243,7 +279,9 @@ fn header(o: &mut String, data: &ChartData, l: &Layout) {
     let avail = (l.w - 2.0 * l.pad - right_w - text_w("copyscope  ", title_size)).max(60.0);
     let max_chars = (avail / (title_size * 0.6)) as usize;
     let half = max_chars.saturating_sub(3) / 2;
-    let route = if t.source.chars().count() + t.dest.chars().count() + 3 <= max_chars {
+    let route = if let Some(title) = title {
+        ellipsize_middle(title, max_chars.max(12))
+    } else if t.source.chars().count() + t.dest.chars().count() + 3 <= max_chars {
         format!("{} → {}", t.source, t.dest)
     } else {
         format!(
