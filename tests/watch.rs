@@ -78,7 +78,13 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
         .output()
         .unwrap();
     assert!(replay.status.success());
-    assert!(String::from_utf8_lossy(&replay.stdout).contains("210 MB"));
+    let replayed = String::from_utf8_lossy(&replay.stdout);
+    assert!(replayed.contains("210 MB"), "{replayed}");
+    // Worded as a watch: intake and bytes written, no files and no flush of its own.
+    assert!(replayed.contains("█ intake"), "{replayed}");
+    assert!(replayed.contains("210 MB written"), "{replayed}");
+    assert!(replayed.contains("durable: n/a (watch)"), "{replayed}");
+    assert!(!replayed.contains(" files"), "{replayed}");
     let png = dir.path().join("watch.png");
     let export = Command::new(bin())
         .arg("export")
@@ -217,4 +223,83 @@ fn a_stopped_tail_ends_a_watch_without_a_drop() {
             |e| matches!(&e.kind, EventKind::Note { text } if text.contains("writes stopped"))
         )
     );
+}
+
+/// `--pid` on a running `cp -r` of a tree: the file cp is writing now and how far it got, in
+/// --plain and in --json. The tree's last entry is a FIFO copied with --copy-contents, fed at
+/// a steady pace by this test: cp is really held by its source (a stalled sender), so the
+/// file stays "current" long enough to be seen on any machine, without root or a slow disk.
+#[test]
+fn watch_by_pid_follows_a_cp_of_a_tree_to_its_current_file_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("tree");
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    for (i, d) in ["a", "a/b", "."].iter().enumerate() {
+        std::fs::write(src.join(d).join(format!("f{i}")), vec![7u8; 1 << 20]).unwrap();
+    }
+    let fifo = src.join("a/b/zz stream.bin");
+    let ok = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    let dst = dir.path().join("copy");
+    let run = |mode: &str| {
+        let _ = std::fs::remove_dir_all(&dst);
+        let mut cp = Command::new("cp")
+            .args(["-r", "--copy-contents"])
+            .arg(&src)
+            .arg(&dst)
+            .spawn()
+            .expect("cp");
+        // 40 chunks of 128 KiB, one every 0.1 s: over 4 s of cp holding "zz stream.bin", so
+        // at least one plain line (every 2 s) falls inside it.
+        let feeder = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec 3>'{}'; i=0; while [ $i -lt 40 ]; do head -c 131072 /dev/zero >&3; \
+                 sleep 0.1; i=$((i+1)); done",
+                fifo.display()
+            ))
+            .spawn()
+            .unwrap();
+        let out = Command::new(bin())
+            .args(["watch", mode, "--interval", "100", "--duration", "30"])
+            .args(["--until-idle", "1"])
+            .arg("--pid")
+            .arg(cp.id().to_string())
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(cp.wait().unwrap().success());
+        let _ = { feeder }.wait();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let want = dst.join("a/b/zz stream.bin");
+
+    let json = run("--json");
+    let lines = json_lines(json.as_bytes());
+    let seen: Vec<u64> = lines
+        .iter()
+        .filter(|v| v["type"] == "progress")
+        .filter_map(|p| p["current"].as_object())
+        .filter(|c| c["path"] == want.to_str().unwrap())
+        .map(|c| c["done"].as_u64().unwrap())
+        .collect();
+    assert!(seen.len() >= 3, "cp's current file, several times: {json}");
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]) && seen.last() > seen.first(),
+        "its position grows as cp writes: {seen:?}"
+    );
+    assert!(*seen.last().unwrap() <= 40 * 131_072);
+
+    let plain = run("--plain");
+    let quoted = format!("writing '{}' at ", want.display());
+    let line = plain
+        .lines()
+        .find(|l| l.contains(&quoted))
+        .unwrap_or_else(|| panic!("{quoted} in the plain lines:\n{plain}"));
+    assert!(line.contains("(process wchar)"), "{line}");
 }

@@ -276,7 +276,14 @@ pub(crate) fn run_session(
                     .to_string(),
                 );
             } else if let Some(w) = watch {
-                emit(&w.progress_line(elapsed, &snap, st.now_bps, st.avg_bps, d.binary));
+                let cur = sess.progress.current();
+                emit(&w.progress_line(
+                    elapsed,
+                    &snap,
+                    cur.as_ref(),
+                    (st.now_bps, st.avg_bps),
+                    d.binary,
+                ));
             } else if phase == Phase::CopyVerify {
                 let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
                 emit(&verify_line(elapsed, &snap, verified, d.binary));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Config, WatchRequest};
-use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot};
+use crate::copy::{Control, CopyOutcome, CurrentFile, Progress, ProgressSnapshot};
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session};
 use crate::frontend::{Frontend, choose_frontend};
@@ -20,7 +20,7 @@ use crate::report::recording::{Header, WatchTarget};
 use crate::sample::intake::{Intake, IntakeSource};
 use crate::sample::writers::WriterReader;
 use crate::sample::{SampleSource, SysRoot, probe_environment, spawn_sampler_from};
-use crate::ui::view::Header as UiHeader;
+use crate::ui::view::{Header as UiHeader, RunState};
 
 /// How often the watcher thread checks the end conditions.
 const WATCHER_TICK: Duration = Duration::from_millis(50);
@@ -32,23 +32,33 @@ pub struct WatchLines {
 }
 
 impl WatchLines {
-    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar)".
+    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar); writing
+    /// /srv/share/f.bin at 512 MB" — the file only when a followed writer has one open.
     pub fn progress_line(
         &self,
         elapsed: Duration,
         snap: &ProgressSnapshot,
-        now_bps: f64,
-        avg_bps: f64,
+        current: Option<&CurrentFile>,
+        rates: (f64, f64),
         binary: bool,
     ) -> String {
-        format!(
+        let (now_bps, avg_bps) = rates;
+        let mut line = format!(
             "[{}] intake {} now, avg {}, {} written ({})",
             clock(elapsed.as_secs_f64()),
             rate(now_bps, binary),
             rate(avg_bps, binary),
             bytes(snap.bytes_copied, binary),
             self.target.intake
-        )
+        );
+        if let Some(c) = current {
+            line.push_str(&format!(
+                "; writing {} at {}",
+                shell_escape(&c.path),
+                bytes(c.done, binary)
+            ));
+        }
+        line
     }
 
     /// The summary's first line and the drops, as a copy's summary has them.
@@ -258,12 +268,18 @@ pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
     };
     let d = &config.display;
     let o = if choose_frontend(config) == Frontend::Tui {
+        // The state label says "watching"; the source side names only the writers, so the
+        // watched path keeps its room on an 80-column header.
         let ui_header = UiHeader {
-            source: sess.header.sources.join(", "),
+            source: writers_label(req)[0]
+                .trim_start_matches("watch: ")
+                .to_string(),
             dest: shell_escape(Path::new(&lines.target.path)).into_owned(),
             fs: String::new(),
         };
-        let app = crate::frontend::live::new_app(d, &sess, ui_header);
+        let mut app = crate::frontend::live::new_app(d, &sess, ui_header);
+        app.state = RunState::Watching;
+        app.watch = true;
         crate::frontend::live::run_session_tui(config, sess, app, None, Some(&lines))
     } else {
         let p = crate::frontend::stream::Printer::new(d.json);

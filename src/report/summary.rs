@@ -63,6 +63,14 @@ pub fn final_summary(
             Some(&model.stats()),
             units == Units::Binary,
         )),
+        // A watch has no files and no flush of its own: its figures are the intake's.
+        None if data.watch.is_some() => {
+            s.push_str(&speeds_text(
+                &model.stats(),
+                "durable: n/a (watch)",
+                units == Units::Binary,
+            ));
+        }
         None => {
             let st = &data.stats;
             s.push_str(&format!(

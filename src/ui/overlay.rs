@@ -220,6 +220,16 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
 pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
     let t = app.opts.theme;
     match d {
+        Dialog::ConfirmCancel if app.watch => {
+            let lines = vec![
+                Line::raw("Stop watching? The writer is not affected."),
+                Line::from(Span::styled(
+                    "y / q / Esc: stop     any other key: go on watching",
+                    t.value(),
+                )),
+            ];
+            popup(area, buf, app, "stop?", lines, 60);
+        }
         Dialog::ConfirmCancel => {
             let lines = vec![
                 Line::raw("Cancel the copy? Files already copied stay;"),

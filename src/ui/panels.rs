@@ -310,6 +310,10 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     }
     let t = app.opts.theme;
     let u = app.opts.units;
+    if app.watch {
+        watch_progress(area, buf, app);
+        return;
+    }
     let p = &app.progress;
     let plus = if p.scan_done { "" } else { "+" };
     let pct = match (p.scan_done, fraction_done(app)) {
@@ -449,6 +453,43 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
             }
         }
     }
+}
+
+/// A watch's progress rows: what the writers put in so far (no total, no files, no ETA: the
+/// writer decides those), then the file a followed writer is writing and its position.
+fn watch_progress(area: Rect, buf: &mut Buffer, app: &View) {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let row0 = Rect { height: 1, ..area };
+    Line::from(vec![
+        Span::styled("intake ", t.label()),
+        Span::raw(format!("{} written", u.size(app.progress.bytes_copied))),
+    ])
+    .render(row0, buf);
+    let Some(cur) = app.current.as_ref().filter(|_| area.height >= 2) else {
+        return;
+    };
+    let name = shell_escape(&cur.path);
+    let name = if t.ascii() {
+        crate::present::text::asciify(&name).into()
+    } else {
+        name
+    };
+    let tail = format!("  at {}", u.size(cur.done));
+    let name_w = (area.width as usize).saturating_sub(tail.len() + 8);
+    Line::from(vec![
+        Span::styled("writing ", t.label()),
+        Span::raw(ellipsize_start(&name, name_w, t.glyphs.ellipsis)),
+        Span::raw(tail),
+    ])
+    .render(
+        Rect {
+            y: area.y + 1,
+            height: 1,
+            ..area
+        },
+        buf,
+    );
 }
 
 /// The events panel: newest first; a drop's diagnosis wraps onto following lines.

@@ -42,6 +42,8 @@ pub enum RunState {
     Failed,
     /// Replaying a recording (the replay position is in `ReplayStatus`).
     Replay,
+    /// `copyscope watch`: charting someone else's writes.
+    Watching,
 }
 
 impl RunState {
@@ -56,6 +58,7 @@ impl RunState {
             RunState::Cancelled => "cancelled",
             RunState::Failed => "failed",
             RunState::Replay => "replay",
+            RunState::Watching => "watching",
         }
     }
 
@@ -187,6 +190,9 @@ pub struct View {
     /// Set once a cancel was sent to the engine: the size of the write the kernel still holds
     /// (0 when none), for "cancelling: waiting for the kernel ..." until the engine returns.
     pub cancelling: Option<u64>,
+    /// A watch: the bytes are someone else's intake, with no total, files or ETA, and the
+    /// current file is the writer's, shown with its position.
+    pub watch: bool,
 }
 
 impl View {
@@ -207,6 +213,7 @@ impl View {
             limit_bps: None,
             verified: None,
             cancelling: None,
+            watch: false,
         }
     }
 

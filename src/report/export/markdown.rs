@@ -38,10 +38,8 @@ pub fn render_markdown(data: &ChartData) -> String {
         facts.push(format!("Linux {}", t.kernel));
     }
     facts.push(format!(
-        "{} in {} file{}{}",
-        fmt_bytes(st.bytes as f64),
-        st.files,
-        if st.files == 1 { "" } else { "s" },
+        "{}{}",
+        data.amount_text(fmt_bytes),
         if st.failed > 0 {
             format!(" ({} failed)", st.failed)
         } else {

@@ -116,6 +116,9 @@ pub struct ChartData {
     /// Where the writer's time went, and the verdict (issue 16): the model's, never re-derived.
     pub budget: Option<crate::model::Budget>,
     pub verdict: Option<crate::model::Verdict>,
+    /// A watch's intake source ("objset nwritten", "process wchar", ...): the run charted
+    /// someone else's writes, so the figures are worded as intake, not as a copy's files.
+    pub watch: Option<String>,
 }
 
 pub use crate::present::markers::MarkerKind;
@@ -188,7 +191,32 @@ impl ChartData {
             duration_s: st.elapsed_ns as f64 / 1e9,
             budget: Some(model.budget().clone()),
             verdict: Some(model.verdict()),
+            watch: header.watch.as_ref().map(|w| w.intake.clone()),
         }
+    }
+
+    /// The speed series' name in legends: a copy's speed, or a watch's intake.
+    pub fn speed_label(&self) -> &'static str {
+        if self.watch.is_some() {
+            "intake"
+        } else {
+            "copy speed"
+        }
+    }
+
+    /// "1.2 GB in 3 files" for a copy, "1.2 GB written" for a watch (the writer's files are
+    /// not counted), with `size` formatting the bytes.
+    pub fn amount_text(&self, size: impl Fn(f64) -> String) -> String {
+        let st = &self.stats;
+        if self.watch.is_some() {
+            return format!("{} written", size(st.bytes as f64));
+        }
+        format!(
+            "{} in {} file{}",
+            size(st.bytes as f64),
+            st.files,
+            if st.files == 1 { "" } else { "s" }
+        )
     }
 
     /// Drop events, in time order.

@@ -315,12 +315,20 @@ fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
     } else {
         format!("{} files", data.stats.files)
     };
-    sub.push(format!(
-        "{} in {}, {}",
-        fmt_bytes(data.stats.bytes as f64),
-        fmt_secs(data.stats.elapsed_s),
-        files
-    ));
+    sub.push(match data.watch {
+        // A watch counts no files: only what the writers put in.
+        Some(_) => format!(
+            "{} written in {}",
+            fmt_bytes(data.stats.bytes as f64),
+            fmt_secs(data.stats.elapsed_s)
+        ),
+        None => format!(
+            "{} in {}, {}",
+            fmt_bytes(data.stats.bytes as f64),
+            fmt_secs(data.stats.elapsed_s),
+            files
+        ),
+    });
     let _ = writeln!(
         o,
         r#"<text id="subtitle" x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}">{}</text>"#,
@@ -755,7 +763,7 @@ enum Swatch {
 fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let s = l.s;
     let y = l.legend_base;
-    let mut items: Vec<(Swatch, &str)> = vec![(Swatch::Fill, "copy speed")];
+    let mut items: Vec<(Swatch, &str)> = vec![(Swatch::Fill, data.speed_label())];
     if data.device_source != DeviceSource::None {
         items.push((Swatch::Device, data.device_source.legend()));
     }
@@ -904,8 +912,16 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     } else {
         format!("{}", st.files)
     };
-    pair(o, 1, 0, "copied", &fmt_bytes(st.bytes as f64));
-    pair(o, 1, 1, "files", &files);
+    match &data.watch {
+        Some(intake) => {
+            pair(o, 1, 0, "written (watched)", &fmt_bytes(st.bytes as f64));
+            pair(o, 1, 1, "intake from", intake);
+        }
+        None => {
+            pair(o, 1, 0, "copied", &fmt_bytes(st.bytes as f64));
+            pair(o, 1, 1, "files", &files);
+        }
+    }
     pair(o, 1, 2, "last byte written", &fmt_secs(st.elapsed_s));
     pair(
         o,

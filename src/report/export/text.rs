@@ -227,7 +227,11 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
     }
     out.push(axis_line.into_iter().collect::<String>());
 
-    let mut legend = vec![format!("{} copy speed", if ascii { '#' } else { '█' })];
+    let mut legend = vec![format!(
+        "{} {}",
+        if ascii { '#' } else { '█' },
+        data.speed_label()
+    )];
     for k in data.marker_kinds() {
         let g = if ascii { k.glyph().1 } else { k.glyph().0 };
         legend.push(format!("{g} {}", k.label()));
@@ -247,12 +251,7 @@ fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
     }
     out.extend(wrap(&speed, " · ", width));
     let mut run = vec![
-        format!(
-            "{} in {} file{}",
-            fmt_bytes(st.bytes as f64),
-            st.files,
-            if st.files == 1 { "" } else { "s" }
-        ),
+        data.amount_text(fmt_bytes),
         format!("last byte {}", fmt_secs(st.elapsed_s)),
     ];
     if let Some(d) = st.durable_s {
