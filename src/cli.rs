@@ -224,6 +224,7 @@ impl Cli {
             None => self.display.clone(),
             Some(Command::Demo { display, .. }) => display.clone(),
             Some(Command::Watch(w)) => w.display.clone(),
+            Some(Command::Bench(b)) => b.display.clone(),
             Some(Command::Replay {
                 plain,
                 json,
@@ -377,6 +378,11 @@ pub enum Command {
     /// Chart and explain the writes something else makes into the filesystem holding PATH
     /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
     Watch(WatchArgs),
+    /// Benchmark the filesystem holding DIR with the live chart: sequential write of zeros and
+    /// of random data, read back uncached, a tree of many files written and read back; prints a
+    /// Markdown table and a summary for a forum post and keeps a recording per phase.
+    #[command(after_help = BENCH_HELP)]
+    Bench(BenchArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to standard output.
     Completions {
         /// The shell to complete for.
@@ -400,6 +406,18 @@ Examples:
   copyscope replay run.jsonl                  re-draw it in the TUI
   copyscope replay --plain run.jsonl          print the summary the copy printed
   copyscope replay --json run.jsonl | jq .    each drop with its cause, and the figures";
+
+const BENCH_HELP: &str = "\
+Everything is written in a hidden scratch directory with a unique name made inside DIR, and
+removed at the end, on cancel (q q, Ctrl-C, SIGTERM) and when the disk fills up. The recordings,
+bench.md and bench.txt go to --out (default: a new directory named after the date and time in
+the current directory; never inside DIR).
+
+Examples:
+  copyscope bench /tank/test                 the full bench (2 x RAM per sequential write)
+  copyscope bench --quick /mnt/usb           about a minute
+  copyscope bench --size 4G --files 2000 --tree-size 1G /srv/data --out results/
+  copyscope compare results/*-write-random.jsonl other/*-write-random.jsonl --png vs.png";
 
 const COMPARE_HELP: &str = "\
 Without --png/--svg/--text/--markdown: compare.png and compare.md in the current directory.
@@ -462,6 +480,34 @@ pub struct CompareArgs {
     pub force: bool,
     #[command(flatten)]
     pub drops: DropArgs,
+}
+
+/// `copyscope bench` options.
+#[derive(Debug, Args, Default, Clone)]
+pub struct BenchArgs {
+    /// An empty directory on the filesystem to test.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Bytes of each sequential write, e.g. 8G, 500M [default: 2 x RAM, capped by free space].
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
+    /// A run of about a minute: each phase stops after 12 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Files in the tree phase [default: 14139, the shape of a 6.8 GB photo tree].
+    #[arg(long, value_name = "N")]
+    pub files: Option<u64>,
+    /// Total size of the tree phase, e.g. 6.8G [default: 6.8 GB, capped by free space].
+    #[arg(long = "tree-size", value_name = "BYTES")]
+    pub tree_size: Option<String>,
+    /// Run in a DIR that is not empty (the bench still writes only in its scratch directory).
+    #[arg(long)]
+    pub force: bool,
+    /// Directory for the recordings, bench.md and bench.txt [default: a new dated directory here].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 /// `copyscope watch` options.

@@ -51,6 +51,7 @@ pub enum Command {
     },
     /// `compare` and `export --compare`.
     Compare(CompareRequest),
+    Bench(BenchRequest),
     Completions(clap_complete::Shell),
     Man,
     Watch(WatchRequest),
@@ -79,6 +80,53 @@ pub struct CompareRequest {
     pub size: Option<(u32, u32)>,
     pub picture: Picture,
     pub force: bool,
+}
+
+/// `copyscope bench`: where and how big.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BenchRequest {
+    pub dir: PathBuf,
+    /// Bytes of each sequential write (default: from RAM and free space).
+    pub size: Option<u64>,
+    pub quick: bool,
+    pub files: u64,
+    /// Bytes of the tree (default: 6.8 GB capped by free space).
+    pub tree_size: Option<u64>,
+    pub force: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// A byte count with a unit (as `--bwlimit`'s: k/M/G/T powers of 1024, kB/MB/GB/TB of 1000).
+fn parse_bytes(flag: &str, v: &str) -> Result<u64, ConfigError> {
+    parse_rate(v).map_err(|_| {
+        ConfigError::Invalid(format!(
+            "{flag} '{v}': expected a size with a unit, e.g. 8G, 500M, 6.8GB (k/M/G/T powers of 1024, kB/MB/GB/TB of 1000)"
+        ))
+    })
+}
+
+fn bench_request(b: crate::cli::BenchArgs) -> Result<BenchRequest, ConfigError> {
+    let files = b.files.unwrap_or(14_139);
+    if files == 0 || files > 10_000_000 {
+        return Err(ConfigError::Invalid("bench --files: 1 to 10000000".into()));
+    }
+    Ok(BenchRequest {
+        dir: b.dir,
+        size: b
+            .size
+            .as_deref()
+            .map(|v| parse_bytes("--size", v))
+            .transpose()?,
+        quick: b.quick,
+        files,
+        tree_size: b
+            .tree_size
+            .as_deref()
+            .map(|v| parse_bytes("--tree-size", v))
+            .transpose()?,
+        force: b.force,
+        out: b.out,
+    })
 }
 
 /// `--title`, `--ymax` and `--unit`, checked.
@@ -334,6 +382,7 @@ impl TryFrom<Cli> for Config {
             Some(CliCommand::Completions { shell }) => Command::Completions(shell),
             Some(CliCommand::Man) => Command::Man,
             Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),
+            Some(CliCommand::Bench(b)) => Command::Bench(bench_request(b)?),
             None => Command::Copy(copy_request(&cli)?),
         };
         Ok(Config {

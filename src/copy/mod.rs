@@ -186,6 +186,7 @@ pub trait ConflictAsk: Send + Sync {
     fn ask(&self, question: &ConflictQuestion) -> ConflictAnswer;
 }
 
+pub mod bench;
 pub(crate) mod conflict;
 pub mod engine;
 pub mod error;

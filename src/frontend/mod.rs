@@ -2,6 +2,7 @@
 //! between them — the top-level dispatch that runs the command a [`Config`] describes.
 //! The loops here own the model; `ui/` only draws and `report/` only writes files.
 
+pub mod bench;
 pub mod caps;
 pub mod demo;
 pub mod live;
@@ -160,6 +161,7 @@ pub fn run(mut config: Config) -> ExitStatus {
             crate::frontend::demo::run(*size_mb, &config)
         }
         Command::Watch(req) => crate::frontend::watch::run(&config, req),
+        Command::Bench(req) => crate::frontend::bench::run(&config, req),
         Command::Completions(shell) => {
             let mut cmd = Cli::command();
             clap_complete::generate(*shell, &mut cmd, "copyscope", &mut std::io::stdout());

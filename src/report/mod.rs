@@ -1,6 +1,7 @@
 //! Output files and texts that read the model: plain progress lines and JSON objects (their
 //! format), recordings, exports and the after-exit summary. No loops live here (see frontend/).
 
+pub mod bench;
 pub mod export;
 pub mod json;
 pub mod plain;

@@ -1,0 +1,370 @@
+//! `copyscope bench DIR`: each phase of the bench engine (`copy::bench`) runs as a session with
+//! the copy's own frontends (TUI, --plain, --json), its own model and its own recording; the
+//! results table is built from those recordings through the model. The scratch directory is
+//! removed at the end, on cancel and on disk full, and DIR is checked to be as it was.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::{BenchRequest, Config};
+use crate::copy::bench::{BenchSize, Phase, Scratch, check_dir, remove_file, spawn_phase};
+use crate::copy::{CopyOutcome, Progress};
+use crate::exit::ExitStatus;
+use crate::frontend::session::{Recorder, Session, model_config};
+use crate::frontend::{Frontend, choose_frontend, control_with_signals};
+use crate::present::quote::{quote, said, shell_escape};
+use crate::report::bench::{BenchFacts, PhaseResult, render_bench_markdown, render_bench_text};
+use crate::report::export::ChartData;
+use crate::report::recording::{Header, Replayed};
+use crate::sample::{Environment, SysRoot, probe_environment, spawn_sampler};
+use crate::ui::view::Header as UiHeader;
+
+/// `--quick`: each phase stops after this long.
+const QUICK_PHASE: Duration = Duration::from_secs(12);
+/// The tree's default shape: a 6.8 GB photo tree of 14 139 files.
+const TREE_BYTES: u64 = 6_800_000_000;
+/// Share of the free space a phase may fill (the rest is for metadata and other writers).
+const FREE_SHARE: f64 = 0.8;
+
+/// Free bytes for an unprivileged writer on the filesystem of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    rustix::fs::statvfs(dir)
+        .ok()
+        .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// The names in DIR, to check that the bench left it as it found it.
+fn listing(dir: &Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|it| it.filter_map(|e| e.ok().map(|e| e.file_name())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `zfs get compression,compressratio` of the dataset: no kstat holds either (the objset
+/// kstat of OpenZFS 2.1 has only write/read counters), so the command is run and the note
+/// says so.
+fn zfs_compression(dataset: &str) -> Option<String> {
+    let out = std::process::Command::new("zfs")
+        .args([
+            "get",
+            "-H",
+            "-o",
+            "property,value",
+            "compression,compressratio",
+        ])
+        .arg(dataset)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('\t').map(str::to_string))
+    };
+    Some(format!(
+        "ZFS dataset {dataset}: compression={}, compressratio {} after the bench (from `zfs get`: no kstat carries them)",
+        get("compression")?,
+        get("compressratio")?
+    ))
+}
+
+/// How fast the PRNG fills memory here, bytes/s (so a reader can see it was not the limit).
+fn prng_rate() -> f64 {
+    let mut buf = vec![0u8; 64 << 20];
+    let t = Instant::now();
+    crate::copy::bench::fill_random(&mut buf);
+    buf.len() as f64 / t.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// The default output directory: `./copyscope-bench-YYYYMMDD-HHMMSS`.
+fn default_out(started: &str) -> PathBuf {
+    let stamp = started
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .replace('Z', "");
+    PathBuf::from(format!("copyscope-bench-{stamp}"))
+}
+
+/// Sizes from the request, RAM and free space; notes say what was chosen and why.
+fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (BenchSize, Vec<String>) {
+    let mut notes = Vec::new();
+    let room = free.map(|f| (f as f64 * FREE_SHARE) as u64);
+    let ram = env.mem_total.unwrap_or(0);
+    let want = req.size.unwrap_or(ram.saturating_mul(2).max(1 << 30));
+    let seq_bytes = match room {
+        Some(r) if want > r => {
+            notes.push(format!(
+                "sequential writes of {} instead of {} (2 x RAM would not fit: {} free); with less than 2 x RAM part of each write may stay in the cache, so read the durable figure",
+                crate::report::export::units::fmt_bytes(r as f64),
+                crate::report::export::units::fmt_bytes(want as f64),
+                crate::report::export::units::fmt_bytes(free.unwrap_or(0) as f64),
+            ));
+            r
+        }
+        _ => want,
+    };
+    if req.size.is_some() && seq_bytes < ram.saturating_mul(2) && notes.is_empty() {
+        notes.push(format!(
+            "sequential writes of {} (--size), less than 2 x RAM ({}): part of each may stay in the page cache; the durable figure counts the flush",
+            crate::report::export::units::fmt_bytes(seq_bytes as f64),
+            crate::report::export::units::fmt_bytes(ram as f64 * 2.0),
+        ));
+    }
+    let tree_want = req.tree_size.unwrap_or(TREE_BYTES);
+    let tree_bytes = match room {
+        Some(r) if tree_want > r => {
+            notes.push(format!(
+                "tree of {} instead of {} (free space)",
+                crate::report::export::units::fmt_bytes(r as f64),
+                crate::report::export::units::fmt_bytes(tree_want as f64)
+            ));
+            r
+        }
+        _ => tree_want,
+    };
+    if req.quick {
+        notes.push(format!(
+            "--quick: each phase stopped after {} s; the read-backs read what was written",
+            QUICK_PHASE.as_secs()
+        ));
+    }
+    (
+        BenchSize {
+            seq_bytes,
+            tree_files: req.files,
+            tree_bytes,
+            phase_limit: req.quick.then_some(QUICK_PHASE),
+            throttle_bps: std::env::var(crate::config::TEST_THROTTLE_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok()),
+        },
+        notes,
+    )
+}
+
+/// Runs one phase as a session with the configured frontend; returns its outcome.
+#[allow(clippy::too_many_arguments)]
+fn run_phase(
+    config: &Config,
+    phase: Phase,
+    env: &Environment,
+    root: &SysRoot,
+    scratch: &Arc<Scratch>,
+    size: BenchSize,
+    control: &Arc<crate::copy::Control>,
+    recording: &Path,
+    dir: &Path,
+) -> CopyOutcome {
+    let d = &config.display;
+    let source = format!("bench: {}", phase.name());
+    let mut header = Header::for_this_run(
+        std::env::args().collect(),
+        vec![source.clone()],
+        dir.to_string_lossy().into_owned(),
+        env.clone(),
+        d.interval.as_millis() as u64,
+    );
+    header.bench = Some(phase.name().to_string());
+    let recorder = Recorder::open(Some(recording), &header);
+    let progress = Arc::new(Progress::default());
+    let (ev_tx, engine_events) = mpsc::unbounded_channel();
+    let (s_tx, samples) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let sampler = spawn_sampler(root.clone(), env, progress.clone(), d.interval, start, s_tx);
+    let engine = spawn_phase(
+        phase,
+        scratch.clone(),
+        size,
+        progress.clone(),
+        control.clone(),
+        ev_tx,
+    );
+    let (done_tx, done) = oneshot::channel();
+    std::thread::spawn(move || {
+        let outcome = engine
+            .join()
+            .unwrap_or_else(|_| CopyOutcome::crashed("the bench engine panicked"));
+        let _ = done_tx.send(outcome);
+    });
+    let sess = Session {
+        env: env.clone(),
+        header,
+        recorder,
+        progress,
+        control: control.clone(),
+        samples,
+        engine_events,
+        done,
+        sampler,
+        start,
+    };
+    let mut phase_config = config.clone();
+    phase_config.display.record = Some(recording.to_path_buf());
+    if choose_frontend(config) == Frontend::Tui {
+        let ui_header = UiHeader {
+            source,
+            dest: shell_escape(dir).into_owned(),
+            fs: String::new(),
+        };
+        let app = crate::frontend::live::new_app(d, &sess, ui_header);
+        crate::frontend::live::run_session_tui(&phase_config, sess, app, None, None)
+    } else {
+        if !d.json {
+            println!("== bench phase: {} ==", phase.name());
+        }
+        let p = crate::frontend::stream::Printer::new(d.json);
+        crate::frontend::stream::run_session(&phase_config.display, sess, p, None, None)
+    }
+}
+
+/// `copyscope bench DIR`.
+pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
+    let d = &config.display;
+    if let Err(e) = check_dir(&req.dir, req.force) {
+        eprintln!("copyscope bench: {e}");
+        return ExitStatus::Fatal;
+    }
+    let before = listing(&req.dir);
+    let root = SysRoot::new(d.sys_root.clone());
+    let env = probe_environment(&root, &[], &req.dir);
+    let started = Header::for_this_run(Vec::new(), Vec::new(), String::new(), env.clone(), 0);
+    let out = req
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&started.started_at));
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("copyscope bench: --out {}: {}", quote(&out), said(&e));
+        return ExitStatus::Fatal;
+    }
+    // The results never go into DIR: the bench leaves it as it was.
+    if let (Ok(o), Ok(dd)) = (out.canonicalize(), req.dir.canonicalize())
+        && o.starts_with(&dd)
+    {
+        let _ = std::fs::remove_dir(&out);
+        eprintln!(
+            "copyscope bench: the results directory {} is inside {}: give --out elsewhere",
+            quote(&out),
+            quote(&req.dir)
+        );
+        return ExitStatus::Fatal;
+    }
+    let (size, mut notes) = plan_size(req, &env, free_bytes(&req.dir));
+    let Some((control, _signals)) = control_with_signals() else {
+        return ExitStatus::Fatal;
+    };
+    let scratch = match Scratch::create(&req.dir) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("copyscope bench: {e}");
+            return ExitStatus::Fatal;
+        }
+    };
+    let mut results: Vec<(Phase, PathBuf, CopyOutcome)> = Vec::new();
+    let mut status = ExitStatus::Success;
+    for (i, phase) in Phase::ALL.into_iter().enumerate() {
+        let file = format!("{}-{}.jsonl", i + 1, phase.name().replace(' ', "-"));
+        let recording = out.join(&file);
+        let outcome = run_phase(
+            config, phase, &env, &root, &scratch, size, &control, &recording, &req.dir,
+        );
+        let st = outcome.status;
+        results.push((phase, recording, outcome));
+        match phase {
+            Phase::WriteZeros => remove_file(&scratch, "zeros.bin"),
+            Phase::ReadBack => remove_file(&scratch, "random.bin"),
+            _ => {}
+        }
+        if matches!(st, ExitStatus::Cancelled | ExitStatus::Fatal) {
+            status = st;
+            break;
+        }
+    }
+    // Cleanup: the scratch directory and everything in it, through its descriptors.
+    let cleanup = match Arc::try_unwrap(scratch) {
+        Ok(mut s) => s.remove(),
+        Err(_) => Err("the bench engine still holds the scratch directory".to_string()),
+    };
+    if let Err(e) = cleanup {
+        eprintln!("copyscope bench: cleaning up {}: {e}", quote(&req.dir));
+        status = ExitStatus::Fatal;
+    }
+    if listing(&req.dir) != before {
+        eprintln!(
+            "copyscope bench: {} is not as it was before the bench (something else wrote there meanwhile?)",
+            quote(&req.dir)
+        );
+    }
+
+    // The results, from each phase's recording through the model.
+    let cfg = model_config(d);
+    let mut phases = Vec::new();
+    for (phase, rec, outcome) in &results {
+        let Ok(run) = Replayed::load(rec, cfg) else {
+            continue;
+        };
+        phases.push(PhaseResult {
+            name: phase.name().to_string(),
+            data: ChartData::from_replayed(&run),
+            recording: rec
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            stopped: match outcome.status {
+                ExitStatus::Cancelled => Some("cancelled".into()),
+                ExitStatus::Fatal => outcome.fatal.clone(),
+                _ => None,
+            },
+        });
+    }
+    if env.fs_type.as_deref() == Some("zfs")
+        && let Some(ds) = &env.zfs_dataset
+        && let Some(c) = zfs_compression(ds)
+    {
+        notes.push(c);
+    }
+    let on_zfs = env.fs_type.as_deref() == Some("zfs");
+    notes.push(if on_zfs {
+        "read back: after syncfs, posix_fadvise(DONTNEED) on each file; ZFS keeps its own cache (the ARC), which DONTNEED does not drop, so on ZFS the read-back may be served from RAM".to_string()
+    } else {
+        "read back: after syncfs, each file's cached pages dropped with posix_fadvise(DONTNEED), so the reads come from the device".to_string()
+    });
+    notes.push(format!(
+        "random data: xoshiro256** generated in memory at {} on one core (not /dev/urandom)",
+        crate::report::export::units::fmt_rate(prng_rate())
+    ));
+    notes.push("tree: one writer, files of 1 KiB to 64 x the mean (log-uniform), half zeros, half random, 200 per directory".to_string());
+    let facts = BenchFacts {
+        fs: crate::frontend::session::fs_label(&env),
+        host: started.host.clone(),
+        kernel: started.kernel.clone(),
+        date: started.started_at.replace('T', " ").replace('Z', " UTC"),
+        notes,
+    };
+    let md = render_bench_markdown(&facts, &phases);
+    let text = render_bench_text(&facts, &phases);
+    let md_path = out.join("bench.md");
+    let txt_path = out.join("bench.txt");
+    for (p, body) in [(&md_path, &md), (&txt_path, &text)] {
+        if let Err(e) = std::fs::write(p, body) {
+            eprintln!("copyscope bench: writing {}: {}", quote(p), said(&e));
+        }
+    }
+    if !d.json {
+        println!();
+        print!("{text}");
+        println!(
+            "\nwrote {}, {} and a recording per phase in {}",
+            shell_escape(&md_path),
+            shell_escape(&txt_path),
+            shell_escape(&out)
+        );
+    }
+    status
+}
