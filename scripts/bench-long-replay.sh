@@ -24,6 +24,7 @@ BIN=$TARGET/release/copyscope
 mkdir -p "$DIR"
 REC=$DIR/long-${HOURS}h.jsonl
 [ -s "$REC" ] || "$TARGET/release/examples/gen_long_recording" "$REC" "$HOURS"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "recording: $REC, $(grep -c '"type":"sample"' "$REC") samples, $(du -m "$REC" | cut -f1) MB"
 # Read once so every run starts from the page cache (the figures are copyscope's, not the disk's).
 cat "$REC" >/dev/null
@@ -31,10 +32,11 @@ run() {
   local label=$1; shift
   for i in $(seq "$RUNS"); do
     /usr/bin/time -v -o "$DIR/time.txt" "$@" >/dev/null
-    local rss wall
+    local rss wall cpu
     rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$DIR/time.txt")
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$DIR/time.txt")
-    echo "$label run $i: peak RSS $rss MiB, wall $wall"
+    cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$DIR/time.txt")
+    echo "$label run $i: peak RSS $rss MiB, wall $wall, CPU (user+sys) $cpu s"
   done
 }
 run "export (png, svg, txt, md)" "$BIN" export "$REC" --png "$DIR/out.png" --svg "$DIR/out.svg" --text "$DIR/out.txt" --markdown "$DIR/out.md"

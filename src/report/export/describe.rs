@@ -59,9 +59,103 @@ pub fn describe_event(event: &Event) -> String {
     event.describe()
 }
 
+/// A figure below this prints as "0.00 s": a cause that cost less is not listed.
+const SHOWN_S: f64 = 0.005;
+
+impl super::ChartStats {
+    /// Seconds lost to drops, all causes.
+    pub fn lost_total(&self) -> f64 {
+        // An empty f64 sum is -0.0: start from +0.0 so nothing prints "-0.00 s".
+        self.lost_secs_by_cause.iter().fold(0.0, |a, (_, s)| a + s)
+    }
+
+    /// The causes that cost time worth printing, largest first.
+    pub fn lost_listed(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.lost_secs_by_cause
+            .iter()
+            .filter(|(_, s)| *s >= SHOWN_S)
+            .map(|(c, s)| (c.as_str(), *s))
+    }
+
+    /// The causes that held the writer, largest first.
+    pub fn stalled_listed(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.stalled_secs_by_cause
+            .iter()
+            .filter(|(_, s)| *s >= SHOWN_S)
+            .map(|(c, s)| (c.as_str(), *s))
+    }
+
+    /// Seconds the writer spent in drops, all causes.
+    pub fn stalled_total(&self) -> f64 {
+        self.stalled_secs_by_cause
+            .iter()
+            .fold(0.0, |a, (_, s)| a + s)
+    }
+
+    /// True when the drops held the writer for noticeably longer than they cost: the disks
+    /// kept writing the backlog at their own rate meanwhile, so the stall is not time lost.
+    pub fn stalled_not_lost(&self) -> bool {
+        self.drops > 0 && self.stalled_total() - self.lost_total() >= 0.05
+    }
+
+    /// The sentence that says so, for every export: "the writer stalled 25.6 s in 9 drops
+    /// (txg sync 25.3 s, CPU 0.3 s) while the disks kept writing at their own rate: stalled,
+    /// not lost". None when there is nothing to say.
+    pub fn stall_note(&self) -> Option<String> {
+        if !self.stalled_not_lost() {
+            return None;
+        }
+        let causes: Vec<String> = self
+            .stalled_listed()
+            .map(|(c, s)| format!("{c} {}", fmt_secs(s)))
+            .collect();
+        let lost = self.lost_total();
+        let tail = if lost < SHOWN_S {
+            "stalled, not lost".to_string()
+        } else {
+            format!(
+                "{} of it lost against the sustained rate, the rest stalled, not lost",
+                fmt_secs(lost)
+            )
+        };
+        Some(format!(
+            "the writer stalled {} in {} drop{} ({}) while the disks kept writing at their own rate: {tail}",
+            fmt_secs(self.stalled_total()),
+            self.drops,
+            if self.drops == 1 { "" } else { "s" },
+            causes.join(", ")
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_that_cost_nothing_is_said_so_and_not_listed_as_lost() {
+        let st = super::super::ChartStats {
+            drops: 9,
+            lost_secs_by_cause: vec![("txg sync".into(), 0.001)],
+            stalled_secs_by_cause: vec![("txg sync".into(), 25.3), ("CPU".into(), 0.3)],
+            ..Default::default()
+        };
+        assert_eq!(st.lost_listed().count(), 0);
+        assert_eq!(
+            st.stall_note().as_deref(),
+            Some(
+                "the writer stalled 25.6 s in 9 drops (txg sync 25.3 s, CPU 0.30 s) while the \
+                 disks kept writing at their own rate: stalled, not lost"
+            )
+        );
+        let lost = super::super::ChartStats {
+            drops: 1,
+            lost_secs_by_cause: vec![("txg sync".into(), 1.5)],
+            stalled_secs_by_cause: vec![("txg sync".into(), 1.5)],
+            ..Default::default()
+        };
+        assert_eq!(lost.stall_note(), None);
+    }
 
     #[test]
     fn drop_without_causes_is_unknown() {

@@ -49,16 +49,16 @@ pub fn render_markdown(data: &ChartData) -> String {
     let _ = writeln!(o, "{}", cell(&facts.join(" · ")));
     o.push('\n');
 
-    let total_lost: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, s)| a + s);
-    let lost = if st.lost_secs_by_cause.is_empty() {
-        "none".to_string()
+    let causes: Vec<String> = st
+        .lost_listed()
+        .map(|(c, s)| format!("{c} {}", fmt_secs(s)))
+        .collect();
+    let lost = if !causes.is_empty() {
+        format!("{} ({})", fmt_secs(st.lost_total()), causes.join(", "))
+    } else if st.stalled_not_lost() {
+        format!("none (stalled {}, not lost)", fmt_secs(st.stalled_total()))
     } else {
-        let causes: Vec<String> = st
-            .lost_secs_by_cause
-            .iter()
-            .map(|(c, s)| format!("{c} {}", fmt_secs(*s)))
-            .collect();
-        format!("{} ({})", fmt_secs(total_lost), causes.join(", "))
+        "none".to_string()
     };
     o.push_str("| what | MB/s | time | drops | time lost |\n");
     o.push_str("|:--|--:|--:|--:|:--|\n");
@@ -90,6 +90,11 @@ pub fn render_markdown(data: &ChartData) -> String {
         fmt_mbps(st.min_bps),
         fmt_mbps(st.peak_bps)
     );
+    if let Some(note) = st.stall_note() {
+        let mut note = note;
+        note[..1].make_ascii_uppercase();
+        let _ = writeln!(o, "\n{}.", cell(&note));
+    }
     o.push('\n');
     verdict(data, &mut o);
 
@@ -98,7 +103,17 @@ pub fn render_markdown(data: &ChartData) -> String {
         o.push_str("No speed drops.\n");
         return o;
     }
-    let _ = writeln!(o, "**Drops** ({}):", drops.len());
+    if st.drops as usize > drops.len() {
+        // A long run keeps its newest events only (bounded memory): say so.
+        let _ = writeln!(
+            o,
+            "**Drops** ({}; the last {} are kept):",
+            st.drops,
+            drops.len()
+        );
+    } else {
+        let _ = writeln!(o, "**Drops** ({}):", drops.len());
+    }
     o.push('\n');
     o.push_str("| # | at | speed | for | lost | cause |\n");
     o.push_str("|--:|--:|:--|--:|--:|:--|\n");
@@ -111,7 +126,7 @@ pub fn render_markdown(data: &ChartData) -> String {
             fmt_rate(d.reference_bps),
             fmt_rate(d.min_bps),
             fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
-            fmt_secs(lost_secs(d)),
+            lost_cell(lost_secs(d)),
             cell(&describe_causes(d))
         );
     }
@@ -158,4 +173,14 @@ fn verdict(data: &ChartData, o: &mut String) {
         .collect();
     let _ = writeln!(o, "| {} |", row.join(" | "));
     o.push('\n');
+}
+
+/// A drop's lost time, or "none" when it cost nothing worth printing (a stall the disks
+/// spent writing the backlog).
+fn lost_cell(secs: f64) -> String {
+    if secs < 0.005 {
+        "none".to_string()
+    } else {
+        fmt_secs(secs)
+    }
 }

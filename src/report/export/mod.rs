@@ -94,6 +94,9 @@ pub struct ChartStats {
     pub drops: u64,
     /// Seconds lost per cause label, largest first.
     pub lost_secs_by_cause: Vec<(String, f64)>,
+    /// Seconds the writer spent in drops per cause label, largest first: how long a cause
+    /// held it, whether or not the disks kept writing the backlog meanwhile (the model's).
+    pub stalled_secs_by_cause: Vec<(String, f64)>,
     pub bytes: u64,
     pub files: u64,
     pub failed: u64,
@@ -176,6 +179,11 @@ impl ChartData {
             durable_bps: st.durable_bps,
             drops: st.drops as u64,
             lost_secs_by_cause: st.lost_by_cause_owned(),
+            stalled_secs_by_cause: st
+                .stalled_secs_by_cause
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
             bytes: summary.map_or(st.bytes, |s| s.bytes),
             files: summary.map_or(engine.files_done, |s| s.files),
             failed: summary.map_or(engine.files_failed, |s| s.failed),

@@ -769,7 +769,14 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     }
     items.push((Swatch::Average, "average"));
     if data.stats.drops > 0 || data.drops().next().is_some() {
-        items.push((Swatch::DropSpan, "speed drop (numbered)"));
+        items.push((
+            Swatch::DropSpan,
+            if data.stats.stalled_not_lost() {
+                "speed drop: writer stalled (numbered)"
+            } else {
+                "speed drop (numbered)"
+            },
+        ));
     }
     for kind in kinds {
         let label = match kind {
@@ -937,17 +944,34 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         }),
     );
 
-    let total: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, v)| a + v);
-    heading(o, 2, &format!("Time lost to drops: {}", fmt_secs(total)));
-    if st.lost_secs_by_cause.is_empty() {
+    // Lost time per cause in red; when the drops cost nothing (the disks kept writing the
+    // backlog at their own rate), the stall per cause in grey under "stalled, not lost", so
+    // the pink spans are never left beside a bare "0.00 s".
+    let lost: Vec<(&str, f64)> = st.lost_listed().collect();
+    let total = st.lost_total();
+    let (rows, colour, first_row): (Vec<(&str, f64)>, &str, usize) = if !lost.is_empty() {
+        (lost, MarkerKind::Drop.colour(), 0)
+    } else {
+        (st.stalled_listed().collect(), MUTED, 1)
+    };
+    let heading_text = if total >= 0.005 {
+        format!("Time lost to drops: {}", fmt_secs(total))
+    } else {
+        "Time lost to drops: none".to_string()
+    };
+    heading(o, 2, &heading_text);
+    if st.drops == 0 {
         pair(o, 2, 0, "no drops", "");
+    } else if first_row == 1 {
+        pair(o, 2, 0, "stalled, not lost (disks kept writing):", "");
     }
+    let bar_total: f64 = rows.iter().map(|(_, v)| v).sum();
     let bar_x = x0 + 2.0 * col_w + 18.0 * s;
     let bar_max = col_w - 150.0 * s;
-    for (i, (cause, secs)) in st.lost_secs_by_cause.iter().take(4).enumerate() {
-        let y = head_y + (i as f64 + 1.0) * row_gap;
-        let bw = if total > 0.0 {
-            secs / total * bar_max * 0.55
+    for (i, (cause, secs)) in rows.iter().take(4 - first_row).enumerate() {
+        let y = head_y + (i as f64 + 1.0 + first_row as f64) * row_gap;
+        let bw = if bar_total > 0.0 {
+            secs / bar_total * bar_max * 0.55
         } else {
             0.0
         };
@@ -959,12 +983,11 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         let bx = bar_x + 150.0 * s;
         let _ = writeln!(
             o,
-            r#"<rect x="{bx:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="{:.1}" fill="{}"/>"#,
+            r#"<rect x="{bx:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="{:.1}" fill="{colour}"/>"#,
             y - 10.0 * s,
             bw.max(2.0 * s),
             11.0 * s,
             2.0 * s,
-            MarkerKind::Drop.colour()
         );
         let _ = writeln!(
             o,
@@ -980,7 +1003,14 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         .enumerate()
         .map(|(i, (e, d))| (i + 1, e, d))
         .collect();
-    drops.sort_by(|a, b| lost_secs(b.2).total_cmp(&lost_secs(a.2)));
+    // By time lost, then (drops that cost nothing: stalls) by how long they held the writer.
+    let held =
+        |e: &crate::model::Event, d: &crate::model::DropInfo| d.end_ns.saturating_sub(e.t_ns);
+    drops.sort_by(|a, b| {
+        lost_secs(b.2)
+            .total_cmp(&lost_secs(a.2))
+            .then(held(b.1, b.2).cmp(&held(a.1, a.2)))
+    });
     if drops.is_empty() {
         pair(o, 3, 0, "none", "");
     }

@@ -261,27 +261,30 @@ fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
         run.push(format!("{} failed", st.failed));
     }
     out.extend(wrap(&run, " · ", width));
-    // An empty f64 sum is -0.0: start from +0.0 so nothing prints "-0.00 s".
-    let total: f64 = st.lost_secs_by_cause.iter().fold(0.0, |a, (_, s)| a + s);
     if st.drops == 0 {
         out.push("no drops".to_string());
         return;
     }
-    let head = format!(
-        "{} drop{}, {} lost",
-        st.drops,
-        if st.drops == 1 { "" } else { "s" },
-        fmt_secs(total)
-    );
-    if st.lost_secs_by_cause.is_empty() {
-        out.push(head);
+    let causes: Vec<String> = st
+        .lost_listed()
+        .map(|(c, s)| format!("{c} {}", fmt_secs(s)))
+        .collect();
+    let plural = if st.drops == 1 { "" } else { "s" };
+    if causes.is_empty() {
+        // Nothing lost: say what the drops were instead of "0.00 s lost".
+        let text = match st.stall_note() {
+            Some(note) => format!("{} drop{plural}, no time lost: {note}", st.drops),
+            None => format!("{} drop{plural}, no time lost", st.drops),
+        };
+        let words: Vec<String> = text.split(' ').map(str::to_string).collect();
+        out.extend(wrap(&words, " ", width));
     } else {
+        let head = format!(
+            "{} drop{plural}, {} lost",
+            st.drops,
+            fmt_secs(st.lost_total())
+        );
         let mut items = vec![format!("{head}:")];
-        let causes: Vec<String> = st
-            .lost_secs_by_cause
-            .iter()
-            .map(|(c, s)| format!("{c} {}", fmt_secs(*s)))
-            .collect();
         let n = causes.len();
         for (i, c) in causes.into_iter().enumerate() {
             items.push(if i + 1 < n { format!("{c},") } else { c });
