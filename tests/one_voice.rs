@@ -248,6 +248,7 @@ fn a_long_recording_streams_into_a_bounded_model() {
         environment: Environment::default(),
         interval_ms: 100,
         watch: None,
+        bench: None,
     };
     let mut w = RecordingWriter::create(&path, &header).expect("create");
     // 40 000 ticks (67 min at 100 ms), ten times the series' capacity: 40 MB/s with a
