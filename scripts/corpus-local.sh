@@ -4,8 +4,12 @@
 # beside the copy every 100 ms (NAME.truth.csv: the copier's thread states and kernel stacks):
 #   ext4-disk-lowered   1200 MB onto a 40 MB/s ext4 disk (../shared/lab/slowdev) with the dirty
 #                       limits lowered to 100 MB background / 300 MB: disk-bound after ~0.3 GB
-#   ext4-disk-default   6000 MB onto the same disk with the machine's default dirty limits:
-#                       disk-bound once the page cache reaches the dirty limit
+#   ext4-disk-default   4600 MB onto the same disk with the machine's default dirty limits
+#                       (24 GiB RAM here: freerun ~3.3 GB): the page cache fills at memory speed,
+#                       then the copy runs at the disk's 40 MB/s for ~30 s
+#   ext4-other-writer   1200 MB onto the 40 MB/s disk, dirty limits 100/300 MB; from 8 s three
+#                       dd's write 200 MB each into the same filesystem: the kernel shares the
+#                       disk between four writers and the copy falls to about a quarter
 #   source-stall        800 MB read from the slow disk onto /var/tmp; its read limit drops to
 #                       5 MB/s for 4 s mid-run (`slowdev.sh set`), a drop with a known cause
 #   cpu-starved         1500 MB tmpfs → tmpfs at --bwlimit 150M, copier pinned to CPU 1; from
@@ -19,7 +23,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SLOWDEV=${SLOWDEV:-/work/shared/lab/slowdev/slowdev.sh}
 BIN="" TS="" OUT="" WORK=/var/tmp/copyscope-corpus
-ALL=(ext4-disk-lowered ext4-disk-default source-stall cpu-starved tmpfs-other-writer)
+ALL=(ext4-disk-lowered ext4-disk-default ext4-other-writer source-stall cpu-starved tmpfs-other-writer)
 SEL=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
     --tsampler) TS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "corpus-local: unknown argument $1" >&2; exit 2 ;;
     *) SEL+=("$1"); shift ;;
   esac
@@ -95,10 +99,24 @@ for sc in "${SEL[@]}"; do
       ;;
     ext4-disk-default)
       slow_up 40 8G
-      src_file "$WORK/src6000.bin" 6000
-      # --no-sync: the copy phase is what is judged; the dirty backlog is dropped fast below.
-      record "$sc" "$(loopname)" --no-sync "$WORK/src6000.bin" "$WORK/dev/mnt/"
+      src_file "$WORK/src4600.bin" 4600
+      # --no-sync: the copy phase is what is judged; the dirty backlog is drained fast below.
+      record "$sc" "$(loopname)" --no-sync "$WORK/src4600.bin" "$WORK/dev/mnt/"
       "$SLOWDEV" set "$WORK/dev" --mbps 0 >/dev/null
+      sync
+      ;;
+    ext4-other-writer)
+      slow_up 40 3G
+      src_file "$WORK/src1200.bin" 1200
+      echo 100000000 > /proc/sys/vm/dirty_background_bytes
+      echo 300000000 > /proc/sys/vm/dirty_bytes
+      ( sleep 8; date +%s.%N > "$OUT/$sc.dd-on"
+        for i in 1 2 3; do dd if=/dev/zero of="$WORK/dev/mnt/other$i.bin" bs=1M count=200 status=none & done
+        wait; date +%s.%N > "$OUT/$sc.dd-off" ) &
+      date +%s.%N > "$OUT/$sc.start"
+      record "$sc" "$(loopname)" "$WORK/src1200.bin" "$WORK/dev/mnt/"
+      wait
+      restore_dirty
       ;;
     source-stall)
       slow_up 0 2G

@@ -9,6 +9,11 @@
 #   4. zfs-zeros-lz4:      the 1536 MiB of zeros onto a dataset with compression=lz4 (nothing
 #                          reaches the disks: no drop is the right answer);
 #   5. zfs-sync-always:    256 MiB onto a dataset with sync=always (every write commits the ZIL).
+#   6. zfs-sync-always-drop: 384 MiB onto the sync=always dataset; 6 s in, three dd's write
+#                          64 MiB each into the same dataset (every write of theirs commits the
+#                          ZIL too): the copy's zil_commit waits grow and it drops to ~a quarter.
+# Scenarios can be chosen (the pool is aged only for the first three):
+#   scripts/corpus-zfs.sh --bin … --tsampler … zfs-sync-always-drop
 # Each copy runs `copyscope --plain --record NAME.jsonl` with the writer-truth sampler
 # (../shared/lab/writer-truth/tsampler, static) beside it every 100 ms: NAME.truth.csv holds
 # the copier's thread states and kernel stacks, the ground truth of what held it. The full
@@ -22,14 +27,16 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 LAB=${ZFS_LAB:-/work/shared/lab/zfs-vm}
 LABDIR=${ZFS_LAB_DIR:-/var/tmp/zfs-lab}
 BIN="" TS="" OUT="" TIMEOUT=2400
+SEL=()
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) BIN=$2; shift 2 ;;
     --tsampler) TS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "corpus-zfs: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -*) echo "corpus-zfs: unknown argument $1" >&2; exit 2 ;;
+    *) SEL+=("$1"); shift ;;
   esac
 done
 [ -x "$BIN" ] && [ -x "$TS" ] || { echo "corpus-zfs: --bin and --tsampler are required" >&2; exit 2; }
@@ -40,10 +47,14 @@ trap 'rm -rf "$SHARE"' EXIT
 cp "$BIN" "$SHARE/copyscope"
 cp "$TS" "$SHARE/tsampler"
 mkdir -p "$SHARE/out"
+[ ${#SEL[@]} -gt 0 ] || SEL=(zfs-aged-bigfile zfs-tree-40mbps zfs-zeros-lz4 zfs-sync-always zfs-sync-always-drop)
+echo "${SEL[*]}" > "$SHARE/scenarios"
 
 cat > "$SHARE/guest.sh" <<'GUEST'
 set -u
 O=/host/out
+SC=" $(cat /host/scenarios) "
+want() { case $SC in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 exec 2>>$O/guest.log
 K=/proc/spl/kstat/zfs
 uname -r > $O/uname.txt
@@ -54,32 +65,41 @@ for p in zfs_dirty_data_max zfs_dirty_data_sync_percent zfs_delay_min_dirty_perc
 done > $O/params.txt
 mount -o remount,size=2700m /dev/shm
 dd if=/dev/zero of=/dev/shm/big bs=1M count=1536 status=none
-mkdir -p /dev/shm/tree
-for d in $(seq 1 12); do
-  mkdir -p /dev/shm/tree/d$d
-  for f in $(seq 1 100); do head -c 524288 /dev/shm/big > /dev/shm/tree/d$d/f$f; done
-done
+if want zfs-tree-40mbps; then
+  mkdir -p /dev/shm/tree
+  for d in $(seq 1 12); do
+    mkdir -p /dev/shm/tree/d$d
+    for f in $(seq 1 100); do head -c 524288 /dev/shm/big > /dev/shm/tree/d$d/f$f; done
+  done
+fi
 head -c $((256 << 20)) /dev/shm/big > /dev/shm/sync256
+head -c $((384 << 20)) /dev/shm/big > /dev/shm/sync384
 # Age the pool: the txgs kstat holds zfs_txg_history rows on a server that has been up a while.
-n=0
-while [ "$(wc -l < $K/tank/txgs)" -lt 101 ] && [ $n -lt 200 ]; do
-  date > /tank/age; zpool sync tank; n=$((n + 1))
-done
-echo "aged with $n syncs: $(wc -l < $K/tank/txgs) lines in txgs" >> $O/guest.log
+if want zfs-aged-bigfile || want zfs-tree-40mbps || want zfs-zeros-lz4; then
+  n=0
+  while [ "$(wc -l < $K/tank/txgs)" -lt 101 ] && [ $n -lt 200 ]; do
+    date > /tank/age; zpool sync tank; n=$((n + 1))
+  done
+  echo "aged with $n syncs: $(wc -l < $K/tank/txgs) lines in txgs" >> $O/guest.log
+fi
 zfs create -o compression=lz4 tank/lz4
 zfs create -o sync=always tank/sync
 
-run() {  # run NAME SRC DEST
-  local name=$1 src=$2 dst=$3
+run() {  # run NAME SRC DEST [COMMAND started beside the copy]
+  local name=$1 src=$2 dst=$3 beside=${4:-}
+  want "$name" || return 0
   sync; sleep 2
   cat $K/tank/txgs > $O/$name.txgs-before.txt
+  date +%s.%N > $O/$name.start
   COLUMNS=100 /host/copyscope --plain --record $O/$name.jsonl "$src" "$dst" \
     > $O/$name.out 2> $O/$name.err &
   local pid=$!
+  [ -z "$beside" ] || ( eval "$beside" ) &
   /host/tsampler $pid 100 tank vdb,vdc > $O/$name.truth.csv 2>/dev/null &
   local ts=$!
   wait $pid; echo $? > $O/$name.rc
   wait $ts
+  wait  # the writer started beside the copy
   cat $K/tank/txgs > $O/$name.txgs.txt
   cat $K/dmu_tx > $O/$name.dmu_tx.txt
   cat $K/zil > $O/$name.zil.txt 2>/dev/null
@@ -91,6 +111,12 @@ run zfs-tree-40mbps /dev/shm/tree /tank/tree
 rm -rf /tank/tree
 run zfs-zeros-lz4 /dev/shm/big /tank/lz4/big
 run zfs-sync-always /dev/shm/sync256 /tank/sync/f
+# Three more synchronous writers into the same dataset from 6 s: each of their writes commits
+# the ZIL as well, so the copy waits longer in zil_commit (truth.csv) and drops.
+run zfs-sync-always-drop /dev/shm/sync384 /tank/sync/f2 \
+  'sleep 6; date +%s.%N > $O/zfs-sync-always-drop.dd-on
+   for i in 1 2 3; do dd if=/dev/zero of=/tank/sync/other$i bs=1M count=64 status=none & done
+   wait; date +%s.%N > $O/zfs-sync-always-drop.dd-off'
 zfs get -H compressratio,sync tank/lz4 tank/sync >> $O/guest.log
 GUEST
 

@@ -5,7 +5,7 @@
 # of after GBs; restored afterwards), copies a 1.2 GB file in tmux at 100x32, captures the
 # screen mid-copy, and exports the recording with copyscope itself into assets/.
 #
-# Usage: sudo scripts/slowdev-run.sh [--mbps 40] [--mb 1200] [--work /var/tmp/copyscope-slowdev]
+# Usage: sudo [COPYSCOPE_BIN=path] scripts/slowdev-run.sh [--mbps 40] [--mb 1200] [--work /var/tmp/copyscope-slowdev]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SLOWDEV=${SLOWDEV:-$HERE/../shared/lab/slowdev/slowdev.sh}
@@ -19,8 +19,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "slowdev-run: needs root (loop device, vm sysctls)" >&2; exit 2; }
-(cd "$HERE" && cargo build --release --quiet)
-BIN=$HERE/target/release/copyscope
+# COPYSCOPE_BIN: a copyscope already built (skips the release build).
+BIN=${COPYSCOPE_BIN:-}
+if [ -z "$BIN" ]; then
+  (cd "$HERE" && cargo build --release --quiet)
+  BIN=${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope
+fi
 mkdir -p "$WORK"
 "$SLOWDEV" up "$WORK/dev" --mbps "$MBPS" --size 3G >/dev/null
 old_bg=$(cat /proc/sys/vm/dirty_background_ratio) old_r=$(cat /proc/sys/vm/dirty_ratio)

@@ -110,11 +110,9 @@ impl App {
             }
             EngineEvent::FlushStarted => {
                 self.state = RunState::Flushing;
-                self.flush_start_dirty = self
-                    .model
-                    .latest()
-                    .and_then(|s| s.page_cache)
-                    .map(|p| p.dirty + p.writeback);
+                // This copy's backlog (the system's Dirty + Writeback only when the
+                // destination's counters are unknown), as the flushing gauge shows it.
+                self.flush_start_dirty = self.model.flush_backlog().map(|b| b.bytes);
             }
             EngineEvent::FlushDone if self.state == RunState::Flushing => {
                 self.state = RunState::Done

@@ -32,6 +32,11 @@ pub const TXG_OVERLAP_FRACTION: f64 = 0.5;
 /// ZFS delays and dirty data are also counted this long before the drop: the throttle
 /// ramps up just before the writer stops.
 pub const ZFS_LOOKBACK_NS: u64 = 1_000_000_000;
+/// Another writer: the destination disks wrote at least this many bytes during the drop that
+/// cannot have been this copy's …
+pub const OTHER_WRITER_MIN_BYTES: u64 = 16 << 20;
+/// … and at least this share of everything they wrote.
+pub const OTHER_WRITER_SHARE: f64 = 0.25;
 
 /// (thresh + bg) / 2 without overflow on garbage input.
 pub(crate) fn freerun(p: &PageCache) -> u64 {
@@ -115,8 +120,10 @@ pub(crate) struct Evidence {
     freerun_at_max: u64,
     max_writeback: u64,
     writeback_at_start: Option<u64>,
-    /// Σ rate × ns, for a time-weighted mean.
+    /// Σ rate × ns, for a time-weighted mean (÷ 1e9: the bytes the disks wrote).
     dev_bps_ns: f64,
+    /// Bytes this copy handed to the kernel during the drop.
+    intake: u64,
     dev_ns: u64,
     pre_dev_bps: Option<f64>,
     util_sum: f64,
@@ -176,6 +183,7 @@ impl Evidence {
     pub fn fold(&mut self, t: &TickInfo) {
         let dt = t.dt();
         self.span_ns += dt;
+        self.intake = self.intake.saturating_add(t.bytes);
         self.read_ns = self.read_ns.saturating_add(t.read_ns);
         self.write_ns = self.write_ns.saturating_add(t.write_ns);
         if let Some(p) = t.page {
@@ -263,9 +271,24 @@ impl Evidence {
             .sum()
     }
 
+    /// Time-weighted mean utilisation of the destination disks during the drop, percent.
+    pub fn util_mean(&self) -> Option<f64> {
+        (self.util_ns > 0).then(|| self.util_sum / self.util_ns as f64)
+    }
+
     /// Time-weighted mean destination write rate during the drop.
     fn dev_mean(&self) -> Option<f64> {
         (self.dev_ns > 0).then(|| self.dev_bps_ns / self.dev_ns as f64)
+    }
+
+    /// Bytes the destination disks wrote during the drop that cannot have been this copy's:
+    /// at most its data was waiting when the drop began (bounded by the system's Dirty +
+    /// Writeback then, which holds all of it) plus what it handed over during the drop.
+    /// `None` without disk counters or without the backlog at the start (no bound).
+    pub fn others_bytes(&self) -> Option<f64> {
+        let written = (self.dev_ns > 0).then(|| self.dev_bps_ns / 1e9)?;
+        let ours = self.backlog_at_start? as f64 + self.intake as f64;
+        Some((written - ours).max(0.0))
     }
 
     fn share(&self, ns: u64) -> f64 {
@@ -289,7 +312,9 @@ pub(crate) struct TxgHit {
 
 /// What the decision needs besides the evidence.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Context {
+pub(crate) struct Context<'a> {
+    /// The destination's disks, for the words ("vda", "sdb+sdc").
+    pub disks: &'a str,
     pub on_zfs: bool,
     /// The destination has block devices of its own (not tmpfs, not a network share).
     pub has_device: bool,
@@ -300,7 +325,7 @@ pub(crate) struct Context {
 }
 
 /// The causes of a drop, best first; `[Unknown]` when nothing explains it.
-pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
+pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
     let read_share = e.share(e.read_ns);
     let write_share = e.share(e.write_ns);
     let threads = e.thread_ns > 0;
@@ -328,7 +353,27 @@ pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
     // The device held the copy: the writer waited on it, or the reader did on a disk it shares.
     let device_held = device_may_matter && (writer_blocked || source_stall);
     let mut causes = Vec::new();
+    let util = e.util_mean();
+    let saturated = util.is_some_and(|u| u >= DEVICE_SATURATED_PCT);
 
+    // Another writer on the destination's disks: they ran saturated while the writer was held,
+    // and wrote more than this copy can have given them. Not on ZFS: its disks write every
+    // block more than once (ZIL then txg, mirror copies, metadata), so their counters cannot
+    // be set against this copy's bytes.
+    if !source_stall && !cx.on_zfs && device_held && saturated {
+        let others = e.others_bytes().unwrap_or(0.0);
+        let written = e.dev_bps_ns / 1e9;
+        if others >= OTHER_WRITER_MIN_BYTES as f64
+            && others >= OTHER_WRITER_SHARE * written
+            && e.span_ns > 0
+        {
+            causes.push(Cause::AnotherWriter {
+                device: cx.disks.to_string(),
+                other_bps: others * 1e9 / e.span_ns as f64,
+                device_bps: e.dev_mean().unwrap_or(0.0),
+            });
+        }
+    }
     if !source_stall && cx.on_zfs {
         zfs_causes(e, cx, held(WaitClass::ZfsTxg), &mut causes);
         if (stacks && e.held(WaitClass::ZilCommit) >= HELD_SHARE)
@@ -358,14 +403,14 @@ pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
             held_pct: e.held(WaitClass::Journal) * 100.0,
         });
     }
-    if device_held && e.util_ns > 0 {
-        let util = e.util_sum / e.util_ns as f64;
-        if util >= DEVICE_SATURATED_PCT {
-            causes.push(Cause::DeviceSaturated {
-                util_pct: util,
-                device_bps: e.dev_mean().unwrap_or(0.0),
-            });
-        }
+    if let Some(util) = util
+        && device_held
+        && saturated
+    {
+        causes.push(Cause::DeviceSaturated {
+            util_pct: util,
+            device_bps: e.dev_mean().unwrap_or(0.0),
+        });
     }
     if source_stall {
         causes.push(Cause::SourceStall {
@@ -393,7 +438,7 @@ pub(crate) fn decide(e: &Evidence, cx: &Context) -> Vec<Cause> {
 
 /// Txg sync and write throttle (destination on ZFS, not a source stall). `held` is false
 /// when readable stacks show the writer never waited on a txg or the throttle.
-fn zfs_causes(e: &Evidence, cx: &Context, held: bool, causes: &mut Vec<Cause>) {
+fn zfs_causes(e: &Evidence, cx: &Context<'_>, held: bool, causes: &mut Vec<Cause>) {
     if !held {
         return;
     }

@@ -41,6 +41,7 @@ impl Cause {
             Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => "cpu",
             Cause::ZilCommit { .. } => "sync writes",
             Cause::JournalWait { .. } => "journal",
+            Cause::AnotherWriter { .. } => "another writer",
             Cause::Unknown => "unknown",
         }
     }
@@ -85,11 +86,22 @@ impl Cause {
                 freerun,
                 write_share,
             } => {
-                let mut s = format!(
-                    "dirty {} above freerun {}: the kernel paced the writer",
-                    fmt_bytes(*dirty),
-                    fmt_bytes(*freerun)
-                );
+                let mut s = if dirty > freerun {
+                    format!(
+                        "dirty {} above freerun {}: the kernel paced the writer",
+                        fmt_bytes(*dirty),
+                        fmt_bytes(*freerun)
+                    )
+                } else {
+                    // Seen on the writer's stack below the system's freerun: the device's own
+                    // share (strictlimit, max_ratio) or a cgroup's limit paced it.
+                    format!(
+                        "the kernel paced the writer at dirty {}, under the system's freerun {} \
+                         (a per-device or cgroup limit)",
+                        fmt_bytes(*dirty),
+                        fmt_bytes(*freerun)
+                    )
+                };
                 if *write_share > 0.0 {
                     s.push_str(&format!(
                         " (in write() {:.0} % of the time)",
@@ -144,6 +156,12 @@ impl Cause {
             Cause::JournalWait { held_pct } => {
                 format!("ext4 journal: writer waiting on jbd2 {held_pct:.0} % of the time")
             }
+            Cause::AnotherWriter {
+                device, other_bps, ..
+            } => format!(
+                "another writer: {} to {device} besides this copy",
+                fmt_rate(*other_bps)
+            ),
             Cause::Unknown => "no signal explains it".to_string(),
         }
     }
@@ -237,9 +255,17 @@ impl Event {
                 fmt_count(*files),
                 fmt_bytes(*bytes)
             ),
-            EventKind::FlushStarted { dirty } => {
-                format!("flushing {} to disk", fmt_bytes(*dirty))
-            }
+            EventKind::FlushStarted {
+                dirty,
+                system: false,
+            } => format!("flushing this copy's {} to disk", fmt_bytes(*dirty)),
+            EventKind::FlushStarted {
+                dirty,
+                system: true,
+            } => format!(
+                "flushing to disk (system: dirty {}, all writers)",
+                fmt_bytes(*dirty)
+            ),
             EventKind::FlushDone { secs } => format!("flushed in {}", fmt_secs(*secs)),
             EventKind::Note { text } => text.clone(),
         }

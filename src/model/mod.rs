@@ -7,6 +7,7 @@
 //! same events.
 
 pub mod attrib;
+mod backlog;
 pub mod budget;
 mod describe;
 mod detect;
@@ -20,6 +21,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+pub use backlog::{Backlog, BacklogScope};
 pub use budget::{Budget, Slice};
 pub use series::{Point, Series};
 pub use verdict::{Limit, Verdict};
@@ -89,8 +91,12 @@ pub enum EventKind {
         files: u64,
         bytes: u64,
     },
+    /// `dirty`: this copy's data still to reach the destination (the system's Dirty +
+    /// Writeback when `system`: the destination's counters were unknown).
     FlushStarted {
         dirty: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        system: bool,
     },
     FlushDone {
         secs: f64,
@@ -160,6 +166,16 @@ pub enum Cause {
     JournalWait {
         held_pct: f64,
     },
+    /// Other processes wrote to the destination's disks while they ran saturated and held
+    /// the writer: what the disks wrote beyond what this copy can have given them.
+    AnotherWriter {
+        /// The destination's disks ("vda", "sdb+sdc").
+        device: String,
+        /// At least this much per second was not this copy's, bytes/s.
+        other_bps: f64,
+        /// The disks' write rate during the drop, bytes/s.
+        device_bps: f64,
+    },
     /// The copy's threads waited on a run queue for a CPU.
     CpuStarved {
         runq_wait_pct: f64,
@@ -172,6 +188,9 @@ pub enum Cause {
 const SEC: u64 = 1_000_000_000;
 /// Recent ticks kept for evidence lookback and the kernel panel (6.4 s at 100 ms).
 const RECENT_TICKS: usize = 64;
+/// Longest writer stall that can be the kernel pacing it at the disk's speed
+/// (balance_dirty_pages pauses, a jbd2 commit on a slow disk), not a drop.
+const PACED_MAX_NS: u64 = 3 * SEC;
 /// Window the kernel panel averages rates over.
 const KERNEL_WINDOW_NS: u64 = SEC;
 /// Hysteresis of the page-cache threshold events: re-armed below this share of the threshold.
@@ -303,7 +322,10 @@ impl Stats {
 /// What the kernel panel shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelView {
+    /// System-wide: every writer's dirty pages.
     pub page_cache: Option<PageCache>,
+    /// This copy's data still to reach the destination (see [`Model::flush_backlog`]).
+    pub this_copy_backlog: Option<Backlog>,
     /// Destination write rate over the last second.
     pub device_bps: Option<f64>,
     /// Destination busy per disk over the last second, percent.
@@ -341,7 +363,8 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes in §5a order, for per-cause totals.
-const CAUSE_LABELS: [&str; 10] = [
+const CAUSE_LABELS: [&str; 11] = [
+    "another writer",
     "txg sync",
     "zfs throttle",
     "sync writes",
@@ -368,16 +391,17 @@ fn by_cause(secs: [f64; CAUSE_LABELS.len()]) -> Vec<(&'static str, f64)> {
 
 fn cause_index(c: &Cause) -> usize {
     match c {
-        Cause::TxgSync { .. } => 0,
-        Cause::ZfsThrottle { .. } => 1,
-        Cause::ZilCommit { .. } => 2,
-        Cause::DirtyThrottle { .. } => 3,
-        Cause::WritebackBurst { .. } => 4,
-        Cause::JournalWait { .. } => 5,
-        Cause::DeviceSaturated { .. } => 6,
-        Cause::SourceStall { .. } => 7,
-        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 8,
-        Cause::Unknown => 9,
+        Cause::AnotherWriter { .. } => 0,
+        Cause::TxgSync { .. } => 1,
+        Cause::ZfsThrottle { .. } => 2,
+        Cause::ZilCommit { .. } => 3,
+        Cause::DirtyThrottle { .. } => 4,
+        Cause::WritebackBurst { .. } => 5,
+        Cause::JournalWait { .. } => 6,
+        Cause::DeviceSaturated { .. } => 7,
+        Cause::SourceStall { .. } => 8,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 9,
+        Cause::Unknown => 10,
     }
 }
 
@@ -427,10 +451,33 @@ pub struct Model {
     budget: Budget,
     facts: verdict::Facts,
     phase: PhaseTracker,
+    /// The destination's disks as the words name them ("vda", "sdb+sdc"), quoted.
+    dest_disks: String,
+    /// What has reached the destination since the first sample, for this copy's backlog:
+    /// its disks' sectors written at the first sample (bytes) …
+    dest_written_base: Option<u64>,
+    /// … and on ZFS the bytes the txgs committed since then wrote.
+    zfs_written: u64,
 }
 
 impl Model {
     pub fn new(cfg: ModelConfig, env: Environment) -> Self {
+        // Kernel device names ("vda", "nvme0n1") read as they are; anything else is quoted.
+        let dest_disks = env
+            .dest_disks
+            .iter()
+            .map(|d| {
+                if !d.is_empty()
+                    && d.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+                {
+                    d.clone()
+                } else {
+                    quote(d)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("+");
         Model {
             series: Series::new(cfg.max_points),
             detector: Detector::new(cfg.detect()),
@@ -466,6 +513,9 @@ impl Model {
             budget: Budget::default(),
             facts: verdict::Facts::default(),
             phase: PhaseTracker::default(),
+            dest_disks,
+            dest_written_base: None,
+            zfs_written: 0,
         }
     }
 
@@ -517,6 +567,7 @@ impl Model {
                         kind: EventKind::TxgSyncStarted { txg },
                     },
                     TxgChange::Committed { t, row } => {
+                        self.zfs_written = self.zfs_written.saturating_add(row.nwritten);
                         self.patch_drops(row.txg, row.ndirty, row.stime);
                         if self.first_byte_t.is_some() {
                             self.facts.txg_committed(t, &row);
@@ -594,6 +645,7 @@ impl Model {
     }
 
     fn baseline(&mut self, s: &Sample) {
+        self.dest_written_base = s.dest_disk.map(|d| d.sectors_written.saturating_mul(512));
         if let Some(p) = s.page_cache {
             // Already above at the start: the copy did not cause it, wait for a re-crossing.
             self.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
@@ -670,7 +722,7 @@ impl Model {
                 if let Some(e) = &mut self.evidence {
                     e.fold(tick);
                 }
-                out.push(self.close_drop(span, tick.t1));
+                out.extend(self.close_drop(span, tick.t1));
             }
         }
     }
@@ -709,7 +761,7 @@ impl Model {
             || self.latest.as_ref().is_some_and(|s| s.zfs.is_some())
     }
 
-    fn context(&self, start: u64, end: u64, now: u64) -> Context {
+    fn context(&self, start: u64, end: u64, now: u64) -> Context<'_> {
         let on_zfs = self.on_zfs();
         let txg = on_zfs
             .then(|| {
@@ -726,6 +778,7 @@ impl Model {
                 }
             });
         Context {
+            disks: &self.dest_disks,
             on_zfs,
             has_device: !self.env.dest_devices.is_empty() || !self.env.dest_disks.is_empty(),
             engine_timing: self.engine_timing,
@@ -734,34 +787,77 @@ impl Model {
         }
     }
 
-    fn close_drop(&mut self, span: DropSpan, now: u64) -> Event {
+    /// Causes and bytes lost of a drop from `start` to `end` against `reference`; `None` when
+    /// it was the kernel pacing the writer at the disk's speed, not a drop (DESIGN §5a): on a
+    /// destination with its own disks (not ZFS, whose txg stalls are reported with the txg
+    /// that held them), the copy already ran at the disks' sustained rate when it began, the
+    /// stall was short ([`PACED_MAX_NS`]), the disks stayed saturated through it writing a
+    /// backlog that covered all of it (nothing durable was lost), and no other writer took
+    /// the disks meanwhile. `lost_without_rate` is the loss when no sustained rate is
+    /// known.
+    fn judge_drop(
+        &self,
+        e: &Evidence,
+        (start, end, now): (u64, u64, u64),
+        reference: f64,
+        lost_without_rate: f64,
+    ) -> Option<(Vec<Cause>, f64)> {
+        let causes = attrib::decide(e, &self.context(start, end, now));
+        let secs = end.saturating_sub(start) as f64 / 1e9;
+        // The disks wrote other writers' data meanwhile: only the rest of the backlog can
+        // have been this copy's.
+        let others = causes
+            .iter()
+            .any(|c| matches!(c, Cause::AnotherWriter { .. }))
+            .then(|| e.others_bytes().unwrap_or(0.0) as u64);
+        let backlog = e
+            .backlog_at_start()
+            .map(|b| b.saturating_sub(others.unwrap_or(0)));
+        let lost = self.phase.lost_secs(secs, backlog);
+        let paced = !self.on_zfs()
+            && self.phase.limit() == Some(phase::Limit::Disk)
+            && self.phase.known_at(start)
+            && end.saturating_sub(start) <= PACED_MAX_NS
+            && others.is_none()
+            && lost == Some(0.0)
+            && e.util_mean()
+                .is_some_and(|u| u >= attrib::DEVICE_SATURATED_PCT);
+        if paced {
+            return None;
+        }
+        // Against the sustained rate: while the disks still write the backlog at full
+        // speed, a stopped writer loses nothing durable.
+        let bytes_lost = lost.map_or(lost_without_rate, |l| l * reference);
+        Some((causes, bytes_lost))
+    }
+
+    fn close_drop(&mut self, span: DropSpan, now: u64) -> Option<Event> {
         let e = self
             .evidence
             .take()
             .unwrap_or_else(|| Evidence::new(span.start, std::iter::empty()));
-        let causes = attrib::decide(&e, &self.context(span.start, span.end, now));
-        let mut span = span;
+        let (causes, bytes_lost) = self.judge_drop(
+            &e,
+            (span.start, span.end, now),
+            span.reference,
+            span.bytes_lost,
+        )?;
         let secs = span.end.saturating_sub(span.start) as f64 / 1e9;
-        if let Some(lost) = self.phase.lost_secs(secs, e.backlog_at_start()) {
-            // Against the sustained rate: while the disks still write the backlog at full
-            // speed, a stopped writer loses nothing durable.
-            span.bytes_lost = lost * span.reference;
-        }
         self.drops += 1;
         self.stalled_by_cause[cause_index(&causes[0])] += secs;
         if span.reference > 0.0 {
-            self.lost_by_cause[cause_index(&causes[0])] += span.bytes_lost / span.reference;
+            self.lost_by_cause[cause_index(&causes[0])] += bytes_lost / span.reference;
         }
-        Event {
+        Some(Event {
             t_ns: span.start,
             kind: EventKind::Drop(DropInfo {
                 end_ns: span.end,
                 reference_bps: span.reference,
                 min_bps: span.min_bps,
-                bytes_lost: span.bytes_lost,
+                bytes_lost,
                 causes,
             }),
-        }
+        })
     }
 
     /// A drop closed before its txg committed learns the txg's size and duration later.
@@ -851,7 +947,7 @@ impl Model {
 
     fn interrupt(&mut self, t: u64, out: &mut Vec<Event>) {
         match self.detector.interrupt(t) {
-            Some(span) => out.push(self.close_drop(span, t)),
+            Some(span) => out.extend(self.close_drop(span, t)),
             None => self.evidence = None,
         }
     }
@@ -907,8 +1003,10 @@ impl Model {
             EngineEvent::FlushStarted => {
                 self.end_copy(t_ns, &mut out);
                 self.flush_start.get_or_insert(t_ns);
+                let b = self.flush_backlog();
                 Some(EventKind::FlushStarted {
-                    dirty: self.backlog().unwrap_or(0),
+                    dirty: b.map_or(0, |b| b.bytes),
+                    system: b.is_some_and(|b| b.scope == BacklogScope::System),
                 })
             }
             EngineEvent::FlushDone => {
@@ -990,7 +1088,7 @@ impl Model {
         if !include_flush || self.flush_done.is_some() {
             return Some(copy_secs);
         }
-        let backlog = self.backlog().unwrap_or(0) as f64;
+        let backlog = self.flush_backlog().map_or(0, |b| b.bytes) as f64;
         let drain = self.drain_bps().unwrap_or(stats.avg_bps);
         Some(copy_secs + if drain > 0.0 { backlog / drain } else { 0.0 })
     }
@@ -1010,11 +1108,40 @@ impl Model {
         self.kernel().device_bps.filter(|b| *b > 1e6)
     }
 
-    /// Data still to reach the disk: page-cache Dirty + Writeback, or on ZFS arc anon_size.
-    /// Nothing for a memory filesystem: the system's dirty pages belong to other writers.
+    /// This copy's data still to reach the destination (DESIGN §4, issue 9): what it handed to
+    /// the kernel less what its disks (on ZFS the committed txgs) wrote since it started,
+    /// bounded by [`Model::backlog`]; that system figure, labelled so, when the destination's
+    /// counters are unknown. The flush gauge, the flush event and the ETA use it.
+    pub fn flush_backlog(&self) -> Option<Backlog> {
+        let s = self.latest.as_ref()?;
+        let reached = if self.on_zfs() {
+            s.zfs.as_ref().map(|_| self.zfs_written)
+        } else {
+            match (s.dest_disk, self.dest_written_base) {
+                (Some(d), Some(base)) => {
+                    Some(d.sectors_written.saturating_mul(512).saturating_sub(base))
+                }
+                _ => None,
+            }
+        };
+        backlog::this_copy(
+            s.engine.bytes_copied,
+            reached,
+            self.backlog(),
+            self.memory_fs(),
+        )
+    }
+
+    fn memory_fs(&self) -> bool {
+        matches!(self.env.fs_type.as_deref(), Some("tmpfs" | "ramfs"))
+    }
+
+    /// The system's data still to reach the disk: page-cache Dirty + Writeback, or on ZFS arc
+    /// anon_size (every writer's). Nothing for a memory filesystem: the system's dirty pages
+    /// belong to other writers.
     pub fn backlog(&self) -> Option<u64> {
         let s = self.latest.as_ref()?;
-        if matches!(self.env.fs_type.as_deref(), Some("tmpfs" | "ramfs")) {
+        if self.memory_fs() {
             return Some(0);
         }
         if self.on_zfs() {
@@ -1085,8 +1212,10 @@ impl Model {
     }
 
     /// Start of a drop in progress (confirmed, not yet recovered).
+    /// Not while it is only the kernel pacing the writer at the disk's speed (see
+    /// [`Model::open_drop`]).
     pub fn open_drop_start(&self) -> Option<u64> {
-        self.detector.open_drop_start()
+        self.open_drop().map(|e| e.t_ns)
     }
 
     /// The drop in progress as it would be reported if it ended now (for live display).
@@ -1097,10 +1226,12 @@ impl Model {
         let reference = self.detector.open_reference().unwrap_or(0.0);
         let secs = now.saturating_sub(start) as f64 / 1e9;
         let copied = self.detector.open_bytes().unwrap_or(0);
-        let bytes_lost = match self.phase.lost_secs(secs, e.backlog_at_start()) {
-            Some(lost) => lost * reference,
-            None => (reference * secs - copied as f64).max(0.0),
-        };
+        let (causes, bytes_lost) = self.judge_drop(
+            e,
+            (start, now, now),
+            reference,
+            (reference * secs - copied as f64).max(0.0),
+        )?;
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
@@ -1108,7 +1239,7 @@ impl Model {
                 reference_bps: reference,
                 min_bps: self.detector.open_min().unwrap_or(0.0),
                 bytes_lost,
-                causes: attrib::decide(e, &self.context(start, now, now)),
+                causes,
             }),
         })
     }
@@ -1232,6 +1363,7 @@ impl Model {
         });
         KernelView {
             page_cache: latest.and_then(|s| s.page_cache),
+            this_copy_backlog: self.flush_backlog(),
             device_bps: mean(&|t| t.dev_bps),
             device_util_pct: mean(&|t| t.dev_util),
             psi_some_pct: mean(&|t| t.psi_some_pct),

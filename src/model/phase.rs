@@ -33,6 +33,8 @@ pub(crate) enum Limit {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PhaseTracker {
     ceiling: Option<(f64, Limit)>,
+    /// When the sustained rate was first measured (ns since start).
+    known_since: Option<u64>,
     /// The copy ran faster than [`BURST_FACTOR`] × the ceiling at some point.
     burst: bool,
     announced: bool,
@@ -42,6 +44,17 @@ impl PhaseTracker {
     /// The sustained rate known so far (it stays once measured, updated while saturated).
     pub fn ceiling(&self) -> Option<f64> {
         self.ceiling.map(|c| c.0)
+    }
+
+    /// What limits the sustained rate, once known.
+    pub fn limit(&self) -> Option<Limit> {
+        self.ceiling.map(|c| c.1)
+    }
+
+    /// The sustained rate was known at `t`: the copy was already running at the
+    /// destination's speed then.
+    pub fn known_at(&self, t: u64) -> bool {
+        self.known_since.is_some_and(|k| k <= t)
     }
 
     /// Measures saturation on the latest ticks: destination disks (`recent`, newest last) or,
@@ -65,6 +78,9 @@ impl PhaseTracker {
         };
         if measured.is_some() {
             self.ceiling = measured;
+            if self.known_since.is_none() {
+                self.known_since = recent.back().map(|t| t.t1);
+            }
         }
         self.ceiling()
     }

@@ -312,7 +312,7 @@ fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
     let avg = i.stats.avg_bps;
     match cause {
         "txg sync" | "zfs throttle" => pool(i, &because),
-        "dirty throttle" | "writeback" | "disk busy" => disk(i, &because),
+        "dirty throttle" | "writeback" | "disk busy" | "another writer" => disk(i, &because),
         "source stall" => (
             Limit::Source,
             Some(avg),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::copy::{CopyOutcome, CurrentFile, EngineEvent, FileIssue, ProgressSnapshot};
-use crate::model::Stats;
+use crate::model::{Backlog, Stats};
 
 fn lossy(p: &std::path::Path) -> PathBuf {
     PathBuf::from(p.to_string_lossy().into_owned())
@@ -56,6 +56,16 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// What a progress object says besides the engine's counters: the model's figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProgressFigures<'a> {
+    pub eta_secs: Option<f64>,
+    pub current: Option<&'a CurrentFile>,
+    /// Data still to reach the destination: this copy's, or the system's when the
+    /// destination's counters are unknown (`to_flush.scope`).
+    pub to_flush: Option<Backlog>,
+}
+
 /// One interval's progress.
 pub fn progress_json(
     t_secs: f64,
@@ -63,9 +73,13 @@ pub fn progress_json(
     snap: &ProgressSnapshot,
     now_bps: f64,
     avg_bps: f64,
-    eta_secs: Option<f64>,
-    current: Option<&CurrentFile>,
+    fig: ProgressFigures<'_>,
 ) -> Value {
+    let ProgressFigures {
+        eta_secs,
+        current,
+        to_flush,
+    } = fig;
     json!({
         "type": "progress",
         "t": round3(t_secs),
@@ -81,6 +95,7 @@ pub fn progress_json(
         "eta_s": eta_secs.map(|e| e.round()),
         "read_ns": snap.read_ns,
         "write_ns": snap.write_ns,
+        "to_flush": to_flush.map(|b| json!({"bytes": b.bytes, "scope": b.scope})),
         "current": current.map(|c| json!({
             "path": c.path.to_string_lossy(),
             "size": c.size,
@@ -197,9 +212,30 @@ mod tests {
             bytes_total: 10,
             ..Default::default()
         };
-        let v = progress_json(2.0, "copying", &s, 1.0, 2.0, None, None);
+        let v = progress_json(2.0, "copying", &s, 1.0, 2.0, ProgressFigures::default());
+        assert!(v["to_flush"].is_null());
         assert!(v["eta_s"].is_null());
         assert_eq!(v["bytes_total"], 10);
         assert_eq!(v["phase"], "copying");
+    }
+
+    #[test]
+    fn progress_says_whose_backlog_it_is() {
+        use crate::model::BacklogScope;
+        let s = ProgressSnapshot::default();
+        let fig = |scope| ProgressFigures {
+            to_flush: Some(Backlog {
+                bytes: 310_000_000,
+                scope,
+            }),
+            ..Default::default()
+        };
+        let v = progress_json(2.0, "flushing", &s, 0.0, 2.0, fig(BacklogScope::ThisCopy));
+        assert_eq!(
+            v["to_flush"],
+            json!({"bytes": 310_000_000u64, "scope": "this_copy"})
+        );
+        let v = progress_json(2.0, "flushing", &s, 0.0, 2.0, fig(BacklogScope::System));
+        assert_eq!(v["to_flush"]["scope"], "system");
     }
 }

@@ -7,7 +7,7 @@ use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
 
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
-use crate::model::Stats;
+use crate::model::{Backlog, BacklogScope, Stats};
 use crate::present::quote::file_line;
 
 /// Plain progress lines come this often.
@@ -86,6 +86,32 @@ pub fn eta_secs(snap: &ProgressSnapshot, now_bps: f64, avg_bps: f64) -> Option<f
         avg_bps
     };
     (r > 0.0).then(|| left / r)
+}
+
+/// The 2-second line while flushing: what this copy still has to write (the system's dirty
+/// data, said so, when the destination's counters are unknown).
+pub fn flushing_line(
+    elapsed: Duration,
+    snap: &ProgressSnapshot,
+    to_flush: Option<Backlog>,
+    binary: bool,
+) -> String {
+    let t = clock(elapsed.as_secs_f64());
+    let left = match to_flush {
+        Some(Backlog {
+            bytes: n,
+            scope: BacklogScope::ThisCopy,
+        }) => format!("this copy: {} still to reach the disk", bytes(n, binary)),
+        Some(Backlog {
+            bytes: n,
+            scope: BacklogScope::System,
+        }) => format!("system: dirty {} (all writers)", bytes(n, binary)),
+        None => "waiting for the disk".to_string(),
+    };
+    format!(
+        "[{t}] flushing: {} written to RAM, {left} (syncfs)",
+        bytes(snap.bytes_copied, binary)
+    )
 }
 
 /// The 2-second line.
@@ -333,6 +359,21 @@ mod tests {
             scan_done,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_flushing_line_says_whose_data_is_left() {
+        let s = snap(400_000_000, 400_000_000, true);
+        let b = |bytes, scope| Some(Backlog { bytes, scope });
+        let t = Duration::from_secs(12);
+        assert_eq!(
+            flushing_line(t, &s, b(310_000_000, BacklogScope::ThisCopy), false),
+            "[0:12] flushing: 400 MB written to RAM, this copy: 310 MB still to reach the disk (syncfs)"
+        );
+        assert_eq!(
+            flushing_line(t, &s, b(2_200_000_000, BacklogScope::System), false),
+            "[0:12] flushing: 400 MB written to RAM, system: dirty 2.20 GB (all writers) (syncfs)"
+        );
     }
 
     #[test]

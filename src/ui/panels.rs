@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::model::{EventKind, KernelView};
+use crate::model::{BacklogScope, EventKind, KernelView};
 use crate::present::format::fmt_count;
 use crate::present::text::wrap_words;
 use crate::present::units::fmt_clock;
@@ -384,22 +384,34 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     match app.state {
         RunState::Flushing => {
             let k = app.model.kernel();
-            let line = match (&k.page_cache, &k.zfs, app.flush_start_dirty) {
-                (Some(pc), None, Some(start)) if start > 0 => {
-                    let now = pc.dirty + pc.writeback;
-                    let frac = 1.0 - (now as f64 / start as f64).min(1.0);
-                    let (a, b) = gauge(20, frac, app);
-                    Line::from(vec![
-                        Span::styled(format!("flushing {} to disk ", u.size(now)), t.warn()),
+            let line = match (k.this_copy_backlog, app.flush_start_dirty) {
+                (Some(b), Some(start)) if start > 0 => {
+                    let frac = 1.0 - (b.bytes as f64 / start as f64).min(1.0);
+                    let (a, rest) = gauge(20, frac, app);
+                    let whose = match b.scope {
+                        BacklogScope::ThisCopy => "this copy: ",
+                        BacklogScope::System => "system dirty: ",
+                    };
+                    let mut spans = vec![
+                        Span::styled(
+                            format!("flushing {whose}{} to disk ", u.size(b.bytes)),
+                            t.warn(),
+                        ),
                         Span::styled(a, t.gauge()),
-                        Span::styled(b, t.dim()),
-                        Span::raw(format!(
-                            " {:.0} %  dirty {}  writeback {}",
-                            frac * 100.0,
-                            u.size(pc.dirty),
-                            u.size(pc.writeback)
-                        )),
-                    ])
+                        Span::styled(rest, t.dim()),
+                        Span::raw(format!(" {:.0} %", frac * 100.0)),
+                    ];
+                    if let (Some(pc), BacklogScope::ThisCopy) = (&k.page_cache, b.scope) {
+                        spans.push(Span::styled(
+                            format!(
+                                "  system: dirty {}  writeback {}",
+                                u.size(pc.dirty),
+                                u.size(pc.writeback)
+                            ),
+                            t.dim(),
+                        ));
+                    }
+                    Line::from(spans)
                 }
                 _ => Line::from(Span::styled(
                     "flushing: waiting for the filesystem to report the data durable (syncfs)",
@@ -584,7 +596,19 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let na = || Span::styled("n/a".to_string(), t.dim());
     let on_zfs = k.zfs.is_some();
-    let mut pc = vec![Span::styled("page cache  ", t.label())];
+    // Issue 9: say whose each figure is. This copy's backlog is its own data; Dirty,
+    // Writeback, the device's rate, PSI and CPU count every writer on the machine.
+    let mut pc = vec![Span::styled("this copy: ", t.label())];
+    match k.this_copy_backlog {
+        Some(b) if b.scope == BacklogScope::ThisCopy => pc.push(Span::styled(
+            format!("to flush {}", u.size(b.bytes)),
+            t.value(),
+        )),
+        // The destination's counters are unknown: only the system's figure (every writer's).
+        Some(_) => pc.push(Span::styled("to flush n/a (see system dirty)", t.dim())),
+        None => pc.push(Span::styled("to flush n/a", t.dim())),
+    }
+    pc.push(Span::styled("   system: ", t.label()));
     match &k.page_cache {
         Some(p) => {
             pc.push(Span::styled(
@@ -602,7 +626,7 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
                 pc.push(Span::styled("  (ZFS bypasses it)", t.dim()));
             }
         }
-        None => pc.push(na()),
+        None => pc.push(Span::styled("page cache n/a".to_string(), t.dim())),
     }
     lines.push(Line::from(pc));
     if let Some(z) = &k.zfs {
@@ -666,7 +690,11 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         t.label(),
     )];
     match k.device_bps {
-        Some(b) => d.push(Span::styled(u.rate(b), t.value())),
+        // The device's rate counts every writer on it, not only this copy.
+        Some(b) => {
+            d.push(Span::styled(u.rate(b), t.value()));
+            d.push(Span::styled(" all writers", t.dim()));
+        }
         None => d.push(na()),
     }
     d.push(Span::raw("  util "));
@@ -674,12 +702,13 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
         None => d.push(na()),
     }
-    d.push(Span::raw("   psi io "));
+    d.push(Span::styled("   system: ", t.label()));
+    d.push(Span::raw("psi io "));
     match k.psi_some_pct {
         Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
         None => d.push(na()),
     }
-    d.push(Span::raw("   cpu "));
+    d.push(Span::raw("  cpu "));
     match k.cpu_pct {
         Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
         None => d.push(na()),
