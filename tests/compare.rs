@@ -116,7 +116,9 @@ fn two_real_recordings_stack_on_one_speed_scale_and_time_axis() {
         md.contains("| average MB/s (to cache) | 45.0 | 47.6 |"),
         "{md}"
     );
-    assert!(md.contains("| drops | 2 | 4 |"), "{md}");
+    // ext4-disk-lowered's four ~2 s jbd2 stops at the disk's speed are the kernel pacing the
+    // writer, not drops (docs/attribution.md).
+    assert!(md.contains("| drops | 2 | 0 |"), "{md}");
     assert!(!md.contains("-0.00"), "{md}");
 }
 
