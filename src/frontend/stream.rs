@@ -301,7 +301,11 @@ pub(crate) fn run_session(
                 ));
             } else {
                 emit(&progress_line(
-                    elapsed, phase, &snap, st.now_bps, st.avg_bps, d.binary,
+                    elapsed,
+                    phase,
+                    &snap,
+                    crate::report::plain::LineFigures::of(&model),
+                    d.binary,
                 ));
             }
             while next <= now {

@@ -70,22 +70,28 @@ pub fn clock(secs: f64) -> String {
     }
 }
 
-/// Seconds left at a blend of the recent and the average speed; None while the scan is
-/// still running (the total is not known yet) or nothing has moved.
-pub fn eta_secs(snap: &ProgressSnapshot, now_bps: f64, avg_bps: f64) -> Option<f64> {
-    if !snap.scan_done {
-        return None;
+/// The model's figures a progress line prints: speeds, its ETA (copy plus the flush of the
+/// data still in RAM, [`crate::model::Model::eta_secs`]) and that backlog.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LineFigures {
+    pub now_bps: f64,
+    pub avg_bps: f64,
+    pub eta_s: Option<f64>,
+    /// Bytes still to reach the disk (dirty + writeback, or ZFS's dirty ARC).
+    pub backlog: Option<u64>,
+}
+
+impl LineFigures {
+    /// The figures of `model` now.
+    pub fn of(model: &crate::model::Model) -> LineFigures {
+        let st = model.stats();
+        LineFigures {
+            now_bps: st.now_bps,
+            avg_bps: st.avg_bps,
+            eta_s: model.eta_secs(true),
+            backlog: model.backlog(),
+        }
     }
-    let left = snap.bytes_total.saturating_sub(snap.bytes_copied) as f64;
-    if left <= 0.0 {
-        return Some(0.0);
-    }
-    let r = if now_bps > 0.0 {
-        (now_bps + avg_bps) / 2.0
-    } else {
-        avg_bps
-    };
-    (r > 0.0).then(|| left / r)
 }
 
 /// The 2-second line while flushing: what this copy still has to write (the system's dirty
@@ -119,16 +125,29 @@ pub fn progress_line(
     elapsed: Duration,
     phase: Phase,
     snap: &ProgressSnapshot,
-    now_bps: f64,
-    avg_bps: f64,
+    f: LineFigures,
     binary: bool,
 ) -> String {
+    let LineFigures {
+        now_bps, avg_bps, ..
+    } = f;
     let t = clock(elapsed.as_secs_f64());
+    let eta = f
+        .eta_s
+        .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", clock(e)));
     if phase == Phase::Flushing {
-        return format!(
-            "[{t}] flushing: {} written to RAM, waiting for the disk (syncfs)",
-            bytes(snap.bytes_copied, binary)
-        );
+        // Not "100 % … ETA 0:00" for the whole flush: what is left, and when it will be on disk.
+        return match f.backlog {
+            Some(b) if b > 0 => format!(
+                "[{t}] flushing {} to disk, {eta}  ({} copied)",
+                bytes(b, binary),
+                bytes(snap.bytes_copied, binary)
+            ),
+            _ => format!(
+                "[{t}] flushing: {} copied, waiting for the disk (syncfs), {eta}",
+                bytes(snap.bytes_copied, binary)
+            ),
+        };
     }
     let (total, files_total, pct, eta) = if snap.scan_done {
         let pct = if snap.bytes_total > 0 {
@@ -136,8 +155,6 @@ pub fn progress_line(
         } else {
             100.0
         };
-        let eta = eta_secs(snap, now_bps, avg_bps)
-            .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", clock(e)));
         (
             bytes(snap.bytes_total, binary),
             snap.files_total.to_string(),
@@ -382,8 +399,12 @@ mod tests {
             Duration::from_secs(4),
             Phase::Copying,
             &snap(1_000_000, 5_000_000, false),
-            2e6,
-            1e6,
+            LineFigures {
+                now_bps: 2e6,
+                avg_bps: 1e6,
+                eta_s: None,
+                backlog: None,
+            },
             false,
         );
         assert!(l.contains("estimating"), "{l}");
@@ -392,8 +413,12 @@ mod tests {
             Duration::from_secs(4),
             Phase::Copying,
             &snap(1_000_000, 4_000_000, true),
-            1e6,
-            1e6,
+            LineFigures {
+                now_bps: 1e6,
+                avg_bps: 1e6,
+                eta_s: Some(3.0),
+                backlog: Some(0),
+            },
             false,
         );
         assert!(l.contains("25 %"), "{l}");
@@ -402,10 +427,24 @@ mod tests {
     }
 
     #[test]
-    fn eta_needs_a_total_and_a_speed() {
-        assert_eq!(eta_secs(&snap(0, 100, false), 10.0, 10.0), None);
-        assert_eq!(eta_secs(&snap(0, 100, true), 0.0, 0.0), None);
-        assert_eq!(eta_secs(&snap(50, 100, true), 10.0, 10.0), Some(5.0));
+    fn the_flush_says_what_is_left_and_when_it_is_on_disk() {
+        let l = progress_line(
+            Duration::from_secs(40),
+            Phase::Flushing,
+            &snap(4_000_000_000, 4_000_000_000, true),
+            LineFigures {
+                now_bps: 0.0,
+                avg_bps: 100e6,
+                eta_s: Some(36.0),
+                backlog: Some(1_440_000_000),
+            },
+            false,
+        );
+        assert_eq!(
+            l,
+            "[0:40] flushing 1.44 GB to disk, ETA 0:36  (4 GB copied)"
+        );
+        assert!(!l.contains("100 %"), "{l}");
     }
 
     #[test]
