@@ -76,15 +76,36 @@ fn a_file_named_demo_is_copied_after_double_dash() {
 fn demo_makes_copies_and_cleans_up() {
     let t = tempfile::tempdir().unwrap();
     let mut c = Command::new(bin());
+    // The tests' pacing hook replaces the demo's own ~20 s pace, so this runs fast.
     c.env("TMPDIR", t.path())
+        .env("COPYSCOPE_TEST_THROTTLE_BPS", "1000000000")
         .args(["demo", "--size", "20", "--plain"]);
     let o = run_timeout(c, Duration::from_secs(120));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("copyscope: done: 20 MB"), "{s}");
     assert!(s.contains("removing"), "{s}");
-    let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
-    assert!(left.is_empty(), "demo left {left:?}");
+    // What is left is the picture the demo ends with, beside the removed temp dir.
+    let left: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["copyscope-demo"], "demo left {left:?}");
+    let pictures: Vec<_> = std::fs::read_dir(t.path().join("copyscope-demo"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        pictures
+            .iter()
+            .any(|p| p.extension().is_some_and(|x| x == "png")),
+        "no picture: {pictures:?}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        s.contains("screenshot:") || err.contains("screenshot:"),
+        "the picture's path is not said:\n{s}\n{err}"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `copyscope demo`: makes sample data in a temp dir (one large file plus a tree of small
-//! files, partly incompressible), copies it with the normal engine and frontend, cleans up
-//! (also after Ctrl-C: the temp dir is removed when the run returns).
+//! files, partly incompressible), copies it with the normal engine and frontend, paced to
+//! about 20 s so the live chart can be watched, ends with the summary and a picture, cleans
+//! up (also after Ctrl-C: the temp dir is removed when the run returns).
 
 use std::fs;
 use std::io::Write;
@@ -96,6 +97,11 @@ fn make_data(src: &Path, size_mb: u64, control: &Control) -> std::io::Result<(u6
     Ok((files, made))
 }
 
+/// The demo's pace: the data over about 20 seconds, in whole MB/s, at least 1 MB/s.
+fn pace_bps(bytes: u64) -> u64 {
+    (bytes / 20 / MB).max(1) * MB
+}
+
 /// Runs the demo and returns the copy's exit status.
 pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let settings = PlainSettings {
@@ -145,17 +151,22 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             dst.display()
         );
     }
+    // Paced so the live chart has time to show what it does (a fast disk copies 400 MB in
+    // under a second): a real rate limit, as --bwlimit sets, drawn on the chart as its line.
+    // The tests' pacing hook (COPYSCOPE_TEST_THROTTLE_BPS) replaces it.
+    let test_pace = std::env::var(crate::config::TEST_THROTTLE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0);
+    let pace = test_pace.is_none().then(|| pace_bps(made));
     let request = CopyRequest {
         pairs: vec![Pair {
             source: src.clone(),
             dest: dst.clone(),
         }],
-        // The tests' pacing hook applies here as in a normal copy, so a signal lands mid-copy.
         options: CopyOptions {
-            throttle_bps: std::env::var(crate::config::TEST_THROTTLE_ENV)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|v| *v > 0),
+            throttle_bps: test_pace,
+            bwlimit_bps: pace,
             ..CopyOptions::default()
         },
     };
@@ -166,13 +177,51 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             return ExitStatus::Fatal;
         }
     };
-    let outcome = crate::frontend::run_planned(
-        config,
-        job,
-        vec![src.display().to_string()],
-        dst.display().to_string(),
-        control,
-    );
+    let note = pace.map(|p| {
+        format!(
+            "demo: paced at {} so you can watch (about {} s)",
+            plain::rate(p as f64, settings.binary),
+            made / p.max(1)
+        )
+    });
+    if let (Some(n), false) = (&note, settings.json) {
+        println!("copyscope {n}");
+    }
+    // The demo ends with a picture of the run: in --screenshot DIR, else in the temp dir's
+    // sibling that outlives it.
+    let mut config = config.clone();
+    if config.display.screenshot.is_none() && !settings.json {
+        config.display.screenshot = Some(std::env::temp_dir().join("copyscope-demo"));
+    }
+    let (sources, dest) = (vec![src.display().to_string()], dst.display().to_string());
+    let outcome = if crate::frontend::choose_frontend(&config) == crate::frontend::Frontend::Tui {
+        // The live TUI, with the pace said on screen: a status line for the first seconds and
+        // the first note of the kernel panel for the whole run.
+        let mut sess = crate::frontend::session::Session::start(
+            &config.display,
+            job,
+            sources,
+            dest,
+            control,
+            None,
+        );
+        if let Some(n) = &note {
+            sess.env.notes.insert(0, n.clone());
+        }
+        let header = crate::ui::view::Header {
+            source: src.display().to_string(),
+            dest: dst.display().to_string(),
+            fs: String::new(),
+        };
+        let mut app = crate::frontend::live::new_app(&config.display, &sess, header);
+        app.limit_bps = pace.map(|p| p as f64);
+        if let Some(n) = note {
+            app.status = Some((n, 0));
+        }
+        crate::frontend::live::run_session_tui(&config, sess, app, None, None)
+    } else {
+        crate::frontend::run_planned(&config, job, sources, dest, control)
+    };
     if !settings.json {
         println!("copyscope demo: removing {}", tmp.path().display());
     }
@@ -213,6 +262,13 @@ pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pace_makes_the_demo_last_about_20_s() {
+        assert_eq!(pace_bps(400 * MB), 20 * MB);
+        assert_eq!(pace_bps(200 * MB), 10 * MB);
+        assert_eq!(pace_bps(5 * MB), MB);
+    }
 
     #[test]
     fn the_bundled_recording_loads_and_has_txg_stalls() {

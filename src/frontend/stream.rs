@@ -328,8 +328,27 @@ pub(crate) fn run_session(
     drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
     finish_model(&mut sess, &mut model, &mut p);
     let summary = summary_of(&outcome, &model);
-    let Session { recorder, env, .. } = sess;
+    let Session {
+        recorder,
+        env,
+        header,
+        ..
+    } = sess;
     let rec_err = recorder.finish(&summary);
+    // --screenshot DIR: the pictures of the run, as the TUI writes them at the end (plain and
+    // JSON runs wrote nothing before, silently).
+    if let Some(dir) = &d.screenshot {
+        let data = crate::report::export::ChartData::from_model(&model, &header, Some(&summary));
+        match crate::frontend::live::screenshot_to(&data, &header, Some(dir), d.ascii) {
+            Ok(paths) if !d.json => {
+                let names: Vec<String> =
+                    paths.iter().map(|p| shell_escape(p).into_owned()).collect();
+                emit_err(&format!("screenshot: {}", names.join(", ")));
+            }
+            Ok(_) => {}
+            Err(e) => emit_err(&format!("copyscope: screenshot failed: {e}")),
+        }
+    }
     if d.json {
         let st = model.stats();
         let mut v = json::summary_json(&outcome, &st);
