@@ -358,3 +358,33 @@ fn replay_plays_pauses_seeks_and_quits() {
         assert!(s.quit);
     }
 }
+
+#[test]
+fn frames_answer_keys_at_once_and_pace_what_samples_change() {
+    let r = rec();
+    let mut st = live();
+    assert_eq!(
+        update(&mut st, tick()),
+        vec![Effect::Draw],
+        "the first frame whole"
+    );
+    assert!(update(&mut st, tick()).is_empty());
+    // A sample (the axis may rescale): paced over the next frames.
+    let s = r.samples.iter().find(|s| s.t_ns > 30_000_000_000).unwrap();
+    update(
+        &mut st,
+        Event::Sample {
+            sample: Box::new(s.clone()),
+            current: None,
+            verified: None,
+        },
+    );
+    assert_eq!(update(&mut st, tick()), vec![Effect::DrawPaced]);
+    // The shell held rows back: the next tick draws again, even with nothing new.
+    update(&mut st, Event::Partial);
+    assert_eq!(update(&mut st, tick()), vec![Effect::DrawPaced]);
+    assert!(update(&mut st, tick()).is_empty());
+    // A key is answered with a whole frame.
+    update(&mut st, ch('t'));
+    assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
+}

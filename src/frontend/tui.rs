@@ -68,6 +68,8 @@ pub fn install_panic_hook() {
 /// Owns the terminal while the TUI is up; restores it when dropped (also on unwinding).
 pub struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// What the terminal shows (the last frame sent), for pacing the next one.
+    shown: Option<ratatui::buffer::Buffer>,
 }
 
 impl TerminalGuard {
@@ -82,7 +84,10 @@ impl TerminalGuard {
             return Err(e);
         }
         match Terminal::new(CrosstermBackend::new(io::stdout())) {
-            Ok(terminal) => Ok(TerminalGuard { terminal }),
+            Ok(terminal) => Ok(TerminalGuard {
+                terminal,
+                shown: None,
+            }),
             Err(e) => {
                 restore_terminal();
                 Err(e)
@@ -117,14 +122,24 @@ impl TerminalGuard {
         // The screen is blank now; an empty frame tells ratatui so, and the next frame is then
         // drawn in full. (Terminal::clear would ask the terminal for the cursor position, which
         // waits on the key reader thread's lock: a deadlock.)
+        self.shown = None;
         self.terminal.draw(|_| {}).map(|_| ())
     }
 
-    /// Draws one frame. An error means the terminal is gone (e.g. SSH dropped).
-    pub fn draw(&mut self, app: &App) -> io::Result<()> {
-        self.terminal
-            .draw(|f| crate::ui::render(f, app))
-            .map(|_| ())
+    /// Draws one frame; with a `budget`, big changes are paced over the next frames
+    /// ([`crate::ui::pace`]). Ok(false): rows were held back, draw again. An error means the
+    /// terminal is gone (e.g. SSH dropped).
+    pub fn draw(&mut self, app: &App, budget: Option<usize>) -> io::Result<bool> {
+        let shown = self.shown.take();
+        let mut held = false;
+        let done = self.terminal.draw(|f| {
+            crate::ui::render(f, app);
+            if let (Some(b), Some(old)) = (budget, shown.as_ref()) {
+                held = crate::ui::pace::pace_rows(f.buffer_mut(), old, b);
+            }
+        })?;
+        self.shown = Some(done.buffer.clone());
+        Ok(!held)
     }
 }
 
@@ -294,11 +309,14 @@ impl Shell<'_> {
 
     fn run(&mut self, st: &State, fx: Effect) -> Option<UiEvent> {
         match fx {
-            Effect::Draw => self
-                .guard
-                .draw(&st.app)
-                .err()
-                .map(|_| UiEvent::TerminalGone),
+            Effect::Draw | Effect::DrawPaced => {
+                let budget = (fx == Effect::DrawPaced).then_some(crate::ui::pace::BYTES_PER_FRAME);
+                match self.guard.draw(&st.app, budget) {
+                    Ok(true) => None,
+                    Ok(false) => Some(UiEvent::Partial),
+                    Err(_) => Some(UiEvent::TerminalGone),
+                }
+            }
             Effect::ResumeTerminal => self.guard.resume().err().map(|_| UiEvent::TerminalGone),
             Effect::Suspend => {
                 self.guard.suspend();

@@ -57,13 +57,18 @@ pub enum Event {
     Screenshot(String),
     /// The engine returned; its final state.
     Finished(RunState),
+    /// The last frame was sent in part (paced rows held back): draw again.
+    Partial,
 }
 
 /// What the shell must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// Draw a frame.
+    /// Draw a frame, all of it at once (the user just did something).
     Draw,
+    /// Draw a frame, pacing big changes (an axis rescale) over the next frames
+    /// (`ui::pace`): what samples and the clock change.
+    DrawPaced,
     /// Back from a suspend: raw mode, the alternate screen, and a full redraw next.
     ResumeTerminal,
     /// Ctrl-Z: give the terminal back to the shell and stop.
@@ -197,6 +202,8 @@ pub struct State {
     pub asking: bool,
     /// The loop ends.
     pub quit: bool,
+    /// The next frame answers the user (a key, a dialog, a signal): sent whole, not paced.
+    pub urgent: bool,
 }
 
 impl State {
@@ -228,6 +235,7 @@ impl State {
             cancelled: false,
             asking: false,
             quit: false,
+            urgent: true,
         }
     }
 
@@ -312,6 +320,17 @@ fn is_ctrl_z(k: &KeyEvent) -> bool {
 /// The frontend's one rule book: applies `event` to `st` and says what the shell must do.
 pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
     let mut fx = Vec::new();
+    if matches!(
+        event,
+        Event::Key(_)
+            | Event::Resize
+            | Event::Conflict(_)
+            | Event::Signal(_)
+            | Event::TerminalGone
+            | Event::Screenshot(_)
+    ) {
+        st.urgent = true;
+    }
     match event {
         Event::Key(k) if is_ctrl_z(&k) => {
             fx.push(Effect::Suspend);
@@ -380,6 +399,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
                 st.cancelled = true;
                 st.app.cancelling = Some(n);
                 st.dirty = true;
+                st.urgent = true;
             }
             if let Mode::Replay(p) = &mut st.mode
                 && let Some(r) = st.app.replay
@@ -395,14 +415,20 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
                 st.dirty = true;
             }
             if st.dirty && !st.hung_up && !st.background {
-                fx.push(Effect::Draw);
+                fx.push(if st.urgent {
+                    Effect::Draw
+                } else {
+                    Effect::DrawPaced
+                });
                 st.dirty = false;
+                st.urgent = false;
             }
         }
         Event::Screenshot(msg) => {
             st.app.status = Some((msg, st.app.now_ns));
             st.dirty = true;
         }
+        Event::Partial => st.dirty = true,
         Event::Finished(state) => {
             st.app.state = state;
             st.app.current = None;

@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod markers;
 pub mod overlay;
+pub mod pace;
 pub mod panels;
 pub mod theme;
 pub mod view;
