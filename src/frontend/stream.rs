@@ -21,9 +21,7 @@ use crate::model::{Cause, Event, EventKind, Model};
 use crate::present::format::fmt_clock;
 use crate::present::quote::{file_line, quote, shell_escape};
 use crate::report::json;
-use crate::report::plain::{
-    PLAIN_LINE_EVERY, Phase, flushing_line, progress_line, summary_text, verify_line,
-};
+use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text, verify_line};
 use crate::report::prompt::StdinAsk;
 
 fn emit(line: &str) {
@@ -292,13 +290,6 @@ pub(crate) fn run_session(
             } else if phase == Phase::CopyVerify {
                 let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
                 emit(&verify_line(elapsed, &snap, verified, d.binary));
-            } else if phase == Phase::Flushing {
-                emit(&flushing_line(
-                    elapsed,
-                    &snap,
-                    model.flush_backlog(),
-                    d.binary,
-                ));
             } else {
                 emit(&progress_line(
                     elapsed,

@@ -77,8 +77,9 @@ pub struct LineFigures {
     pub now_bps: f64,
     pub avg_bps: f64,
     pub eta_s: Option<f64>,
-    /// Bytes still to reach the disk (dirty + writeback, or ZFS's dirty ARC).
-    pub backlog: Option<u64>,
+    /// This copy's data still to reach the disk, or the system's dirty data when the
+    /// destination's counters are unknown ([`crate::model::Model::flush_backlog`]).
+    pub backlog: Option<Backlog>,
 }
 
 impl LineFigures {
@@ -89,35 +90,9 @@ impl LineFigures {
             now_bps: st.now_bps,
             avg_bps: st.avg_bps,
             eta_s: model.eta_secs(true),
-            backlog: model.backlog(),
+            backlog: model.flush_backlog(),
         }
     }
-}
-
-/// The 2-second line while flushing: what this copy still has to write (the system's dirty
-/// data, said so, when the destination's counters are unknown).
-pub fn flushing_line(
-    elapsed: Duration,
-    snap: &ProgressSnapshot,
-    to_flush: Option<Backlog>,
-    binary: bool,
-) -> String {
-    let t = clock(elapsed.as_secs_f64());
-    let left = match to_flush {
-        Some(Backlog {
-            bytes: n,
-            scope: BacklogScope::ThisCopy,
-        }) => format!("this copy: {} still to reach the disk", bytes(n, binary)),
-        Some(Backlog {
-            bytes: n,
-            scope: BacklogScope::System,
-        }) => format!("system: dirty {} (all writers)", bytes(n, binary)),
-        None => "waiting for the disk".to_string(),
-    };
-    format!(
-        "[{t}] flushing: {} written to RAM, {left} (syncfs)",
-        bytes(snap.bytes_copied, binary)
-    )
 }
 
 /// The 2-second line.
@@ -137,9 +112,22 @@ pub fn progress_line(
         .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", clock(e)));
     if phase == Phase::Flushing {
         // Not "100 % … ETA 0:00" for the whole flush: what is left, and when it will be on disk.
+        // Whose data it is (issue 9): this copy's, or every writer's when the destination's
+        // disks are unknown — the words of the flush event.
         return match f.backlog {
-            Some(b) if b > 0 => format!(
-                "[{t}] flushing {} to disk, {eta}  ({} copied)",
+            Some(Backlog {
+                bytes: b,
+                scope: BacklogScope::ThisCopy,
+            }) if b > 0 => format!(
+                "[{t}] flushing this copy's {} to disk, {eta}  ({} copied)",
+                bytes(b, binary),
+                bytes(snap.bytes_copied, binary)
+            ),
+            Some(Backlog {
+                bytes: b,
+                scope: BacklogScope::System,
+            }) if b > 0 => format!(
+                "[{t}] flushing to disk (system: dirty {}, all writers), {eta}  ({} copied)",
                 bytes(b, binary),
                 bytes(snap.bytes_copied, binary)
             ),
@@ -379,21 +367,6 @@ mod tests {
     }
 
     #[test]
-    fn the_flushing_line_says_whose_data_is_left() {
-        let s = snap(400_000_000, 400_000_000, true);
-        let b = |bytes, scope| Some(Backlog { bytes, scope });
-        let t = Duration::from_secs(12);
-        assert_eq!(
-            flushing_line(t, &s, b(310_000_000, BacklogScope::ThisCopy), false),
-            "[0:12] flushing: 400 MB written to RAM, this copy: 310 MB still to reach the disk (syncfs)"
-        );
-        assert_eq!(
-            flushing_line(t, &s, b(2_200_000_000, BacklogScope::System), false),
-            "[0:12] flushing: 400 MB written to RAM, system: dirty 2.20 GB (all writers) (syncfs)"
-        );
-    }
-
-    #[test]
     fn line_says_estimating_until_the_scan_is_done() {
         let l = progress_line(
             Duration::from_secs(4),
@@ -417,7 +390,10 @@ mod tests {
                 now_bps: 1e6,
                 avg_bps: 1e6,
                 eta_s: Some(3.0),
-                backlog: Some(0),
+                backlog: Some(Backlog {
+                    bytes: 0,
+                    scope: BacklogScope::ThisCopy,
+                }),
             },
             false,
         );
@@ -436,15 +412,38 @@ mod tests {
                 now_bps: 0.0,
                 avg_bps: 100e6,
                 eta_s: Some(36.0),
-                backlog: Some(1_440_000_000),
+                backlog: Some(Backlog {
+                    bytes: 1_440_000_000,
+                    scope: BacklogScope::ThisCopy,
+                }),
             },
             false,
         );
         assert_eq!(
             l,
-            "[0:40] flushing 1.44 GB to disk, ETA 0:36  (4 GB copied)"
+            "[0:40] flushing this copy's 1.44 GB to disk, ETA 0:36  (4 GB copied)"
         );
         assert!(!l.contains("100 %"), "{l}");
+        // The destination's disks unknown: the system's dirty data, every writer's, said so.
+        let l = progress_line(
+            Duration::from_secs(40),
+            Phase::Flushing,
+            &snap(4_000_000_000, 4_000_000_000, true),
+            LineFigures {
+                now_bps: 0.0,
+                avg_bps: 100e6,
+                eta_s: Some(36.0),
+                backlog: Some(Backlog {
+                    bytes: 2_200_000_000,
+                    scope: BacklogScope::System,
+                }),
+            },
+            false,
+        );
+        assert_eq!(
+            l,
+            "[0:40] flushing to disk (system: dirty 2.20 GB, all writers), ETA 0:36  (4 GB copied)"
+        );
     }
 
     #[test]
