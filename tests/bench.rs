@@ -68,7 +68,10 @@ fn runs_every_phase_and_leaves_dir_as_it_was() {
     fs::create_dir(&dir).unwrap();
     fs::write(dir.join("keep.txt"), b"mine").unwrap();
     let out = t.path().join("out");
-    let o = util::run_timeout(bench(&dir, &out, &["--force"]), Duration::from_secs(120));
+    let shots = t.path().join("shots");
+    let mut c = bench(&dir, &out, &["--force"]);
+    c.arg("--screenshot").arg(&shots);
+    let o = util::run_timeout(c, Duration::from_secs(120));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -103,6 +106,12 @@ fn runs_every_phase_and_leaves_dir_as_it_was() {
     let rec = fs::read_to_string(out.join("2-write-random.jsonl")).unwrap();
     let header = rec.lines().next().unwrap();
     assert!(header.contains("\"bench\":\"write random\""), "{header}");
+    // --screenshot: a picture set per phase.
+    let pngs = names(&shots)
+        .into_iter()
+        .filter(|n| n.starts_with("bench-") && n.ends_with(".png"))
+        .count();
+    assert_eq!(pngs, 5, "{:?}", names(&shots));
     // The text summary is printed for the post as well.
     assert!(stdout.contains("tree read back"), "{stdout}");
 }

@@ -101,7 +101,7 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
     let seq_bytes = match room {
         Some(r) if want > r => {
             notes.push(format!(
-                "sequential writes of {} instead of {} (2 x RAM would not fit: {} free); with less than 2 x RAM part of each write may stay in the cache, so read the durable figure",
+                "sequential writes of {} instead of {} (2 x RAM would not fit: {} free); with less than 2 x RAM part of each write may stay in RAM, so read the durable figure",
                 crate::report::export::units::fmt_bytes(r as f64),
                 crate::report::export::units::fmt_bytes(want as f64),
                 crate::report::export::units::fmt_bytes(free.unwrap_or(0) as f64),
@@ -112,7 +112,7 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
     };
     if req.size.is_some() && seq_bytes < ram.saturating_mul(2) && notes.is_empty() {
         notes.push(format!(
-            "sequential writes of {} (--size), less than 2 x RAM ({}): part of each may stay in the page cache; the durable figure counts the flush",
+            "sequential writes of {} (--size), less than 2 x RAM ({}): part of each may stay in RAM (page cache or ARC); the durable figure counts the flush",
             crate::report::export::units::fmt_bytes(seq_bytes as f64),
             crate::report::export::units::fmt_bytes(ram as f64 * 2.0),
         ));
@@ -309,9 +309,37 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
         let Ok(run) = Replayed::load(rec, cfg) else {
             continue;
         };
+        let data = ChartData::from_replayed(&run);
+        // The TUI wrote its pictures at the end of each phase; plain and JSON runs get the
+        // same set here, named after the phase.
+        if let Some(dir) = &d.screenshot
+            && choose_frontend(config) != Frontend::Tui
+        {
+            let stem = rec
+                .file_stem()
+                .map(|s| format!("bench-{}", s.to_string_lossy()))
+                .unwrap_or_else(|| "bench".into());
+            match crate::report::export::write_screenshot_set(
+                &data,
+                dir,
+                &stem,
+                crate::frontend::live::SCREENSHOT_SIZE,
+                d.ascii,
+            ) {
+                Ok(paths) => {
+                    for p in paths {
+                        eprintln!("screenshot: {}", shell_escape(&p));
+                    }
+                }
+                Err(e) => eprintln!(
+                    "copyscope bench: screenshot failed: {}",
+                    crate::present::quote::error_chain(&e)
+                ),
+            }
+        }
         phases.push(PhaseResult {
             name: phase.name().to_string(),
-            data: ChartData::from_replayed(&run),
+            data,
             recording: rec
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
