@@ -207,6 +207,9 @@ fn run_phase(
     };
     let mut phase_config = config.clone();
     phase_config.display.record = Some(recording.to_path_buf());
+    // The pictures are written per phase, named after it, once the bench has ended: the
+    // session's own would be named after the start second, and short phases share one.
+    phase_config.display.screenshot = None;
     if choose_frontend(config) == Frontend::Tui {
         let ui_header = UiHeader {
             source,
@@ -310,11 +313,8 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
             continue;
         };
         let data = ChartData::from_replayed(&run);
-        // The TUI wrote its pictures at the end of each phase; plain and JSON runs get the
-        // same set here, named after the phase.
-        if let Some(dir) = &d.screenshot
-            && choose_frontend(config) != Frontend::Tui
-        {
+        // --screenshot: a picture set per phase, named after it.
+        if let Some(dir) = &d.screenshot {
             let stem = rec
                 .file_stem()
                 .map(|s| format!("bench-{}", s.to_string_lossy()))
