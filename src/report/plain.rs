@@ -238,16 +238,27 @@ fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) 
 /// The model's figures, as every text summary words them: "speed to cache A (min B, peak C),
 /// DURABLE" and, when there were drops, "drops: N (T s lost: cause S s, ...)".
 pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
+    // A copy shorter than one sample interval (or a summary without a model) has no per-tick
+    // speed: "n/a", not "min 0, peak 0".
+    let extremes = if st.peak_bps > 0.0 {
+        format!(
+            "min {}, peak {}",
+            rate(st.min_bps, binary),
+            rate(st.peak_bps, binary)
+        )
+    } else {
+        "min/peak n/a".to_string()
+    };
     let mut s = format!(
-        "  speed to cache {} (min {}, peak {}), {durable}\n",
+        "  speed to cache {} ({extremes}), {durable}\n",
         rate(st.avg_bps, binary),
-        rate(st.min_bps, binary),
-        rate(st.peak_bps, binary)
     );
     if st.drops > 0 {
+        // Causes that round to 0.0 s cost nothing worth naming.
         let lost: Vec<String> = st
             .lost_secs_by_cause
             .iter()
+            .filter(|(_, v)| *v >= 0.05)
             .map(|(k, v)| format!("{k} {v:.1} s"))
             .collect();
         // Measured against the sustained rate, drops the disks' backlog covered cost nothing:
@@ -403,6 +414,14 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_shorter_than_a_sample_has_no_min_or_peak() {
+        let st = Stats::of_engine(5e9, Some(2e8));
+        let s = speeds_text(&st, "durable 200 MB/s", false);
+        assert!(s.contains("min/peak n/a"), "{s}");
+        assert!(!s.contains("peak 0"), "{s}");
+    }
+
+    #[test]
     fn the_flush_says_what_is_left_and_when_it_is_on_disk() {
         let l = progress_line(
             Duration::from_secs(40),
@@ -464,9 +483,7 @@ mod tests {
         let s = summary_text(&o, None, false);
         assert!(s.contains("done with errors: 2 MB in 2 files"), "{s}");
         assert!(
-            s.contains(
-                "speed to cache 1 MB/s (min 0 B/s, peak 0 B/s), durable 500 kB/s (after syncfs)"
-            ),
+            s.contains("speed to cache 1 MB/s (min/peak n/a), durable 500 kB/s (after syncfs)"),
             "{s}"
         );
         assert!(s.contains("'a/b': Permission denied"), "{s}");
