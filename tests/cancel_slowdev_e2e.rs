@@ -8,80 +8,17 @@
 //! Needs root, /dev/fuse, loop devices, qemu-storage-daemon and mkfs.ext4 (.ci/run installs
 //! the packages); where the machine cannot provide them the test says why and skips.
 
+mod slowdev;
 mod tmux;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use tmux::{Tmux, have, wait_file};
+use slowdev::slow_disk;
+use tmux::{Tmux, wait_file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
-
-/// The mounted slow disk; taken down on drop.
-struct SlowDisk {
-    dir: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Drop for SlowDisk {
-    fn drop(&mut self) {
-        // An abandoned flush (the `sync` child of a cancel during the flush) holds the mount
-        // until the kernel has written the data back: retry until it lets go.
-        let start = Instant::now();
-        loop {
-            let _ = Command::new("bash")
-                .arg("tests/slowdev/slowdev.sh")
-                .arg("down")
-                .arg(&self.dir)
-                .status();
-            if !self.mnt.exists() || start.elapsed() > Duration::from_secs(90) {
-                break;
-            }
-            std::thread::sleep(Duration::from_secs(1));
-        }
-    }
-}
-
-/// Brings up a 40 MB/s, 2 GB ext4 disk, or says why it cannot.
-fn slow_disk(dir: &Path) -> Result<SlowDisk, String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("not root (loop devices and mount need root; CI runs as root)".into());
-    }
-    for tool in [
-        "qemu-storage-daemon",
-        "mkfs.ext4",
-        "losetup",
-        "tmux",
-        "python3",
-    ] {
-        if !have(tool) {
-            return Err(format!("{tool} is missing (.ci/run installs it)"));
-        }
-    }
-    if !Path::new("/dev/fuse").exists() {
-        return Err("/dev/fuse is missing (the container has no FUSE device)".into());
-    }
-    let out = Command::new("bash")
-        .arg("tests/slowdev/slowdev.sh")
-        .arg("up")
-        .arg(dir)
-        .args(["--mbps", "40", "--size", "2G"])
-        .output()
-        .map_err(|e| format!("slowdev.sh: {e}"))?;
-    let disk = SlowDisk {
-        dir: dir.to_path_buf(),
-        mnt: dir.join("mnt"),
-    };
-    if !out.status.success() {
-        return Err(format!(
-            "slowdev.sh up failed (no free loop device?): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(disk)
-}
 
 fn write_source(path: &Path, mb: usize) {
     let mut data = vec![0u8; 1 << 20];
@@ -154,7 +91,7 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
         .prefix("copyscope-slowdev-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let disk = match slow_disk(&work.path().join("disk")) {
+    let disk = match slow_disk(&work.path().join("disk"), &["tmux", "python3"]) {
         Ok(d) => d,
         Err(why) => {
             eprintln!("SKIPPED cancel_answers_within_a_second_on_a_slow_nearly_full_disk: {why}");

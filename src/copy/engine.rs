@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::Mode;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::census::census;
 use super::conflict::ALL_NONE;
 use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
@@ -122,6 +123,9 @@ impl Shared {
             cloned: AtomicU64::new(0),
             big_lane: Mutex::new(()),
             pause_announced: AtomicBool::new(false),
+            hold: AtomicBool::new(false),
+            walked_files: AtomicU64::new(0),
+            walked_bytes: AtomicU64::new(0),
             links: Mutex::new(Vec::new()),
             link_map: Mutex::new(HashMap::new()),
             sync_targets: Mutex::new(Vec::new()),
@@ -167,8 +171,23 @@ fn run_engine(
         sh.fail(path, message.clone());
     }
 
-    // Bounded: the scan runs ahead of the copy, but not without limit (each queued file
-    // holds its directory open).
+    // The census counts the totals ahead of the copy on its own thread (metadata only), so
+    // they are known within seconds however long the copy takes. Single files are counted
+    // before anything is written: their free-space question comes first.
+    let census = if job.roots.iter().any(|r| r.is_dir) {
+        let csh = sh.clone();
+        let roots = job.roots.clone();
+        std::thread::Builder::new()
+            .name("copyscope-scan".into())
+            .spawn(move || census(&csh, &roots))
+            .ok()
+    } else {
+        census(&sh, &job.roots);
+        None
+    };
+
+    // Bounded: the copy's walk (which makes directories and queues files) runs ahead of the
+    // workers, but not without limit (each queued file holds its directory open).
     let (tx, rx) = sync_channel::<Entry>(512);
     let rx = Arc::new(Mutex::new(rx));
     let mut workers = Vec::new();
@@ -194,6 +213,19 @@ fn run_engine(
         if w.join().is_err() {
             sh.fatal("a copy worker crashed".into());
         }
+    }
+    if let Some(c) = census
+        && c.join().is_err()
+    {
+        sh.fatal("the scan crashed".into());
+    }
+    if !sh.is_stopped() {
+        // What the copy met is the final word: the tree may have changed since the census.
+        let p = &sh.progress;
+        p.files_total
+            .store(sh.walked_files.load(Ordering::SeqCst), Ordering::SeqCst);
+        p.bytes_total
+            .store(sh.walked_bytes.load(Ordering::SeqCst), Ordering::SeqCst);
     }
     let links = std::mem::take(&mut *lock(&sh.links));
     for item in links {

@@ -129,6 +129,10 @@ pub enum EngineEvent {
         files: u64,
         bytes: u64,
     },
+    /// The scan is complete and the destination has less free space than the copy still
+    /// needs. Under a [`ConflictAsk`] the workers wait for [`ConflictAsk::low_space`];
+    /// without one the copy goes on (as cp's does) and the frontend warns.
+    LowSpace(LowSpace),
     /// All data written; the flush (syncfs or per-file fsync) starts.
     FlushStarted,
     FlushDone,
@@ -143,6 +147,50 @@ pub enum EngineEvent {
     Fatal {
         error: String,
     },
+}
+
+/// What a copy needs against what its destination filesystem has, once the scan is complete.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LowSpace {
+    /// Bytes still to be written (whole blocks), less what overwriting existing files frees.
+    pub needed: u64,
+    /// Free bytes on the destination filesystem now (`statvfs`: the blocks available to this
+    /// user; root's include the reserved ones).
+    pub free: u64,
+    /// The destination as the user named it.
+    pub dest: PathBuf,
+    /// Its filesystem type ("ext4", "zfs"), empty when unknown.
+    pub fs_type: String,
+}
+
+impl LowSpace {
+    /// "needs 3.2 GB, 1.1 GB free on /mnt (ext4)"
+    pub fn describe(&self) -> String {
+        let fs = if self.fs_type.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.fs_type)
+        };
+        format!(
+            "needs {}, {} free on {}{fs}",
+            crate::present::format::fmt_bytes(self.needed),
+            crate::present::format::fmt_bytes(self.free),
+            crate::present::quote::quote(&self.dest)
+        )
+    }
+
+    /// cp-style warning for stderr: "copyscope: warning: needs 3.2 GB, 1.1 GB free on /mnt (ext4)".
+    pub fn warning(&self) -> String {
+        format!("copyscope: warning: {}", self.describe())
+    }
+}
+
+/// The user's answer to "not enough free space".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceAnswer {
+    /// Copy anyway (the files that fit are copied; the first that does not is a fatal "disk full").
+    Continue,
+    Cancel,
 }
 
 /// The user's answer to "destination exists" under `--overwrite=ask` (Total Commander's
@@ -184,9 +232,16 @@ pub struct ConflictQuestion {
 /// engine never asks (cp's behaviour: overwrite).
 pub trait ConflictAsk: Send + Sync {
     fn ask(&self, question: &ConflictQuestion) -> ConflictAnswer;
+
+    /// Asked (from the scan's thread, blocking; the workers wait meanwhile) when the copy
+    /// needs more than the destination's free space. The default goes on, as cp does.
+    fn low_space(&self, _shortfall: &LowSpace) -> SpaceAnswer {
+        SpaceAnswer::Continue
+    }
 }
 
 pub mod bench;
+mod census;
 pub(crate) mod conflict;
 pub mod engine;
 pub mod error;

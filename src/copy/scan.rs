@@ -1,6 +1,8 @@
 //! The scan: walks the sources through directory file descriptors (every call is
 //! `*at`-relative, so paths deeper than PATH_MAX work), creates directories, symlinks and
-//! special files itself, and queues regular files to the copy workers.
+//! special files itself, and queues regular files to the copy workers. The totals come from
+//! the census (census.rs), which walks ahead of this walk; this one is held back by the
+//! workers' bounded queue.
 
 use crate::present::quote::quote;
 use std::ffi::{OsStr, OsString};
@@ -13,7 +15,6 @@ use std::sync::{Arc, OnceLock};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::EngineEvent;
 use super::nofollow::{self, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
@@ -22,7 +23,7 @@ use super::shared::{
 };
 
 /// Directory entry names, sorted so the copy order is predictable.
-fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+pub(crate) fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
     use std::os::unix::ffi::OsStrExt;
     let mut dir = rfs::Dir::read_from(fd)?;
     let mut names = Vec::new();
@@ -120,14 +121,6 @@ pub(crate) fn scan(sh: &Arc<Shared>, roots: &[Root], tx: SyncSender<Entry>) {
         }
     }
     drop(tx);
-    if !sh.is_stopped() {
-        sh.progress.scan_done.store(true, Ordering::SeqCst);
-        let s = sh.progress.snapshot();
-        let _ = sh.events.send(EngineEvent::ScanDone {
-            files: s.files_total,
-            bytes: s.bytes_total,
-        });
-    }
 }
 
 /// A file (or symlink, FIFO, ...) named on the command line. Returns false when the
@@ -204,13 +197,11 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
 /// Returns false when the workers are gone.
 fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool {
     let m = entry.meta;
-    sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+    sh.walked_files.fetch_add(1, Ordering::Relaxed);
     entry.clash = sh.claim(&entry.parent, &entry.dst_name, m.file_type());
     match m.file_type() {
         FileType::RegularFile => {
-            sh.progress
-                .bytes_total
-                .fetch_add(m.data_size(), Ordering::Relaxed);
+            sh.walked_bytes.fetch_add(m.data_size(), Ordering::Relaxed);
             if sh.opts.hard_links && m.nlink > 1 {
                 let mut map = lock(&sh.link_map);
                 if let Some(first) = map.get(&(m.dev, m.ino)) {
@@ -340,7 +331,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         let meta = match rfs::statat(&node.src, &name, stat_flags) {
             Ok(s) => Meta::from_stat(&s),
             Err(Errno::LOOP) => {
-                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.walked_files.fetch_add(1, Ordering::Relaxed);
                 sh.fail(
                     &path,
                     "symlink loop (too many levels of symbolic links)".into(),
@@ -348,12 +339,12 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 continue;
             }
             Err(Errno::NOENT) if !follow_all => {
-                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.walked_files.fetch_add(1, Ordering::Relaxed);
                 sh.fail(&path, "vanished before it could be copied".into());
                 continue;
             }
             Err(e) => {
-                sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                sh.walked_files.fetch_add(1, Ordering::Relaxed);
                 sh.fail(
                     &path,
                     format!("cannot stat {}: {}", quote(&path), errmsg(e)),

@@ -160,6 +160,11 @@ pub(crate) struct Shared {
     pub cloned: AtomicU64,
     pub big_lane: Mutex<()>,
     pub(crate) pause_announced: AtomicBool,
+    /// Set while the free-space question is open: workers wait before their next write.
+    pub(crate) hold: AtomicBool,
+    /// Entries and bytes the copy's own walk met (the census's totals, as the copy saw them).
+    pub(crate) walked_files: AtomicU64,
+    pub(crate) walked_bytes: AtomicU64,
     pub(crate) links: Mutex<Vec<LinkItem>>,
     pub(crate) link_map: Mutex<HashMap<(u64, u64), FirstName>>,
     pub(crate) sync_targets: Mutex<Vec<(u64, OwnedFd)>>,
@@ -243,6 +248,10 @@ impl Shared {
         loop {
             if self.is_stopped() {
                 return Err(Stopped);
+            }
+            if self.hold.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
             }
             if self.control.paused.load(Ordering::SeqCst) {
                 if !self.pause_announced.swap(true, Ordering::SeqCst) {

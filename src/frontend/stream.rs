@@ -173,6 +173,10 @@ impl Printer {
     }
 
     fn engine_event(&self, t_ns: u64, ev: &EngineEvent) {
+        // cp goes on when space is short; so does copyscope here, after saying so.
+        if let EngineEvent::LowSpace(low) = ev {
+            emit_err(&low.warning());
+        }
         if self.json {
             emit(&json::event_json(t_ns as f64 / 1e9, ev).to_string());
             return;

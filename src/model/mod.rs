@@ -1000,6 +1000,9 @@ impl Model {
                 files: *files,
                 bytes: *bytes,
             }),
+            EngineEvent::LowSpace(low) => Some(EventKind::Note {
+                text: low.describe(),
+            }),
             EngineEvent::FlushStarted => {
                 self.end_copy(t_ns, &mut out);
                 self.flush_start.get_or_insert(t_ns);
