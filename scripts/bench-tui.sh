@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 done
 command -v tmux >/dev/null || { echo "bench-tui: needs tmux" >&2; exit 2; }
 (cd "$HERE" && cargo build --release --quiet)
-BIN=$HERE/target/release/copyscope
+BIN=${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope
 mkdir -p "$DIR"
 [ -f "$DIR/src.bin" ] && [ "$(stat -c %s "$DIR/src.bin")" = $((MB << 20)) ] ||
   head -c $((MB << 20)) /dev/urandom > "$DIR/src.bin"

@@ -5,6 +5,9 @@
 #                                 default /var/tmp/copyscope-bench (same disk for source
 #                                 and destination, as §10 asks)
 #   RUNS=3 BIG_MIB=2048 TREE_FILES=10000 SWEEP=1 scripts/bench.sh
+#   ONLY='tree' scripts/bench.sh /dev/shm/cs-bench   only the groups whose name matches (a regex);
+#                                 a DIR on tmpfs gives the tmpfs -> tmpfs figures
+#   XCP=/path/to/xcp              an xcp not on PATH
 #
 # Prints one Markdown table: median wall time of RUNS runs, MB/s, ratio to the baseline
 # of its group, peak RSS. The source is read once first (page cache warm, §10); before each
@@ -23,14 +26,17 @@ SWEEP=${SWEEP:-1}
 cd "$(dirname "$0")/.."
 echo "building release binary..." >&2
 cargo build --release --quiet
-CS="$PWD/target/release/copyscope"
+CS="${CARGO_TARGET_DIR:-$PWD/target}/release/copyscope"
 
-if ! command -v xcp >/dev/null 2>&1; then
+# xcp from $XCP, PATH or ~/.cargo/bin; else `cargo install xcp` (needs the crates.io registry).
+XCP=${XCP:-$(command -v xcp || true)}
+[ -z "$XCP" ] && [ -x "$HOME/.cargo/bin/xcp" ] && XCP="$HOME/.cargo/bin/xcp"
+if [ -z "$XCP" ]; then
     echo "installing xcp (cargo install xcp)..." >&2
     cargo install xcp --quiet
-    export PATH="$HOME/.cargo/bin:$PATH"
+    XCP="$HOME/.cargo/bin/xcp"
 fi
-XCP=$(command -v xcp)
+echo "xcp: $XCP ($("$XCP" --version 2>/dev/null || echo '?'))" >&2
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
@@ -80,6 +86,7 @@ ROWS=()
 # The first command is the group's baseline for the ratio column.
 group() {
     local name=$1 bytes=$2; shift 2
+    if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
     local labels=() cmds=() i r t m
     for spec in "$@"; do labels+=("${spec%%:::*}"); cmds+=("${spec#*:::}"); done
     local -a times rss

@@ -117,10 +117,10 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
         took.as_secs_f64() * 1e3
     );
     assert_eq!(code.trim(), "130");
-    // The target is 1 s (DESIGN §10). Measured here: 1.4-1.6 s in this TUI test (0.2-0.9 s
-    // with --plain and SIGTERM): the rest is the kernel finishing the writeback already
-    // submitted for the removed temporary. The bound keeps the old failure (27 s) out.
-    assert!(took <= Duration::from_secs(2), "cancel took {took:?}");
+    // DESIGN §10: within 1 s. What held it (writer-truth sampler): the last close of the
+    // removed temporary waiting for its pages under writeback (ext4_evict_inode, 2.1 s), now
+    // left to a child; and writes throttled for up to 0.5 s, now sized to the device's rate.
+    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
     assert!(
         temps(&disk.mnt).is_empty(),
         "temporaries left: {:?}",
