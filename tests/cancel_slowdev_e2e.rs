@@ -111,7 +111,9 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     std::thread::sleep(Duration::from_secs(8));
     let pid = pid_of_copy("big-copy.bin").expect("copyscope runs");
     let took = cancel_and_time(&t, pid);
-    let code = wait_file(&exit, Duration::from_secs(10)).expect("exit code");
+    // The time that counts is the process's (above); the shell then writes the code onto the
+    // root filesystem, which a loaded machine's journal held for over 10 s once.
+    let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
     eprintln!(
         "cancel mid-copy: process gone {:.0} ms after the second q",
         took.as_secs_f64() * 1e3
@@ -140,7 +142,7 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     });
     let pid = pid_of_copy("flush-copy.bin").expect("copyscope runs");
     let took = cancel_and_time(&t, pid);
-    let code = wait_file(&exit, Duration::from_secs(10)).expect("exit code");
+    let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
     eprintln!(
         "cancel during flush: process gone {:.0} ms after the second q",
         took.as_secs_f64() * 1e3
