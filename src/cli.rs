@@ -530,6 +530,10 @@ pub struct WatchArgs {
     /// including ones that start later (repeatable).
     #[arg(long, value_name = "NAME")]
     pub comm: Vec<String>,
+    /// Chart this network interface's receive rate beside the intake (e.g. eth0, or lo for a
+    /// local sender), so a sender or link that slowed is told apart from the disk.
+    #[arg(long, value_name = "IFACE")]
+    pub net: Option<String>,
     #[command(flatten)]
     pub display: DisplayArgs,
 }

@@ -169,6 +169,8 @@ pub struct WatchRequest {
     pub until_idle: Option<Duration>,
     pub pids: Vec<u32>,
     pub comms: Vec<String>,
+    /// `--net IFACE`: the interface whose receive rate is sampled.
+    pub net: Option<String>,
 }
 
 /// How results are shown and sampled.
@@ -411,12 +413,22 @@ fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> 
             "--comm {c:?}: a command name is 1 to 15 bytes (as in /proc/PID/comm)"
         )));
     }
+    if let Some(n) = w
+        .net
+        .as_deref()
+        .filter(|n| !crate::sample::net::valid_iface(n))
+    {
+        return Err(ConfigError::Invalid(format!(
+            "--net {n:?}: an interface name is 1 to 15 bytes without '/' (as in /sys/class/net)"
+        )));
+    }
     Ok(WatchRequest {
         path: w.path.unwrap_or_else(|| PathBuf::from(".")),
         duration: seconds("--duration", w.duration)?,
         until_idle: seconds("--until-idle", w.until_idle)?,
         pids: w.pid,
         comms: w.comm,
+        net: w.net,
     })
 }
 

@@ -85,6 +85,7 @@ fn sample() -> impl Strategy<Value = (u64, Sample)> {
                         max_core_pct: busy_pct,
                     }),
                     threads: None,
+                    net_rx: None,
                     zfs: zfs.map(|(txgs, (dly, over), arc_anon, birth_offset_ns)| ZfsSample {
                         pool: "tank".into(),
                         txgs,

@@ -198,6 +198,7 @@ impl Scenario {
                 held_in: None,
                 stacks_readable: true,
             }),
+            net_rx: None,
         };
         self.items.push(Item::Sample(Box::new(sample)));
     }

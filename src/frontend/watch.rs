@@ -18,6 +18,7 @@ use crate::present::quote::{quote, shell_escape};
 use crate::report::plain::{bytes, clock, rate};
 use crate::report::recording::{Header, WatchTarget};
 use crate::sample::intake::{Intake, IntakeSource};
+use crate::sample::net::NetReader;
 use crate::sample::writers::WriterReader;
 use crate::sample::{SampleSource, SysRoot, probe_environment, spawn_sampler_from};
 use crate::ui::view::{Header as UiHeader, RunState};
@@ -155,6 +156,9 @@ fn writers_label(req: &WatchRequest) -> Vec<String> {
     if v.is_empty() {
         v.push("every writer".to_string());
     }
+    if let Some(n) = &req.net {
+        v.push(format!("net {n}"));
+    }
     vec![format!("watch: {}", v.join(", "))]
 }
 
@@ -179,6 +183,18 @@ fn start(
     {
         return Err(format!("--pid {pid}: no such process"));
     }
+    let net = req.net.as_deref().map(|n| NetReader::new(&root, n));
+    if let Some(n) = req
+        .net
+        .as_deref()
+        .filter(|_| !net.as_ref().is_some_and(NetReader::present))
+    {
+        return Err(format!(
+            "--net {}: no such network interface (/sys/class/net/{}/statistics/rx_bytes)",
+            quote(std::path::Path::new(n)),
+            quote(std::path::Path::new(n))
+        ));
+    }
     let mut env = probe_environment(&root, &[], &req.path);
     let following = !req.pids.is_empty() || !req.comms.is_empty();
     let source = IntakeSource::choose(&env, following).ok_or_else(|| {
@@ -194,6 +210,7 @@ fn start(
         pids: req.pids.clone(),
         comms: req.comms.clone(),
         intake: source.label().to_string(),
+        net: req.net.clone(),
     };
     let mut header = Header::for_this_run(
         std::env::args().collect(),
@@ -206,7 +223,7 @@ fn start(
     let recorder = Recorder::open(d.record.as_deref(), &header);
     let progress = Arc::new(Progress::default());
     let writers = following.then(|| WriterReader::new(&root, &req.pids, &req.comms));
-    let intake = Intake::new(source, writers, progress.clone());
+    let intake = Intake::new(source, writers, net, progress.clone());
     let (s_tx, samples) = mpsc::unbounded_channel();
     let (_ev_tx, engine_events) = mpsc::unbounded_channel();
     let start = Instant::now();

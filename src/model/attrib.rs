@@ -37,6 +37,14 @@ pub const ZFS_LOOKBACK_NS: u64 = 1_000_000_000;
 pub const OTHER_WRITER_MIN_BYTES: u64 = 16 << 20;
 /// … and at least this share of everything they wrote.
 pub const OTHER_WRITER_SHARE: f64 = 0.25;
+/// Network: the receive rate during the drop is at most this share of its rate before.
+pub const NET_FELL_SHARE: f64 = 0.5;
+/// Network: before the drop the interface received at least this share of the intake — the
+/// writes' data came through it (protocol overhead makes the share above 1 for a sole sender).
+pub const NET_MIN_SHARE_OF_INTAKE: f64 = 0.5;
+/// Network: the destination disk was busy less than this share of the drop (it was not what
+/// held the writes; a disk that holds them closes the TCP window, and rx falls too).
+pub const NET_DEVICE_IDLE_PCT: f64 = 50.0;
 
 /// (thresh + bg) / 2 without overflow on garbage input.
 pub(crate) fn freerun(p: &PageCache) -> u64 {
@@ -70,6 +78,8 @@ pub(crate) struct TickInfo {
     /// ZIL commits (zil kstat zil_commit_count) during the tick.
     pub zil_commits: u64,
     pub threads: Option<ThreadTick>,
+    /// `watch --net`: the interface's receive rate, bytes/s.
+    pub net_bps: Option<f64>,
 }
 
 /// The copy threads over one tick: their states at its end and the run-queue wait during it.
@@ -145,6 +155,14 @@ pub(crate) struct Evidence {
     stacks_readable: bool,
     /// Highest busiest-core load during the drop, percent.
     max_core_pct: Option<f64>,
+    /// `watch --net`: Σ receive rate × ns during the drop, its ns, and the rate before it.
+    net_bps_ns: f64,
+    net_ns: u64,
+    pre_net_bps: Option<f64>,
+    /// The intake before the drop, bytes/s (over the same ticks as `pre_net_bps`).
+    pre_intake_bps: Option<f64>,
+    /// Time the writer's threads were readable and all idle (sleeping, e.g. in recv()), ns.
+    idle_ns: u64,
 }
 
 impl Evidence {
@@ -153,7 +171,13 @@ impl Evidence {
     pub fn new<'a>(start: u64, before: impl Iterator<Item = &'a TickInfo>) -> Evidence {
         let mut e = Evidence::default();
         let (mut dev_b, mut dev_ns) = (0.0, 0u64);
+        let (mut net_b, mut net_ns, mut intake) = (0.0, 0u64, 0u64);
         for t in before {
+            if let Some(b) = t.net_bps {
+                net_b += b * t.dt() as f64;
+                net_ns += t.dt();
+                intake = intake.saturating_add(t.bytes);
+            }
             if let Some(b) = t.dev_bps {
                 dev_b += b * t.dt() as f64;
                 dev_ns += t.dt();
@@ -169,6 +193,8 @@ impl Evidence {
             e.backlog_at_start = t.arc_anon.or(t.page.map(|p| dirty_and_writeback(&p)));
         }
         e.pre_dev_bps = (dev_ns > 0).then(|| dev_b / dev_ns as f64);
+        e.pre_net_bps = (net_ns > 0).then(|| net_b / net_ns as f64);
+        e.pre_intake_bps = (net_ns > 0).then(|| intake as f64 * 1e9 / net_ns as f64);
         e
     }
 
@@ -204,6 +230,10 @@ impl Evidence {
             self.dev_bps_ns += b * dt as f64;
             self.dev_ns += dt;
         }
+        if let Some(b) = t.net_bps {
+            self.net_bps_ns += b * dt as f64;
+            self.net_ns += dt;
+        }
         if let Some(u) = t.dev_util {
             self.util_sum += u * dt as f64;
             self.util_ns += dt;
@@ -225,6 +255,9 @@ impl Evidence {
     fn fold_threads(&mut self, th: &ThreadTick, dt: u64) {
         self.stacks_readable |= th.readable;
         if th.active == 0 {
+            if th.readable {
+                self.idle_ns += dt;
+            }
             return;
         }
         self.thread_ns += dt;
@@ -291,6 +324,12 @@ impl Evidence {
         Some((written - ours).max(0.0))
     }
 
+    /// `watch --net`: (receive rate before the drop, during it), when both were sampled.
+    fn net_rates(&self) -> Option<(f64, f64)> {
+        let before = self.pre_net_bps?;
+        (self.net_ns > 0).then(|| (before, self.net_bps_ns / self.net_ns as f64))
+    }
+
     fn share(&self, ns: u64) -> f64 {
         if self.span_ns == 0 {
             0.0
@@ -340,8 +379,13 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
             && e.held_writing() < READ_STALL_MAX_WRITE_SHARE);
     // Held on the write side: the kernel stacks say so when readable; else the engine's time
     // in write calls; without engine times (watch mode, the dd capture) the counters decide.
+    // A writer whose threads were readable and slept through the whole drop (a receiver in
+    // recv(), waiting for data) was not held by anything on the write side.
+    let writer_idle = e.thread_ns == 0 && e.idle_ns > 0;
     let writer_blocked = if stacks {
         e.held_writing() >= HELD_SHARE
+    } else if writer_idle {
+        false
     } else {
         !cx.engine_timing || write_share >= WRITE_BLOCKED_SHARE
     };
@@ -375,7 +419,7 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
         }
     }
     if !source_stall && cx.on_zfs {
-        zfs_causes(e, cx, held(WaitClass::ZfsTxg), &mut causes);
+        zfs_causes(e, cx, held(WaitClass::ZfsTxg) && !writer_idle, &mut causes);
         if (stacks && e.held(WaitClass::ZilCommit) >= HELD_SHARE)
             || (!stacks && writer_blocked && e.zil_commits > 0)
         {
@@ -430,10 +474,41 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
             max_core_pct: e.max_core_pct,
         });
     }
+    if let Some(c) = network_cause(e, &causes, writer_blocked && stacks) {
+        // The data stopped arriving: that is what held the writes, before anything it caused.
+        causes.insert(0, c);
+    }
     if causes.is_empty() {
         causes.push(Cause::Unknown);
     }
     causes
+}
+
+/// `watch --net` (docs/attribution.md, "network"): the receive rate fell with the intake —
+/// to at most [`NET_FELL_SHARE`] of its rate before the drop, which was itself at least
+/// [`NET_MIN_SHARE_OF_INTAKE`] of the intake before the drop — while the write side held
+/// nothing: the disk was busy less than [`NET_DEVICE_IDLE_PCT`], no cause of the pool, the
+/// page cache, the journal or a busy disk was found, and the writer's stacks (when readable)
+/// do not show it held in a write.
+fn network_cause(e: &Evidence, found: &[Cause], held_writing: bool) -> Option<Cause> {
+    let (before, during) = e.net_rates()?;
+    let write_side = found.iter().any(|c| {
+        !matches!(
+            c,
+            Cause::SourceStall { .. } | Cause::CpuStarved { .. } | Cause::CpuSaturated { .. }
+        )
+    });
+    let fell = before > 0.0 && during <= before * NET_FELL_SHARE;
+    let disk_idle = e.util_ns == 0 || e.util_sum / (e.util_ns as f64) < NET_DEVICE_IDLE_PCT;
+    let carried = e
+        .pre_intake_bps
+        .is_some_and(|i| i > 0.0 && before >= i * NET_MIN_SHARE_OF_INTAKE);
+    (fell && carried && disk_idle && !write_side && !held_writing).then_some(
+        Cause::NetworkReceive {
+            before_bps: before,
+            during_bps: during,
+        },
+    )
 }
 
 /// Txg sync and write throttle (destination on ZFS, not a source stall). `held` is false

@@ -42,6 +42,7 @@ impl Cause {
             Cause::ZilCommit { .. } => "sync writes",
             Cause::JournalWait { .. } => "journal",
             Cause::AnotherWriter { .. } => "another writer",
+            Cause::NetworkReceive { .. } => "network",
             Cause::Unknown => "unknown",
         }
     }
@@ -161,6 +162,14 @@ impl Cause {
             } => format!(
                 "another writer: {} to {device} besides this copy",
                 fmt_rate(*other_bps)
+            ),
+            Cause::NetworkReceive {
+                before_bps,
+                during_bps,
+            } => format!(
+                "network: receive rate fell with the writes ({} → {})",
+                fmt_rate(*before_bps),
+                fmt_rate(*during_bps)
             ),
             Cause::Unknown => "no signal explains it".to_string(),
         }

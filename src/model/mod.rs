@@ -182,6 +182,13 @@ pub enum Cause {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_core_pct: Option<f64>,
     },
+    /// `watch --net`: the interface's receive rate fell with the writes while nothing on the
+    /// write side held the writer: the data stopped arriving (sender, link, Wi-Fi).
+    NetworkReceive {
+        /// Receive rate before the drop and during it, bytes/s.
+        before_bps: f64,
+        during_bps: f64,
+    },
     Unknown,
 }
 
@@ -334,6 +341,8 @@ pub struct KernelView {
     pub psi_some_pct: Option<f64>,
     pub cpu_pct: Option<f64>,
     pub zfs: Option<ZfsView>,
+    /// `watch --net`: the interface's receive rate over the last second.
+    pub net_bps: Option<f64>,
 }
 
 /// ZFS part of the kernel panel.
@@ -363,7 +372,7 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes in §5a order, for per-cause totals.
-const CAUSE_LABELS: [&str; 11] = [
+const CAUSE_LABELS: [&str; 12] = [
     "another writer",
     "txg sync",
     "zfs throttle",
@@ -374,6 +383,7 @@ const CAUSE_LABELS: [&str; 11] = [
     "disk busy",
     "source stall",
     "cpu",
+    "network",
     "unknown",
 ];
 
@@ -401,7 +411,8 @@ fn cause_index(c: &Cause) -> usize {
         Cause::DeviceSaturated { .. } => 7,
         Cause::SourceStall { .. } => 8,
         Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 9,
-        Cause::Unknown => 10,
+        Cause::NetworkReceive { .. } => 10,
+        Cause::Unknown => 11,
     }
 }
 
@@ -542,13 +553,10 @@ impl Model {
             t1: tick.t1,
             bytes: tick.bytes,
         };
-        self.series.push(Point::tick(
-            tick.t0,
-            tick.dt(),
-            speed.bps(),
-            tick.dev_bps,
-            progress(s),
-        ));
+        self.series.push(
+            Point::tick(tick.t0, tick.dt(), speed.bps(), tick.dev_bps, progress(s))
+                .with_net(tick.net_bps),
+        );
         if self.recent.len() >= RECENT_TICKS {
             self.recent.pop_front();
         }
@@ -1372,6 +1380,7 @@ impl Model {
             psi_some_pct: mean(&|t| t.psi_some_pct),
             cpu_pct: latest.and_then(|s| s.cpu).map(|c| c.busy_pct as f64),
             zfs,
+            net_bps: mean(&|t| t.net_bps),
         }
     }
 
@@ -1505,7 +1514,12 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         ),
         _ => (0, 0),
     };
+    let net_bps = match (prev.net_rx, s.net_rx) {
+        (Some(a), Some(b)) if b >= a => Some(per_s((b - a) as f64)),
+        _ => None,
+    };
     TickInfo {
+        net_bps,
         t0: prev.t_ns,
         t1: s.t_ns,
         bytes: s

@@ -22,6 +22,8 @@ pub struct Point {
     pub copy_max_bps: f64,
     /// Mean write rate reaching the destination disks, when diskstats are known.
     pub device_bps: Option<f64>,
+    /// Mean receive rate of the watched network interface (`watch --net`).
+    pub net_bps: Option<f64>,
     /// Fraction of the bytes copied at the end of the interval (0..=1); None while the total is unknown.
     pub progress: Option<f64>,
 }
@@ -42,8 +44,14 @@ impl Point {
             copy_min_bps: copy_bps,
             copy_max_bps: copy_bps,
             device_bps,
+            net_bps: None,
             progress,
         }
+    }
+
+    /// The same point with the network receive rate of its interval.
+    pub fn with_net(self, net_bps: Option<f64>) -> Point {
+        Point { net_bps, ..self }
     }
 
     /// End of the interval.
@@ -69,6 +77,10 @@ impl Point {
             copy_min_bps: a.copy_min_bps.min(b.copy_min_bps),
             copy_max_bps: a.copy_max_bps.max(b.copy_max_bps),
             device_bps: match (a.device_bps, b.device_bps) {
+                (Some(x), Some(y)) => Some(mean(x, y)),
+                (x, y) => x.or(y),
+            },
+            net_bps: match (a.net_bps, b.net_bps) {
                 (Some(x), Some(y)) => Some(mean(x, y)),
                 (x, y) => x.or(y),
             },

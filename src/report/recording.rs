@@ -105,6 +105,9 @@ pub struct WatchTarget {
     pub comms: Vec<String>,
     /// The intake signal: "process wchar", "objset nwritten" or "diskstats sectors written".
     pub intake: String,
+    /// `--net IFACE`: the interface whose receive counter is in the samples (`net_rx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
 }
 
 impl Header {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::net::NetReader;
 use super::reader::SignalReader;
 use super::writers::{WriterReader, WritersTick};
 use super::{Environment, Sample};
@@ -62,6 +63,8 @@ pub struct Intake {
     base: Option<u64>,
     last: u64,
     writers: Option<WriterReader>,
+    /// `--net IFACE`: the interface's receive counter, sampled beside the intake.
+    net: Option<NetReader>,
     /// Shared with the frontend: the intake so far and the writer's current file.
     progress: Arc<Progress>,
 }
@@ -70,6 +73,7 @@ impl Intake {
     pub fn new(
         source: IntakeSource,
         writers: Option<WriterReader>,
+        net: Option<NetReader>,
         progress: Arc<Progress>,
     ) -> Self {
         Intake {
@@ -77,6 +81,7 @@ impl Intake {
             base: None,
             last: 0,
             writers,
+            net,
             progress,
         }
     }
@@ -89,6 +94,7 @@ impl Intake {
             reader.follow_processes(&w.pids);
         }
         let mut s = reader.read(ProgressSnapshot::default(), t_ns);
+        s.net_rx = self.net.as_ref().and_then(NetReader::read);
         if let Some(now) = self.source.bytes(&s, writers.as_ref()) {
             let base = *self.base.get_or_insert(now);
             // A counter never goes back; a reset (pool export/import) keeps the total so far.

@@ -16,6 +16,7 @@ pub mod env;
 pub mod error;
 pub mod intake;
 pub mod mountinfo;
+pub mod net;
 pub mod procfs;
 pub mod reader;
 pub mod root;
@@ -61,6 +62,9 @@ pub struct Sample {
     /// made before it existed, and when /proc/self/task is not readable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<ThreadSample>,
+    /// `watch --net IFACE`: bytes the interface received so far (sysfs rx_bytes, cumulative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx: Option<u64>,
 }
 
 /// /proc/meminfo and /proc/vmstat figures, all converted to bytes.

@@ -63,6 +63,12 @@ impl Overlay {
         color: Color::Cyan,
         value: |p| p.device_bps,
     };
+    /// `watch --net`: what the watched interface received.
+    pub const NETWORK: Overlay = Overlay {
+        glyph: ("∘", "o"),
+        color: Color::Magenta,
+        value: |p| p.net_bps,
+    };
 }
 
 /// The speed chart. `window` is the time range shown on the time axis.
@@ -619,6 +625,7 @@ mod tests {
             copy_min_bps: mbps * 1e6,
             copy_max_bps: mbps * 1e6,
             device_bps: None,
+            net_bps: None,
             progress: Some(t_s / 100.0),
         }
     }

@@ -103,7 +103,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
             axis: app.view.axis,
             avg_bps: (stats.avg_bps > 0.0).then_some(stats.avg_bps),
             limit_bps: app.limit_bps,
-            overlays: &[chart::Overlay::DEVICE],
+            overlays: &[chart::Overlay::DEVICE, chart::Overlay::NETWORK],
             markers: &marks,
             spans: &spans,
             units: app.opts.units,

@@ -713,6 +713,16 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
         None => d.push(na()),
     }
+    // `watch --net`: the receive rate, in the colour of its chart line.
+    if let Some(b) = k.net_bps {
+        d.push(Span::styled("   net rx ", t.label()));
+        let style = if t.color {
+            t.value().fg(crate::ui::chart::Overlay::NETWORK.color)
+        } else {
+            t.value()
+        };
+        d.push(Span::styled(u.rate(b), style));
+    }
     lines.push(Line::from(d));
     if app.view.show_budget {
         lines.extend(budget_lines(app));

@@ -175,6 +175,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
                 max_core_pct: 41.25,
             }),
             threads: None,
+            net_rx: None,
             zfs: Some(ZfsSample {
                 pool: "tank".to_string(),
                 txgs,
