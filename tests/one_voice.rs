@@ -282,6 +282,7 @@ fn a_long_recording_streams_into_a_bounded_model() {
             cpu: None,
             zfs: None,
             threads: None,
+            net_rx: None,
         })
         .expect("sample");
     }
