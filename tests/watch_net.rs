@@ -192,8 +192,10 @@ fn a_saturated_disk_is_not_blamed_on_the_network() {
     ]);
     let d = drop_causes(&m);
     assert_eq!(d.len(), 1, "{d:?}");
+    // The disk holds the writes (with what it wrote beyond this intake, "another writer").
     assert!(
-        matches!(d[0][0], Cause::DeviceSaturated { .. }),
+        d[0].iter()
+            .any(|c| matches!(c, Cause::DeviceSaturated { .. })),
         "the disk: {d:?}"
     );
     assert!(
