@@ -47,11 +47,12 @@ fn conflict() -> Dialog {
     let side = FileSide {
         size: 3,
         mtime: (1_000_000_000, 0),
+        when: "2001-09-09 03:46:40 CEST".into(),
     };
     Dialog::Conflict(ConflictView {
         destination: "x".into(),
         source: "y".into(),
-        new: side,
+        new: side.clone(),
         existing: side,
     })
 }

@@ -5,14 +5,14 @@
 
 use std::path::Path;
 
-use copyscope::copy::{ConflictAnswer, EngineEvent};
+use copyscope::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
 use copyscope::frontend::replay::{app_at, replay_state};
 use copyscope::frontend::update::{Effect, Event, Signal, State, update};
 use copyscope::model::ModelConfig;
 use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
 use copyscope::ui::theme::Theme;
-use copyscope::ui::view::{ConflictView, Dialog, FileSide, RunState, UiOptions};
+use copyscope::ui::view::{ConflictView, Dialog, FileSide, RunState, SpaceView, UiOptions};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 const REC: &str = "tests/fixtures/recordings/zfs-40mbps-zero.jsonl";
@@ -72,10 +72,12 @@ fn question() -> Event {
         new: FileSide {
             size: 2_000,
             mtime: (1_796_067_727, 0),
+            when: "2026-11-30 20:42:07 CET".into(),
         },
         existing: FileSide {
             size: 1_000,
             mtime: (1_764_531_727, 0),
+            when: "2025-11-30 20:42:07 CET".into(),
         },
     })
 }
@@ -219,6 +221,78 @@ fn overwrite_dialog_answers_reach_the_engine() {
         update(&mut st, question()),
         vec![Effect::Answer(ConflictAnswer::Cancel)]
     );
+}
+
+fn low_space() -> Event {
+    Event::LowSpace(SpaceView {
+        needed: 6_291_456,
+        free: 4_194_304,
+        freed: 0,
+        dest: "'/mnt/small/six'".into(),
+        fs_type: "tmpfs".into(),
+    })
+}
+
+#[test]
+fn low_space_dialog_continues_or_cancels() {
+    // c and Enter copy anyway: the engine gets the answer, the copy is not cancelled.
+    for k in [ch('c'), key(KeyCode::Enter)] {
+        let mut st = live();
+        assert!(update(&mut st, low_space()).is_empty());
+        assert!(matches!(st.app.dialog, Some(Dialog::LowSpace(_))) && st.asking_space);
+        // The dialog is drawn at once (a question is urgent), not paced.
+        assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
+        assert_eq!(
+            update(&mut st, k.clone()),
+            vec![Effect::AnswerSpace(SpaceAnswer::Continue)],
+            "{k:?}"
+        );
+        assert_eq!(st.app.dialog, None);
+        assert!(!st.asking_space && !st.cancelled);
+    }
+    // q, Esc, Ctrl-C, a signal and a lost terminal answer "cancel" and stop the copy.
+    for k in [
+        ch('q'),
+        key(KeyCode::Esc),
+        ctrl('c'),
+        Event::Signal(Signal::Term),
+        Event::Signal(Signal::Hup),
+        Event::TerminalGone,
+    ] {
+        let mut st = live();
+        update(&mut st, low_space());
+        assert_eq!(
+            update(&mut st, k.clone()),
+            vec![Effect::AnswerSpace(SpaceAnswer::Cancel), Effect::Cancel],
+            "{k:?}"
+        );
+        assert_eq!(st.app.dialog, None);
+        assert!(st.cancelled && !st.asking_space);
+    }
+    // Other keys (pause, screenshot, view keys) leave the question open and do nothing:
+    // the workers are held until it is answered.
+    let mut st = live();
+    update(&mut st, low_space());
+    for k in [ch('p'), ch('s'), ch('t'), ch('o'), ctrl('z')] {
+        let fx = update(&mut st, k.clone());
+        assert!(
+            !fx.iter().any(|f| matches!(
+                f,
+                Effect::AnswerSpace(_) | Effect::Answer(_) | Effect::Pause | Effect::Cancel
+            )),
+            "{k:?}: {fx:?}"
+        );
+        assert!(st.asking_space, "{k:?}");
+    }
+    assert!(!st.paused);
+    // A question after a cancel is answered "cancel" at once, with no dialog.
+    let mut st = live();
+    update(&mut st, Event::Signal(Signal::Int));
+    assert_eq!(
+        update(&mut st, low_space()),
+        vec![Effect::AnswerSpace(SpaceAnswer::Cancel)]
+    );
+    assert_eq!(st.app.dialog, None);
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The overwrite dialog in a real terminal (tmux): both sides' sizes and dates with the newer
-//! one marked; "r" renames (the existing file stays, the copy goes to "name (1)"), "l"
+//! The overwrite dialog in a real terminal (tmux): both sides' sizes and dates (local time, the
+//! zone named) with the newer one marked; "r" renames (the existing file stays, the copy goes to "name (1)"), "l"
 //! overwrites every older destination and skips the newer ones without asking again.
 
 mod tmux;
@@ -43,7 +43,18 @@ fn overwrite_dialog_rename_and_overwrite_all_older() {
         dst.display(),
         exit_file.display()
     );
-    let t = Tmux::start("overwrite", 100, 30, &cmd, &[("TERM", "xterm-256color")]);
+    // Dates in the user's local time with the zone named, as a file manager shows them: a
+    // POSIX TZ rule (no tzdata needed) an hour east of UTC.
+    let t = Tmux::start(
+        "overwrite",
+        100,
+        30,
+        &cmd,
+        &[
+            ("TERM", "xterm-256color"),
+            ("TZ", "CET-1CEST,M3.5.0,M10.5.0/3"),
+        ],
+    );
     let first = t.wait_for("the dialog for a", Duration::from_secs(20), |s| {
         s.contains("already exists") && s.contains("dst/a")
     });
@@ -57,11 +68,11 @@ fn overwrite_dialog_rename_and_overwrite_all_older() {
     let existing = line(&first, "existing");
     let new = line(&first, "new");
     assert!(
-        existing.contains("5 B") && existing.contains("2025-11-30 19:42:07"),
+        existing.contains("5 B") && existing.contains("2025-11-30 20:42:07 CET"),
         "{first}"
     );
     assert!(
-        new.contains("13 B") && new.contains("2026-11-30 19:42:07"),
+        new.contains("13 B") && new.contains("2026-11-30 20:42:07 CET"),
         "{first}"
     );
     assert!(

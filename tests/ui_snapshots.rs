@@ -11,7 +11,9 @@ use copyscope::model::ModelConfig;
 use copyscope::present::units::Units;
 use copyscope::report::recording::Recording;
 use copyscope::ui::theme::Theme;
-use copyscope::ui::view::{ConflictView, Dialog, FileProgress, FileSide, RunState, UiOptions};
+use copyscope::ui::view::{
+    ConflictView, Dialog, FileProgress, FileSide, RunState, SpaceView, UiOptions,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -90,13 +92,31 @@ fn overwrite_dialog() {
         new: FileSide {
             size: 4_294_967_296,
             mtime: (1_796_067_727, 0),
+            when: "2026-11-30 20:42:07 CET".into(),
         },
         existing: FileSide {
             size: 4_294_967_295,
             mtime: (1_764_531_727, 0),
+            when: "2025-11-30 20:42:07 CET".into(),
         },
     }));
     snap!("overwrite_dialog", a);
+}
+
+/// The free-space question once the scan is complete: needed (after what an overwrite frees)
+/// against free, the shortfall, and the two answers.
+#[test]
+fn low_space_dialog() {
+    let mut a = app(1.0);
+    a.state = RunState::Copying;
+    a.dialog = Some(Dialog::LowSpace(SpaceView {
+        needed: 6_291_456,
+        free: 4_194_304,
+        freed: 1_048_576,
+        dest: "'/mnt/small/six'".into(),
+        fs_type: "tmpfs".into(),
+    }));
+    snap!("low_space_dialog", a);
 }
 
 #[test]
@@ -189,10 +209,12 @@ fn never_panics_at_any_size() {
                 new: FileSide {
                     size: 1,
                     mtime: (0, 0),
+                    when: "1970-01-01 01:00:00 CET".into(),
                 },
                 existing: FileSide {
                     size: u64::MAX,
                     mtime: (i64::MAX / 2, 0),
+                    when: "292277026596-12-04 16:30:07 UTC".into(),
                 },
             }));
             let s = screen(&a, w, h);

@@ -181,17 +181,19 @@ fn the_overwrite_dialog_fits_a_small_terminal() {
         new: FileSide {
             size: 25_165_824,
             mtime: (1_796_067_727, 0),
+            when: "2026-11-30 20:42:07 CET".into(),
         },
         existing: FileSide {
             size: 24_117_248,
             mtime: (1_764_531_727, 0),
+            when: "2025-11-30 20:42:07 CET".into(),
         },
     }));
     let s = screen(&a, 40, 12);
     for want in [
         "IMG_2231.CR2",
-        "old 24 MB 2025-11-30 19:42",
-        "new 25 MB 2026-11-30 19:42 newer",
+        "old 24 MB 2025-11-30 20:42 CET",
+        "new 25 MB 2026-11-30 20:42 CET newer",
         "o overwrite",
         "r rename",
         "n skip all",

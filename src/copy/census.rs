@@ -354,6 +354,7 @@ impl Census<'_> {
             }
             let low = LowSpace {
                 needed,
+                freed,
                 free,
                 dest: s.dest.clone(),
                 fs_type: fs_name(dir),

@@ -154,6 +154,10 @@ pub enum EngineEvent {
 pub struct LowSpace {
     /// Bytes still to be written (whole blocks), less what overwriting existing files frees.
     pub needed: u64,
+    /// What overwriting existing files frees (already taken off `needed`); 0 in recordings
+    /// made before it was recorded.
+    #[serde(default)]
+    pub freed: u64,
     /// Free bytes on the destination filesystem now (`statvfs`: the blocks available to this
     /// user; root's include the reserved ones).
     pub free: u64,

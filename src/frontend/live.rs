@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::{Config, Display};
-use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, OverwritePolicy};
+use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent};
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session, fs_label, model_config, summary_of};
 use crate::frontend::state::App;
@@ -170,13 +170,10 @@ pub fn run_copy_tui(
     control: Arc<Control>,
 ) -> CopyOutcome {
     let d = &config.display;
-    let ask_needed = job.options.overwrite == OverwritePolicy::Ask;
-    let (ask, conflicts) = if ask_needed {
-        let (a, rx) = TuiConflictAsk::new();
-        (Some(a as Arc<dyn crate::copy::ConflictAsk>), Some(rx))
-    } else {
-        (None, None)
-    };
+    // Always an asker: the free-space question comes under every policy (the engine asks
+    // about existing files only under --overwrite=ask).
+    let (a, rx) = TuiConflictAsk::new();
+    let (ask, conflicts) = (Some(a as Arc<dyn crate::copy::ConflictAsk>), Some(rx));
     let ui_header = UiHeader {
         source: sources
             .iter()
@@ -213,7 +210,7 @@ pub(crate) fn run_session_tui(
     config: &Config,
     sess: Session,
     app: App,
-    conflicts: Option<tokio::sync::mpsc::UnboundedReceiver<crate::frontend::tui::ConflictRequest>>,
+    conflicts: Option<tokio::sync::mpsc::UnboundedReceiver<crate::frontend::tui::AskRequest>>,
     watch: Option<&crate::frontend::watch::WatchLines>,
 ) -> CopyOutcome {
     let d = &config.display;

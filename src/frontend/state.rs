@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::copy::{ConflictAnswer, CurrentFile, EngineEvent, ProgressSnapshot};
+use crate::copy::{ConflictAnswer, CurrentFile, EngineEvent, ProgressSnapshot, SpaceAnswer};
 use crate::model::{Event, Model};
 use crate::sample::Sample;
 use crate::ui::chart::XAxis;
@@ -23,6 +23,8 @@ pub enum Action {
     Quit,
     Screenshot,
     Answer(ConflictAnswer),
+    /// The answer to "not enough free space".
+    AnswerSpace(SpaceAnswer),
     /// Replay: seek by a signed number of ns, or to the start / end.
     Seek(i64),
     SeekStart,
@@ -150,6 +152,17 @@ impl App {
             };
             self.dialog = None;
             return Action::Answer(answer);
+        }
+        if let Some(Dialog::LowSpace(_)) = &self.dialog {
+            let answer = match key.code {
+                KeyCode::Char('c') | KeyCode::Char('C') | KeyCode::Enter if !ctrl_c => {
+                    SpaceAnswer::Continue
+                }
+                _ if quit_key => SpaceAnswer::Cancel,
+                _ => return Action::None,
+            };
+            self.dialog = None;
+            return Action::AnswerSpace(answer);
         }
         if self.dialog == Some(Dialog::ConfirmCancel) {
             self.dialog = None;

@@ -16,13 +16,16 @@ use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::copy::{ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, Progress};
+use crate::copy::{
+    ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, LowSpace, Progress,
+    SpaceAnswer,
+};
 use crate::frontend::state::App;
 use crate::frontend::update::{Effect, Event as UiEvent, Signal, State, update};
 use crate::model::Event;
 use crate::present::quote::shell_escape;
 use crate::sample::Sample;
-use crate::ui::view::{ConflictView, FileSide, RunState};
+use crate::ui::view::{ConflictView, FileSide, RunState, SpaceView};
 
 /// Default time between frames: ~5 fps keeps SSH traffic small (DESIGN §10) and is still smooth
 /// for a chart that gains one column per sample.
@@ -204,20 +207,33 @@ fn terminal_hung_up() -> bool {
     )
 }
 
-/// A question from an engine worker: "this destination exists; what now?"
-pub struct ConflictRequest {
-    pub question: ConflictQuestion,
-    pub reply: std::sync::mpsc::Sender<ConflictAnswer>,
+/// A question from the engine: "this destination exists; what now?" (from a worker) or
+/// "this copy does not fit; copy anyway?" (from the scan, once it is complete).
+pub enum AskRequest {
+    Conflict {
+        question: ConflictQuestion,
+        reply: std::sync::mpsc::Sender<ConflictAnswer>,
+    },
+    Space {
+        low: LowSpace,
+        reply: std::sync::mpsc::Sender<SpaceAnswer>,
+    },
 }
 
-/// The engine side of the overwrite dialog: blocks the asking worker until the user answers.
+/// Where the answer to the question on screen goes.
+pub(crate) enum Pending {
+    Conflict(std::sync::mpsc::Sender<ConflictAnswer>),
+    Space(std::sync::mpsc::Sender<SpaceAnswer>),
+}
+
+/// The engine side of the TUI's questions: blocks the asking thread until the user answers.
 /// (Answers that stick — "all", "all older" — are kept by the engine, which then stops asking.)
 pub struct TuiConflictAsk {
-    tx: mpsc::UnboundedSender<ConflictRequest>,
+    tx: mpsc::UnboundedSender<AskRequest>,
 }
 
 impl TuiConflictAsk {
-    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<ConflictRequest>) {
+    pub fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<AskRequest>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Arc::new(TuiConflictAsk { tx }), rx)
     }
@@ -226,7 +242,7 @@ impl TuiConflictAsk {
 impl ConflictAsk for TuiConflictAsk {
     fn ask(&self, question: &ConflictQuestion) -> ConflictAnswer {
         let (reply, answer) = std::sync::mpsc::channel();
-        let req = ConflictRequest {
+        let req = AskRequest::Conflict {
             question: question.clone(),
             reply,
         };
@@ -235,13 +251,28 @@ impl ConflictAsk for TuiConflictAsk {
         }
         answer.recv().unwrap_or(ConflictAnswer::Cancel)
     }
+
+    /// A loop that is gone cannot answer: the copy stops rather than filling the disk unseen.
+    fn low_space(&self, low: &LowSpace) -> SpaceAnswer {
+        let (reply, answer) = std::sync::mpsc::channel();
+        let req = AskRequest::Space {
+            low: low.clone(),
+            reply,
+        };
+        if self.tx.send(req).is_err() {
+            return SpaceAnswer::Cancel;
+        }
+        answer.recv().unwrap_or(SpaceAnswer::Cancel)
+    }
 }
 
-/// The dialog's view of a question: names quoted for the terminal, both sides.
+/// The dialog's view of a question: names quoted for the terminal, both sides, their dates in
+/// local time.
 pub fn conflict_view(q: &ConflictQuestion) -> ConflictView {
     let side = |s: &crate::copy::ConflictSide| FileSide {
         size: s.size,
         mtime: s.mtime,
+        when: local_datetime(s.mtime.0),
     };
     ConflictView {
         destination: shell_escape(&q.destination).into_owned(),
@@ -251,11 +282,55 @@ pub fn conflict_view(q: &ConflictQuestion) -> ConflictView {
     }
 }
 
+/// The free-space dialog's view: the destination quoted for the terminal.
+pub fn space_view(low: &LowSpace) -> SpaceView {
+    SpaceView {
+        needed: low.needed,
+        free: low.free,
+        freed: low.freed,
+        dest: shell_escape(&low.dest).into_owned(),
+        fs_type: low.fs_type.clone(),
+    }
+}
+
+/// `secs` since the epoch as the user's file manager shows it: local time (TZ, else
+/// /etc/localtime) with the zone's name, "2026-11-30 20:42:07 CET". `localtime_r`, because the
+/// `time` crate refuses the local offset in a multi-threaded program (the only unsafe code:
+/// this program never sets the environment, so the C library's read of TZ cannot race).
+/// Unconvertible: UTC.
+#[allow(unsafe_code)]
+pub fn local_datetime(secs: i64) -> String {
+    let t: libc::time_t = secs;
+    // SAFETY: `tm` is plain data that localtime_r fills; both pointers are valid for the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = !unsafe { libc::localtime_r(&t, &mut tm) }.is_null();
+    if !ok {
+        return format!("{} UTC", crate::present::format::fmt_utc_datetime(secs));
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: glibc points tm_zone at a NUL-terminated name that lives as long as the
+        // process's time zone data.
+        let name = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
+        format!(" {}", name.to_string_lossy())
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{zone}",
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
 /// Channels and handles the live loop listens to.
 pub struct LiveIo<T> {
     pub samples: mpsc::UnboundedReceiver<Sample>,
     pub engine_events: mpsc::UnboundedReceiver<EngineEvent>,
-    pub conflicts: Option<mpsc::UnboundedReceiver<ConflictRequest>>,
+    pub conflicts: Option<mpsc::UnboundedReceiver<AskRequest>>,
     pub control: Arc<Control>,
     pub progress: Arc<Progress>,
     /// Resolves when the engine thread has returned.
@@ -290,7 +365,7 @@ pub(crate) struct Shell<'a> {
     /// The engine's pause/cancel flags (None in a replay).
     pub control: Option<Arc<Control>>,
     /// The reply channel of the question the dialog shows.
-    pub reply: Option<std::sync::mpsc::Sender<ConflictAnswer>>,
+    pub reply: Option<Pending>,
     pub hooks: &'a mut dyn LiveHooks,
 }
 
@@ -336,7 +411,13 @@ impl Shell<'_> {
                 None
             }
             Effect::Answer(a) => {
-                if let Some(r) = self.reply.take() {
+                if let Some(Pending::Conflict(r)) = self.reply.take() {
+                    let _ = r.send(a);
+                }
+                None
+            }
+            Effect::AnswerSpace(a) => {
+                if let Some(Pending::Space(r)) = self.reply.take() {
                     let _ = r.send(a);
                 }
                 None
@@ -451,8 +532,16 @@ pub async fn run_live<T>(
             }
             Some(ev) = io.engine_events.recv() => sh.step(&mut st, UiEvent::Engine(ev)),
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
-                sh.reply = Some(req.reply);
-                sh.step(&mut st, UiEvent::Conflict(conflict_view(&req.question)));
+                match req {
+                    AskRequest::Conflict { question, reply } => {
+                        sh.reply = Some(Pending::Conflict(reply));
+                        sh.step(&mut st, UiEvent::Conflict(conflict_view(&question)));
+                    }
+                    AskRequest::Space { low, reply } => {
+                        sh.reply = Some(Pending::Space(reply));
+                        sh.step(&mut st, UiEvent::LowSpace(space_view(&low)));
+                    }
+                }
             }
             maybe = keys.recv(), if keys_open => {
                 if maybe.as_ref().is_none_or(Result::is_err) {

@@ -7,11 +7,11 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::copy::{ConflictAnswer, EngineEvent};
+use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
 use crate::frontend::state::{Action, App};
 use crate::model;
 use crate::sample::Sample;
-use crate::ui::view::{ConflictView, Dialog, FileProgress, ReplayStatus, RunState};
+use crate::ui::view::{ConflictView, Dialog, FileProgress, ReplayStatus, RunState, SpaceView};
 
 /// A signal the shell caught.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,9 @@ pub enum Event {
     Engine(EngineEvent),
     /// The engine asks what to do with an existing destination.
     Conflict(ConflictView),
+    /// The engine asks whether to copy although the destination has too little free space
+    /// (its workers wait for the answer).
+    LowSpace(SpaceView),
     Signal(Signal),
     /// The terminal is gone: input ended or hung up, a draw or a resume failed, or a thread
     /// panicked (its hook restored the terminal).
@@ -80,6 +83,8 @@ pub enum Effect {
     Resume,
     /// Answer the engine's pending overwrite question.
     Answer(ConflictAnswer),
+    /// Answer the engine's pending free-space question.
+    AnswerSpace(SpaceAnswer),
     /// An engine event this run saw (from the engine, or pause/resume from the user: one
     /// source for each), stamped with the model's time, for the recording.
     Record {
@@ -200,6 +205,8 @@ pub struct State {
     pub cancelled: bool,
     /// An overwrite question waits for its answer.
     pub asking: bool,
+    /// The free-space question waits for its answer.
+    pub asking_space: bool,
     /// The loop ends.
     pub quit: bool,
     /// The next frame answers the user (a key, a dialog, a signal): sent whole, not paced.
@@ -234,6 +241,7 @@ impl State {
             paused: false,
             cancelled: false,
             asking: false,
+            asking_space: false,
             quit: false,
             urgent: true,
         }
@@ -260,6 +268,13 @@ impl State {
                 self.app.dialog = None;
             }
             fx.push(Effect::Answer(ConflictAnswer::Cancel));
+        }
+        if self.asking_space {
+            self.asking_space = false;
+            if matches!(self.app.dialog, Some(Dialog::LowSpace(_))) {
+                self.app.dialog = None;
+            }
+            fx.push(Effect::AnswerSpace(SpaceAnswer::Cancel));
         }
         if !self.cancelled {
             self.cancelled = true;
@@ -325,6 +340,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         Event::Key(_)
             | Event::Resize
             | Event::Conflict(_)
+            | Event::LowSpace(_)
             | Event::Signal(_)
             | Event::TerminalGone
             | Event::Screenshot(_)
@@ -371,6 +387,15 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
             } else {
                 st.app.dialog = Some(Dialog::Conflict(c));
                 st.asking = true;
+                st.dirty = true;
+            }
+        }
+        Event::LowSpace(s) => {
+            if st.cancelled {
+                fx.push(Effect::AnswerSpace(SpaceAnswer::Cancel));
+            } else {
+                st.app.dialog = Some(Dialog::LowSpace(s));
+                st.asking_space = true;
                 st.dirty = true;
             }
         }
@@ -433,6 +458,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
             st.app.state = state;
             st.app.current = None;
             st.asking = false;
+            st.asking_space = false;
             if !st.hung_up {
                 fx.push(Effect::Draw);
             }
@@ -466,6 +492,15 @@ fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                 fx.push(Effect::Answer(a));
             }
             if a == ConflictAnswer::Cancel {
+                st.cancel(fx);
+            }
+        }
+        Action::AnswerSpace(a) => {
+            if st.asking_space {
+                st.asking_space = false;
+                fx.push(Effect::AnswerSpace(a));
+            }
+            if a == SpaceAnswer::Cancel {
                 st.cancel(fx);
             }
         }

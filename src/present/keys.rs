@@ -37,7 +37,7 @@ const fn key(keys: &'static str, what: &'static str, mode: Mode) -> Key {
 }
 
 /// Every key, in the order the help screen lists them.
-pub const KEYS: [Key; 14] = [
+pub const KEYS: [Key; 16] = [
     key(
         "q Esc ^C",
         "cancel (asks once; press again to cancel at once)",
@@ -86,6 +86,16 @@ pub const KEYS: [Key; 14] = [
         "b",
         "the writer's time budget and verdict in the kernel panel",
         Mode::Both,
+    ),
+    key(
+        "o s r a n l",
+        "file exists: overwrite, skip, rename, all, skip all, all older",
+        Mode::Live,
+    ),
+    key(
+        "c",
+        "file exists: cancel the copy; not enough space: copy anyway",
+        Mode::Live,
     ),
     key("? h", "this help (any key closes it)", Mode::Both),
 ];

@@ -7,11 +7,11 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
-use crate::present::format::{fmt_count, fmt_utc_datetime};
+use crate::present::format::fmt_count;
 use crate::present::keys::KEYS;
 use crate::ui::markers::{self, LEGEND};
 use crate::ui::panels::{ellipsize_start, fit_line};
-use crate::ui::view::{Dialog, FileSide, View};
+use crate::ui::view::{Dialog, FileSide, SpaceView, View};
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -143,9 +143,10 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
         ("!".into(), t.error(), "error", "an error".into()),
     ];
     let mut lines = vec![title("keys")];
+    let keys_w = KEYS.iter().map(|k| k.keys.len()).max().unwrap_or(0) + 1;
     for k in KEYS.iter().filter(|k| k.applies(replay)) {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {:<11}", k.keys), t.value()),
+            Span::styled(format!("  {:<keys_w$}", k.keys), t.value()),
             Span::raw(k.what.to_string()),
         ]));
     }
@@ -186,13 +187,13 @@ pub fn help(area: Rect, buf: &mut Buffer, app: &View) {
         area.width.min(widest)
     };
     for ((name, items), full) in groups.iter().zip(full) {
-        lines.push(title(name));
         if roomy {
+            lines.push(title(name));
             lines.extend(full);
         } else {
-            // Short terminal: glyph and name, flowing across the width.
-            let mut line: Vec<Span<'static>> = vec![Span::raw("  ")];
-            let mut used = 2usize;
+            // Short terminal: the group's name, then glyph and name, flowing across the width.
+            let mut line: Vec<Span<'static>> = vec![Span::styled(format!("{name}  "), t.title())];
+            let mut used = name.chars().count() + 2;
             for (glyph, style, short, _) in items.iter() {
                 let w = glyph.chars().count() + 1 + short.chars().count() + 2;
                 if used + w > width.saturating_sub(2) as usize && used > 2 {
@@ -274,28 +275,35 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
                 } else {
                     units.size(s.size)
                 };
-                let date = fmt_utc_datetime(s.mtime.0);
+                let date = &s.when;
                 if inner >= 52 {
+                    let mut value = format!("{size:>9}   {date}");
+                    let mut tag = tag.to_string();
+                    if 10 + value.chars().count() + tag.chars().count() > inner {
+                        // Exact sizes and a long zone: the seconds go, the tag stays.
+                        value = format!("{size:>9}  {}", to_the_minute(date));
+                        tag = tag.replacen("   ", "  ", 1);
+                    }
                     Line::from(vec![
                         Span::raw(format!("{label:<10}")),
-                        Span::styled(format!("{size:>9}   {date}"), t.value()),
-                        Span::styled(tag.to_string(), t.title()),
+                        Span::styled(value, t.value()),
+                        Span::styled(tag, t.title()),
                     ])
                 } else {
-                    // Narrow: shorter label, the date to the minute, the tag kept.
+                    // Narrow: shorter label, the date to the minute (its zone kept), the tag.
                     let label = if label == "new" { "new" } else { "old" };
                     Line::from(vec![
                         Span::raw(format!("{label} ")),
-                        Span::styled(format!("{size} {}", &date[..16]), t.value()),
+                        Span::styled(format!("{size} {}", to_the_minute(date)), t.value()),
                         Span::styled(tag.to_string(), t.title()),
                     ])
                 }
             };
             let mut lines = vec![
                 Line::raw(if inner >= 52 {
-                    "The destination already exists (times in UTC):"
+                    "The destination already exists:"
                 } else {
-                    "Already exists (times in UTC):"
+                    "Already exists:"
                 }),
                 Line::from(Span::styled(
                     ellipsize_start(&c.destination, inner, e),
@@ -328,5 +336,64 @@ pub fn dialog(area: Rect, buf: &mut Buffer, app: &View, d: &Dialog) {
             let lines = lines.into_iter().map(|l| fit_line(l, inner, e)).collect();
             popup(area, buf, app, "file exists", lines, w);
         }
+        Dialog::LowSpace(s) => low_space(area, buf, app, s),
     }
+}
+
+/// "2026-11-30 20:42:07 CET" → "2026-11-30 20:42 CET" (the seconds dropped, the zone kept).
+fn to_the_minute(when: &str) -> String {
+    match (when.get(..16), when.get(19..)) {
+        (Some(minute), Some(zone)) => format!("{minute}{zone}"),
+        _ => when.to_string(),
+    }
+}
+
+/// The free-space question: what the copy needs (less what overwrites free) against what the
+/// destination has, and the two answers.
+fn low_space(area: Rect, buf: &mut Buffer, app: &View, s: &SpaceView) {
+    let t = app.opts.theme;
+    let w: u16 = 66.min(area.width);
+    let inner = usize::from(w).saturating_sub(2);
+    let e = t.glyphs.ellipsis;
+    let units = app.opts.units;
+    let row = |label: &str, value: String, note: String| {
+        Line::from(vec![
+            Span::raw(format!("{label:<8}")),
+            Span::styled(format!("{value:>9}"), t.value()),
+            Span::raw(note),
+        ])
+    };
+    let fs = if s.fs_type.is_empty() {
+        String::new()
+    } else {
+        format!("   on {}", s.fs_type)
+    };
+    let freed = if s.freed > 0 {
+        format!("   after {} that overwrites free", units.size(s.freed))
+    } else {
+        String::new()
+    };
+    let mut lines = vec![
+        Line::raw("The copy needs more than the destination has free:"),
+        Line::from(Span::styled(ellipsize_start(&s.dest, inner, e), t.value())),
+        row("needed", units.size(s.needed), freed),
+        row("free", units.size(s.free), fs),
+        row(
+            "short",
+            units.size(s.needed.saturating_sub(s.free)),
+            String::new(),
+        ),
+        Line::raw(""),
+        Line::raw("Copy anyway: what fits is copied; the first file that does not"),
+        Line::raw("fit stops the copy (No space left on device, exit 2)."),
+        Line::raw(""),
+    ];
+    let keys = if inner >= 56 {
+        "c Enter: copy anyway     q Esc: cancel the copy"
+    } else {
+        "c: copy anyway  q: cancel"
+    };
+    lines.push(Line::from(Span::styled(keys, t.warn())));
+    let lines = lines.into_iter().map(|l| fit_line(l, inner, e)).collect();
+    popup(area, buf, app, "not enough space", lines, w);
 }

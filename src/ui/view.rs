@@ -94,6 +94,23 @@ pub enum Dialog {
     ConfirmCancel,
     /// The destination exists (`--overwrite=ask`).
     Conflict(ConflictView),
+    /// The copy needs more than the destination has free: copy anyway or cancel.
+    LowSpace(SpaceView),
+}
+
+/// The low-space question's facts, from the scan's free-space check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceView {
+    /// Bytes still to be written, less what overwrites free.
+    pub needed: u64,
+    /// Free bytes on the destination's filesystem.
+    pub free: u64,
+    /// What overwriting existing files frees (already taken off `needed`).
+    pub freed: u64,
+    /// The destination, already quoted for the terminal.
+    pub dest: String,
+    /// Its filesystem type ("ext4"), empty when unknown.
+    pub fs_type: String,
 }
 
 /// The overwrite dialog's facts: the names (already quoted for the terminal) and both sides.
@@ -106,10 +123,14 @@ pub struct ConflictView {
 }
 
 /// One side of a conflict: size and modification time (seconds, nanoseconds since the epoch).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileSide {
     pub size: u64,
     pub mtime: (i64, i64),
+    /// The modification time as the user's file manager shows it: local time to the second,
+    /// its zone named ("2026-11-30 20:42:07 CET"). Made by the frontend: drawing reads no
+    /// time zone.
+    pub when: String,
 }
 
 /// Replay position and speed.
