@@ -241,16 +241,29 @@ fn sampler_thread_ticks_on_a_fixture_tree_and_stops() {
         start,
         tx,
     );
-    std::thread::sleep(Duration::from_millis(210));
-    h.stop();
-    assert!(!h.is_running());
+    // Wait for ticks rather than for a fixed time: on a loaded CI machine the sampler thread can
+    // be starved of a CPU for longer than the whole window, which says nothing about its timing.
     let mut ts = Vec::new();
+    while ts.len() < 8 {
+        match rx.try_recv() {
+            Ok(s) => ts.push(s.t_ns),
+            Err(_) if start.elapsed() > Duration::from_secs(20) => {
+                panic!("only {} ticks in 20 s", ts.len())
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    h.stop();
+    let elapsed = start.elapsed();
+    assert!(!h.is_running());
     while let Ok(s) = rx.try_recv() {
         ts.push(s.t_ns);
     }
+    // Never more ticks than deadlines passed (missed deadlines are skipped, not caught up).
+    let deadlines = (elapsed.as_millis() / 20) as usize + 1;
     assert!(
-        (8..=13).contains(&ts.len()),
-        "about 11 ticks in 210 ms, got {}",
+        ts.len() <= deadlines + 1,
+        "{} ticks for {deadlines} deadlines in {elapsed:?}",
         ts.len()
     );
     // Fixed deadlines: tick k is at about k × 20 ms, never drifting by the read time.

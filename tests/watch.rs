@@ -100,11 +100,13 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
 #[test]
 fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
     let dir = tempfile::tempdir().unwrap();
-    // A command name no other process on the machine has: a shell under another name. It
+    // A command name no other process on the machine has: a shell under another name (a
+    // symlink: the kernel names the task after the path it was exec'd by; a copy of the binary
+    // failed with ETXTBSY when another test forked while the copy's write fd was open). It
     // holds the file open and its `head` children write into it at a slow, steady pace; their
     // counters join the shell's as it reaps them, and the file position is the shell's fd's.
     let writer = dir.path().join("cswatchwr");
-    std::fs::copy("/bin/sh", &writer).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", &writer).unwrap();
     let target = dir.path().join("being-written");
     let mut w = Command::new(&writer)
         .arg("-c")
