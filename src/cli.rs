@@ -151,6 +151,11 @@ pub struct DisplayArgs {
     /// Write PNG, SVG, text and Markdown pictures of the run into DIR at the end.
     #[arg(long, value_name = "DIR")]
     pub screenshot: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics while the copy or watch runs
+    /// (e.g. 127.0.0.1:9727; :9727 is every interface). No authentication: keep it on
+    /// localhost or a trusted network (docs/metrics.md).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// Directory that stands for / when reading /proc and /sys (tests and demos); also COPYSCOPE_SYS_ROOT.
     #[arg(long = "sys-root", value_name = "DIR", hide = true)]
     pub sys_root: Option<PathBuf>,
@@ -165,6 +170,7 @@ impl Default for DisplayArgs {
             interval: 100,
             record: None,
             screenshot: None,
+            metrics: None,
             sys_root: None,
             drops: DropArgs::default(),
         }

@@ -185,6 +185,8 @@ pub struct Display {
     pub binary: bool,
     pub record: Option<PathBuf>,
     pub screenshot: Option<PathBuf>,
+    /// `--metrics ADDR`: where the Prometheus endpoint listens (copy and watch).
+    pub metrics: Option<std::net::SocketAddr>,
     /// The directory standing for `/` when reading /proc and /sys.
     pub sys_root: PathBuf,
     pub drop_ratio: f64,
@@ -256,6 +258,36 @@ fn parse_size(s: &str) -> Result<(u32, u32), ConfigError> {
     Ok((w, h))
 }
 
+/// `--metrics ADDR`: HOST:PORT (a name is resolved, its first address taken), or :PORT for
+/// every interface as Prometheus exporters read it; only for a copy and watch.
+fn metrics_addr(cli: &Cli, v: Option<&str>) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+    use std::net::ToSocketAddrs;
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    if !matches!(cli.command, None | Some(CliCommand::Watch(_))) {
+        return Err(ConfigError::Invalid(
+            "--metrics: only for a copy and copyscope watch".into(),
+        ));
+    }
+    let bad = |why: String| {
+        ConfigError::Invalid(format!(
+            "--metrics '{v}': {why} (e.g. 127.0.0.1:9727, localhost:9727, or :9727 for every interface)"
+        ))
+    };
+    let spelled = match v.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => v.to_string(),
+    };
+    let mut addrs = spelled
+        .to_socket_addrs()
+        .map_err(|e| bad(crate::present::quote::said(&e)))?;
+    addrs
+        .next()
+        .map(Some)
+        .ok_or_else(|| bad("no address".into()))
+}
+
 impl TryFrom<Cli> for Config {
     type Error = ConfigError;
 
@@ -296,6 +328,7 @@ impl TryFrom<Cli> for Config {
             binary: o.binary,
             record: d.record.clone(),
             screenshot: d.screenshot.clone(),
+            metrics: metrics_addr(&cli, d.metrics.as_deref())?,
             sys_root,
             drop_ratio: r.drop_ratio,
             recover_ratio: r.recover_ratio,

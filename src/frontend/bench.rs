@@ -204,6 +204,7 @@ fn run_phase(
         done,
         sampler,
         start,
+        metrics: None,
     };
     let mut phase_config = config.clone();
     phase_config.display.record = Some(recording.to_path_buf());

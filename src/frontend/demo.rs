@@ -220,7 +220,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         }
         crate::frontend::live::run_session_tui(&config, sess, app, None, None)
     } else {
-        crate::frontend::run_planned(&config, job, sources, dest, control)
+        crate::frontend::run_planned(&config, job, sources, dest, control, None)
     };
     if !settings.json {
         println!("copyscope demo: removing {}", tmp.path().display());

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::config::{Config, Display};
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent};
 use crate::exit::ExitStatus;
+use crate::frontend::metrics::MetricsEndpoint;
 use crate::frontend::session::{Recorder, Session, fs_label, model_config, summary_of};
 use crate::frontend::state::App;
 use crate::frontend::tui::{FRAME_INTERVAL, LiveHooks, LiveIo, TuiConflictAsk, run_live};
@@ -127,6 +128,7 @@ struct Hooks<'a> {
     recorder: &'a mut Recorder,
     header: &'a Header,
     screenshot_dir: Option<PathBuf>,
+    metrics: Option<&'a MetricsEndpoint>,
 }
 
 impl LiveHooks for Hooks<'_> {
@@ -138,6 +140,11 @@ impl LiveHooks for Hooks<'_> {
     }
     fn on_engine_event(&mut self, t_ns: u64, ev: &EngineEvent) {
         self.recorder.engine_event(t_ns, ev);
+    }
+    fn on_model(&mut self, model: &Model) {
+        if let Some(m) = self.metrics {
+            m.publish(model);
+        }
     }
     fn screenshot(&mut self, app: &App) -> String {
         let msg = screenshot_message(app, self.header, self.screenshot_dir.as_deref());
@@ -168,6 +175,7 @@ pub fn run_copy_tui(
     sources: Vec<String>,
     dest: String,
     control: Arc<Control>,
+    metrics: Option<MetricsEndpoint>,
 ) -> CopyOutcome {
     let d = &config.display;
     // Always an asker: the free-space question comes under every policy (the engine asks
@@ -184,7 +192,8 @@ pub fn run_copy_tui(
         fs: String::new(),
     };
     let limit_bps = job.options.bwlimit_bps.map(|b| b as f64);
-    let sess = Session::start(d, job, sources, dest, control.clone(), ask);
+    let mut sess = Session::start(d, job, sources, dest, control.clone(), ask);
+    sess.metrics = metrics;
     let mut app = new_app(d, &sess, ui_header);
     app.limit_bps = limit_bps;
     run_session_tui(config, sess, app, conflicts, None)
@@ -224,8 +233,12 @@ pub(crate) fn run_session_tui(
         engine_events,
         done,
         mut sampler,
+        metrics,
         ..
     } = sess;
+    if let Some(m) = &metrics {
+        m.publish(&app.model);
+    }
     let io = LiveIo {
         samples,
         engine_events,
@@ -239,6 +252,7 @@ pub(crate) fn run_session_tui(
         recorder: &mut recorder,
         header: &header,
         screenshot_dir: d.screenshot.clone(),
+        metrics: metrics.as_ref(),
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -283,6 +297,9 @@ pub(crate) fn run_session_tui(
         let t = app.now_ns;
         let evs = app.model.finish(t);
         recorder.events(&evs);
+        if let Some(m) = &metrics {
+            m.publish(&app.model);
+        }
     }
     let summary = app
         .as_ref()

@@ -7,6 +7,7 @@ pub mod caps;
 pub mod demo;
 pub mod live;
 pub mod man;
+pub mod metrics;
 pub mod replay;
 pub mod session;
 pub mod state;
@@ -107,22 +108,56 @@ fn endpoints(request: &crate::copy::CopyRequest, job: &CopyJob) -> (Vec<String>,
     (sources, dest)
 }
 
-/// Runs a planned copy with the frontend the configuration calls for.
+/// `--metrics ADDR`: the endpoint, listening before anything is copied or watched; `Err`
+/// after saying why it cannot listen.
+pub(crate) fn start_metrics(
+    config: &Config,
+    mode: &'static str,
+) -> Result<Option<metrics::MetricsEndpoint>, ExitStatus> {
+    let Some(addr) = config.display.metrics else {
+        return Ok(None);
+    };
+    match metrics::MetricsEndpoint::start(addr, mode) {
+        Ok(m) => {
+            eprintln!(
+                "copyscope: metrics at http://{}/metrics (no authentication)",
+                m.local_addr()
+            );
+            Ok(Some(m))
+        }
+        Err(e) => {
+            eprintln!("copyscope: {}", crate::present::quote::said(&e));
+            Err(ExitStatus::Fatal)
+        }
+    }
+}
+
+/// Runs a planned copy with the frontend the configuration calls for (and the metrics
+/// endpoint, when one was started, fed from its model).
 pub fn run_planned(
     config: &Config,
     job: CopyJob,
     sources: Vec<String>,
     dest: String,
     control: Arc<Control>,
+    metrics: Option<metrics::MetricsEndpoint>,
 ) -> crate::copy::CopyOutcome {
     if choose_frontend(config) == Frontend::Tui {
-        crate::frontend::live::run_copy_tui(config, job, sources, dest, control)
+        crate::frontend::live::run_copy_tui(config, job, sources, dest, control, metrics)
     } else {
         // -i/--overwrite=ask without the TUI: cp's question on stderr, the answer from stdin.
         // Without the flag the default is cp's: overwrite.
         let ask = (config.overwrite_explicit && job.options.overwrite == OverwritePolicy::Ask)
             .then(|| Arc::new(StdinAsk::default()));
-        crate::frontend::stream::run_copy(&config.display, job, sources, dest, control, ask)
+        crate::frontend::stream::run_copy(
+            &config.display,
+            job,
+            sources,
+            dest,
+            control,
+            ask,
+            metrics,
+        )
     }
 }
 
@@ -151,7 +186,11 @@ pub fn run(mut config: Config) -> ExitStatus {
                 return ExitStatus::Partial;
             }
             let (sources, dest) = endpoints(request, &job);
-            run_planned(&config, job, sources, dest, control).status
+            let metrics = match start_metrics(&config, "copy") {
+                Ok(m) => m,
+                Err(status) => return status,
+            };
+            run_planned(&config, job, sources, dest, control, metrics).status
         }
         Command::Demo { size_mb, replay } => {
             if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {

@@ -177,6 +177,8 @@ pub struct Session {
     pub sampler: SamplerHandle,
     /// The instant every `t_ns` counts from.
     pub start: Instant,
+    /// `--metrics`: the endpoint the frontend publishes the model's figures to.
+    pub metrics: Option<crate::frontend::metrics::MetricsEndpoint>,
 }
 
 impl Session {
@@ -225,6 +227,7 @@ impl Session {
             done,
             sampler,
             start,
+            metrics: None,
         }
     }
 

@@ -213,6 +213,7 @@ pub fn run_copy(
     dest: String,
     control: Arc<Control>,
     ask: Option<Arc<StdinAsk>>,
+    metrics: Option<crate::frontend::metrics::MetricsEndpoint>,
 ) -> CopyOutcome {
     let verbose = if d.verbose && !d.json {
         job.roots
@@ -231,7 +232,8 @@ pub fn run_copy(
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
     let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
-    let sess = Session::start(d, job, sources, dest, control, ask);
+    let mut sess = Session::start(d, job, sources, dest, control, ask);
+    sess.metrics = metrics;
     run_session(d, sess, p, asking, None)
 }
 
@@ -249,13 +251,16 @@ pub(crate) fn run_session(
     let mut next = Instant::now() + period;
     let mut phase = Phase::Copying;
     let mut snap = ProgressSnapshot::default();
+    publish(&sess, &model);
     let outcome = loop {
         let finished = match sess.done.try_recv() {
             Ok(o) => Some(o),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
         };
-        drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
+        if drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap) {
+            publish(&sess, &model);
+        }
         if let Some(o) = finished {
             break o;
         }
@@ -322,6 +327,7 @@ pub(crate) fn run_session(
     sess.sampler.stop();
     drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap);
     finish_model(&mut sess, &mut model, &mut p);
+    publish(&sess, &model);
     let summary = summary_of(&outcome, &model);
     let Session {
         recorder,
@@ -396,15 +402,25 @@ pub(crate) fn run_session(
     outcome
 }
 
-/// Takes every queued sample and engine event through the recording, the model and the printer.
+/// `--metrics`: hands the endpoint the model's figures.
+fn publish(sess: &Session, model: &Model) {
+    if let Some(m) = &sess.metrics {
+        m.publish(model);
+    }
+}
+
+/// Takes every queued sample and engine event through the recording, the model and the
+/// printer; true when there was any.
 fn drain(
     sess: &mut Session,
     model: &mut Model,
     p: &mut Printer,
     phase: &mut Phase,
     snap: &mut ProgressSnapshot,
-) {
+) -> bool {
+    let mut any = false;
     while let Ok(s) = sess.samples.try_recv() {
+        any = true;
         sess.recorder.sample(&s);
         *snap = s.engine;
         let evs = model.apply(&s);
@@ -413,6 +429,7 @@ fn drain(
         p.provisional(model);
     }
     while let Ok(ev) = sess.engine_events.try_recv() {
+        any = true;
         // Stamped with the newest sample's time so the recording replays in lived order.
         let t = model.latest().map_or(0, |s| s.t_ns);
         sess.recorder.engine_event(t, &ev);
@@ -435,6 +452,7 @@ fn drain(
         sess.recorder.events(&evs);
         p.model_events(&evs);
     }
+    any
 }
 
 /// Closes the model (an open drop at the end is still reported).

@@ -345,6 +345,8 @@ pub trait LiveHooks {
     /// Model events produced by a sample or an engine event.
     fn on_events(&mut self, _evs: &[Event]) {}
     fn on_engine_event(&mut self, _t_ns: u64, _ev: &EngineEvent) {}
+    /// The model after a sample or an engine event changed it (`--metrics` publishes it).
+    fn on_model(&mut self, _model: &crate::model::Model) {}
     /// `s` pressed: write a screenshot of the run so far; returns a message for the footer.
     fn screenshot(&mut self, app: &App) -> String;
 }
@@ -529,8 +531,12 @@ pub async fn run_live<T>(
             Some(s) = io.samples.recv() => {
                 let ev = sample_event(&io, &mut *sh.hooks, s);
                 sh.step(&mut st, ev);
+                sh.hooks.on_model(&st.app.model);
             }
-            Some(ev) = io.engine_events.recv() => sh.step(&mut st, UiEvent::Engine(ev)),
+            Some(ev) = io.engine_events.recv() => {
+                sh.step(&mut st, UiEvent::Engine(ev));
+                sh.hooks.on_model(&st.app.model);
+            }
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
                 match req {
                     AskRequest::Conflict { question, reply } => {

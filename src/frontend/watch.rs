@@ -251,6 +251,7 @@ fn start(
         done,
         sampler,
         start,
+        metrics: None,
     };
     Ok((sess, WatchLines { target }))
 }
@@ -276,13 +277,18 @@ pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
     let Some((control, _signals)) = crate::frontend::control_with_signals() else {
         return ExitStatus::Fatal;
     };
-    let (sess, lines) = match start(config, req, control) {
+    let metrics = match crate::frontend::start_metrics(config, "watch") {
+        Ok(m) => m,
+        Err(status) => return status,
+    };
+    let (mut sess, lines) = match start(config, req, control) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("copyscope: {e}");
             return ExitStatus::Fatal;
         }
     };
+    sess.metrics = metrics;
     let d = &config.display;
     let o = if choose_frontend(config) == Frontend::Tui {
         // The state label says "watching"; the source side names only the writers, so the

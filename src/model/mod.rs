@@ -11,6 +11,7 @@ mod backlog;
 pub mod budget;
 mod describe;
 mod detect;
+pub mod metrics;
 mod phase;
 pub mod series;
 mod txg;
@@ -387,6 +388,23 @@ const CAUSE_LABELS: [&str; 12] = [
     "unknown",
 ];
 
+/// The same causes' stable machine names (the `cause` tag of the JSON output; the metrics'
+/// `cause` label). `cpu_starved` also counts the retired `cpu_saturated`.
+pub const CAUSE_NAMES: [&str; CAUSE_LABELS.len()] = [
+    "another_writer",
+    "txg_sync",
+    "zfs_throttle",
+    "zil_commit",
+    "dirty_throttle",
+    "writeback_burst",
+    "journal_wait",
+    "device_saturated",
+    "source_stall",
+    "cpu_starved",
+    "network_receive",
+    "unknown",
+];
+
 /// Per-cause seconds, labelled, without the zeros, largest first.
 fn by_cause(secs: [f64; CAUSE_LABELS.len()]) -> Vec<(&'static str, f64)> {
     let mut v: Vec<(&'static str, f64)> = CAUSE_LABELS
@@ -459,6 +477,10 @@ pub struct Model {
     drops: usize,
     lost_by_cause: [f64; CAUSE_LABELS.len()],
     stalled_by_cause: [f64; CAUSE_LABELS.len()],
+    /// Drops by their main cause (the metrics' counters).
+    drops_by_cause: [u64; CAUSE_LABELS.len()],
+    /// Txg syncs by pool, for the metrics.
+    tally: metrics::Tally,
     budget: Budget,
     facts: verdict::Facts,
     phase: PhaseTracker,
@@ -521,6 +543,8 @@ impl Model {
             drops: 0,
             lost_by_cause: [0.0; CAUSE_LABELS.len()],
             stalled_by_cause: [0.0; CAUSE_LABELS.len()],
+            drops_by_cause: [0; CAUSE_LABELS.len()],
+            tally: metrics::Tally::default(),
             budget: Budget::default(),
             facts: verdict::Facts::default(),
             phase: PhaseTracker::default(),
@@ -576,6 +600,7 @@ impl Model {
                     },
                     TxgChange::Committed { t, row } => {
                         self.zfs_written = self.zfs_written.saturating_add(row.nwritten);
+                        self.tally.txg_committed(&z.pool, row.stime, row.nwritten);
                         self.patch_drops(row.txg, row.ndirty, row.stime);
                         if self.first_byte_t.is_some() {
                             self.facts.txg_committed(t, &row);
@@ -852,6 +877,7 @@ impl Model {
         )?;
         let secs = span.end.saturating_sub(span.start) as f64 / 1e9;
         self.drops += 1;
+        self.drops_by_cause[cause_index(&causes[0])] += 1;
         self.stalled_by_cause[cause_index(&causes[0])] += secs;
         if span.reference > 0.0 {
             self.lost_by_cause[cause_index(&causes[0])] += bytes_lost / span.reference;
@@ -1312,6 +1338,59 @@ impl Model {
                 .flush_done
                 .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),
             flush_secs: self.flush_done.map(|(_, s)| s),
+        }
+    }
+
+    /// Every figure `--metrics` exports, as the model holds it now (`mode`: "copy" or
+    /// "watch"; a copy also gets its progress).
+    pub fn metrics(&self, mode: &'static str) -> metrics::Snapshot {
+        let st = self.stats();
+        let k = self.kernel();
+        let latest = self.latest.as_ref();
+        let env = &self.env;
+        let text = |o: &Option<String>| o.clone().unwrap_or_default();
+        let device = match (latest.and_then(|s| s.dest_disk), &self.dest_written_base) {
+            (Some(d), Some(base)) if !self.dest_disks.is_empty() => Some(metrics::DeviceFigures {
+                device: self.dest_disks.clone(),
+                written: d.sectors_written.saturating_mul(512).saturating_sub(*base),
+                write_bps: k.device_bps,
+                busy_ratio: k.device_util_pct.map(|u| u / 100.0),
+            }),
+            _ => None,
+        };
+        // The same per-cause totals `Stats` sums (lost_secs_by_cause, stalled_secs_by_cause).
+        let causes = (0..CAUSE_LABELS.len())
+            .map(|i| metrics::CauseFigures {
+                cause: CAUSE_NAMES[i],
+                drops: self.drops_by_cause[i],
+                lost_secs: self.lost_by_cause[i],
+                stalled_secs: self.stalled_by_cause[i],
+            })
+            .collect();
+        metrics::Snapshot {
+            info: metrics::RunInfo {
+                mode,
+                fs_type: text(&env.fs_type),
+                mount_point: text(&env.mount_point),
+                dataset: text(&env.zfs_dataset),
+                pool: text(&env.zfs_pool),
+            },
+            elapsed_secs: st.elapsed_ns as f64 / 1e9,
+            intake_bytes: st.bytes,
+            intake_bps: st.now_bps,
+            device,
+            dirty: k.page_cache.map(|p| p.dirty),
+            writeback: k.page_cache.map(|p| p.writeback),
+            // Only the kstat's figure: "written since txg open" is the panel's guess.
+            zfs_dirty: k
+                .zfs
+                .as_ref()
+                .filter(|z| z.dirty_source == "arc anon_size")
+                .and_then(|z| Some((z.pool.clone(), z.dirty_estimate?))),
+            pools: self.tally.pools.clone(),
+            causes,
+            net_rx_bps: k.net_bps,
+            progress: (mode == "copy").then(|| latest.map(|s| s.engine).unwrap_or_default()),
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod export;
 pub mod json;
+pub mod metrics;
 pub mod plain;
 pub mod prompt;
 pub mod recording;
