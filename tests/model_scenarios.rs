@@ -154,6 +154,7 @@ impl Scenario {
                 scan_done: false,
                 read_ns: self.read_ns,
                 write_ns: self.write_ns,
+                paced_ns: 0,
             },
             page_cache: Some(PageCache {
                 dirty: lv.dirty,

@@ -137,6 +137,7 @@ fn load_from(dir: &str) -> Capture {
                 scan_done: true,
                 read_ns: 0,
                 write_ns: 0,
+                paced_ns: 0,
             },
             page_cache: Some(PageCache {
                 dirty: num(c_dirty) * 1024,

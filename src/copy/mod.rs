@@ -33,6 +33,11 @@ pub struct Progress {
     pub bytes_verified: AtomicU64,
     /// Size of the write syscall in progress (0 between writes): what a cancel waits for.
     pub in_write: AtomicU64,
+    /// Cumulative wall-clock ns during which at least one writer slept for `--bwlimit` (the
+    /// engine's own pacing): the verdict's "rate limit" share.
+    pub paced_ns: AtomicU64,
+    /// Writers sleeping for `--bwlimit` now, and since when one has been.
+    pub(crate) pacers: Mutex<(u32, Option<std::time::Instant>)>,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).
     pub current: Mutex<Option<CurrentFile>>,
 }
@@ -57,6 +62,9 @@ pub struct ProgressSnapshot {
     pub scan_done: bool,
     pub read_ns: u64,
     pub write_ns: u64,
+    /// See [`Progress::paced_ns`] (0 in recordings made before it was recorded).
+    #[serde(default)]
+    pub paced_ns: u64,
 }
 
 impl Progress {
@@ -71,6 +79,7 @@ impl Progress {
             scan_done: self.scan_done.load(Ordering::Relaxed),
             read_ns: self.read_ns.load(Ordering::Relaxed),
             write_ns: self.write_ns.load(Ordering::Relaxed),
+            paced_ns: self.paced_ns.load(Ordering::Relaxed),
         }
     }
 

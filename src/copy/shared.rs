@@ -288,7 +288,34 @@ impl Shared {
             *tat = Some(next);
             next.checked_sub(BWLIMIT_BURST).unwrap_or(now)
         };
+        if due <= Instant::now() {
+            return;
+        }
+        self.pacer(true);
         self.sleep_until(due);
+        self.pacer(false);
+    }
+
+    /// Counts the wall time during which any writer sleeps for `--bwlimit` (overlapping
+    /// sleeps of several workers once): `Progress::paced_ns`, the budget's "rate limit". The
+    /// open stretch is banked at every start and end, so the counter keeps up while the
+    /// workers' sleeps overlap without a gap.
+    fn pacer(&self, start: bool) {
+        let p = &self.progress;
+        let mut g = lock(&p.pacers);
+        let now = Instant::now();
+        if let Some(since) = g.1.take() {
+            let ns = now.saturating_duration_since(since).as_nanos() as u64;
+            p.paced_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+        g.0 = if start {
+            g.0 + 1
+        } else {
+            g.0.saturating_sub(1)
+        };
+        if g.0 > 0 {
+            g.1 = Some(now);
+        }
     }
 
     /// `--exclude`: whether an entry of a source directory (`rel` under the root's `root_rel`)

@@ -193,7 +193,8 @@ impl Session {
     ) -> Session {
         let root = SysRoot::new(d.sys_root.clone());
         let src_paths: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
-        let env = probe_environment(&root, &src_paths, Path::new(&dest));
+        let mut env = probe_environment(&root, &src_paths, Path::new(&dest));
+        env.rate_limit_bps = job.options.bwlimit_bps.filter(|b| *b > 0);
         let header = Header::for_this_run(
             std::env::args().collect(),
             sources,

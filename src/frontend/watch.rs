@@ -212,6 +212,11 @@ fn start(
         intake: source.label().to_string(),
         net: req.net.clone(),
     };
+    env.watched = Some(Box::new(crate::sample::Watched {
+        comms: req.comms.clone(),
+        pids: req.pids.clone(),
+        intake: target.intake.clone(),
+    }));
     let mut header = Header::for_this_run(
         std::env::args().collect(),
         writers_label(req),

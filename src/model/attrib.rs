@@ -80,6 +80,8 @@ pub(crate) struct TickInfo {
     pub threads: Option<ThreadTick>,
     /// `watch --net`: the interface's receive rate, bytes/s.
     pub net_bps: Option<f64>,
+    /// Wall time a writer slept for `--bwlimit` during the tick (the engine's count), ns.
+    pub paced_ns: u64,
 }
 
 /// The copy threads over one tick: their states at its end and the run-queue wait during it.

@@ -27,6 +27,9 @@ pub enum Slice {
     SourceRead,
     /// Runnable but waiting on a run queue for a CPU (schedstat).
     CpuWait,
+    /// Held by copyscope's own rate limit (`--bwlimit`): the engine's pacing sleeps, measured
+    /// by the engine itself.
+    RateLimit,
     /// The user paused the copy.
     Paused,
     /// The final sync after the last byte.
@@ -39,7 +42,7 @@ pub enum Slice {
 
 impl Slice {
     /// Every slice, in bar order ([`Slice::index`] is the position here).
-    pub const ALL: [Slice; 12] = [
+    pub const ALL: [Slice; 13] = [
         Slice::Writing,
         Slice::DirtyThrottle,
         Slice::DiskWait,
@@ -48,6 +51,7 @@ impl Slice {
         Slice::Journal,
         Slice::SourceRead,
         Slice::CpuWait,
+        Slice::RateLimit,
         Slice::Paused,
         Slice::Flushing,
         Slice::Other,
@@ -69,6 +73,7 @@ impl Slice {
             Slice::Journal => "journal",
             Slice::SourceRead => "reading source",
             Slice::CpuWait => "CPU wait",
+            Slice::RateLimit => "rate limit",
             Slice::Paused => "paused",
             Slice::Flushing => "flushing",
             Slice::Other => "other",
@@ -87,6 +92,7 @@ impl Slice {
             Slice::Journal => 'J',
             Slice::SourceRead => 'R',
             Slice::CpuWait => 'C',
+            Slice::RateLimit => 'L',
             Slice::Paused => 'P',
             Slice::Flushing => 'F',
             Slice::Other => 'o',
@@ -125,21 +131,38 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// Adds one tick of `dt_ns`. A copying tick splits by the copy threads' states at its end
-    /// (each active thread weighs the same) and the run-queue wait measured over it.
-    pub(crate) fn add(&mut self, dt_ns: u64, phase: Phase, threads: Option<&ThreadTick>) {
+    /// Adds one tick of `dt_ns`. A copying tick first gives the engine's own rate-limit
+    /// sleeps (`paced_ns`, wall time with a writer held by `--bwlimit`, measured by the engine)
+    /// their share; the rest splits by the copy threads' states at its end (each active thread
+    /// weighs the same) and the run-queue wait measured over it.
+    pub(crate) fn add(
+        &mut self,
+        dt_ns: u64,
+        phase: Phase,
+        threads: Option<&ThreadTick>,
+        paced_ns: u64,
+    ) {
         let dt = dt_ns as f64;
         match phase {
             Phase::Paused => self.ns[Slice::Paused.index()] += dt,
             Phase::Flushing => self.ns[Slice::Flushing.index()] += dt,
-            Phase::Copying => match threads {
-                None => self.ns[Slice::Unknown.index()] += dt,
-                Some(t) => {
-                    for (slice, share) in split(t, dt_ns) {
-                        self.ns[slice.index()] += share * dt;
+            Phase::Copying => {
+                let paced = if dt_ns > 0 {
+                    (paced_ns as f64 / dt).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                self.ns[Slice::RateLimit.index()] += paced * dt;
+                let rest = (1.0 - paced) * dt;
+                match threads {
+                    None => self.ns[Slice::Unknown.index()] += rest,
+                    Some(t) => {
+                        for (slice, share) in split(t, dt_ns) {
+                            self.ns[slice.index()] += share * rest;
+                        }
                     }
                 }
-            },
+            }
         }
     }
 
@@ -308,6 +331,36 @@ mod tests {
 
     const MS100: u64 = 100_000_000;
 
+    impl Budget {
+        /// A tick with no rate-limit sleep.
+        fn add_t(&mut self, dt_ns: u64, phase: Phase, threads: Option<&ThreadTick>) {
+            self.add(dt_ns, phase, threads, 0);
+        }
+    }
+
+    #[test]
+    fn the_engines_own_pacing_is_the_rate_limit_share() {
+        // A writer that slept 90 ms of a 100 ms tick for --bwlimit and wrote for the rest:
+        // idle (sleeping) at the sample, as a paced writer mostly is.
+        let mut b = Budget::default();
+        let idle = tick(&[(WaitClass::Sleeping, 1)], 0);
+        b.add(MS100, Phase::Copying, Some(&idle), 90_000_000);
+        let running = tick(&[(WaitClass::Running, 1)], 0);
+        b.add(MS100, Phase::Copying, Some(&running), 90_000_000);
+        assert!((b.share(Slice::RateLimit) - 0.9).abs() < 1e-9);
+        assert!((b.share(Slice::Other) - 0.05).abs() < 1e-9);
+        assert!((b.share(Slice::Writing) - 0.05).abs() < 1e-9);
+        // Measured by the engine: counts as measured even without thread states.
+        let mut b = Budget::default();
+        b.add(MS100, Phase::Copying, None, 80_000_000);
+        assert!((b.measured() - 0.8).abs() < 1e-9 && b.is_measured());
+        // More than the tick (clock skew between the engine and the sampler): capped.
+        let mut b = Budget::default();
+        b.add(MS100, Phase::Copying, None, 2 * MS100);
+        assert_eq!(b.share(Slice::RateLimit), 1.0);
+        assert!(b.text_bar(10).starts_with("[LLLLLLLLLL]  rate limit 100 %"));
+    }
+
     #[test]
     fn each_active_thread_weighs_the_same_and_idle_ones_not_at_all() {
         let mut b = Budget::default();
@@ -319,7 +372,7 @@ mod tests {
             ],
             0,
         );
-        b.add(MS100, Phase::Copying, Some(&t));
+        b.add_t(MS100, Phase::Copying, Some(&t));
         assert!((b.share(Slice::TxgWait) - 0.5).abs() < 1e-9);
         assert!((b.share(Slice::Writing) - 0.5).abs() < 1e-9);
     }
@@ -328,7 +381,7 @@ mod tests {
     fn run_queue_wait_comes_out_of_running_first_then_the_rest() {
         let mut b = Budget::default();
         // One running thread that waited 40 ms of the 100 ms tick for a CPU.
-        b.add(
+        b.add_t(
             MS100,
             Phase::Copying,
             Some(&tick(&[(WaitClass::Running, 1)], 40_000_000)),
@@ -337,7 +390,7 @@ mod tests {
         assert!((b.share(Slice::Writing) - 0.6).abs() < 1e-9);
         // Blocked at the sample but waited 50 ms on a run queue before: 50 % CPU, 50 % read.
         let mut b = Budget::default();
-        b.add(
+        b.add_t(
             MS100,
             Phase::Copying,
             Some(&tick(&[(WaitClass::SourceRead, 1)], 50_000_000)),
@@ -350,10 +403,10 @@ mod tests {
     #[test]
     fn phases_and_missing_states_have_their_own_slices() {
         let mut b = Budget::default();
-        b.add(MS100, Phase::Paused, None);
-        b.add(MS100, Phase::Flushing, None);
-        b.add(2 * MS100, Phase::Copying, None);
-        b.add(
+        b.add_t(MS100, Phase::Paused, None);
+        b.add_t(MS100, Phase::Flushing, None);
+        b.add_t(2 * MS100, Phase::Copying, None);
+        b.add_t(
             0,
             Phase::Copying,
             Some(&tick(&[(WaitClass::Sleeping, 1)], 0)),
@@ -361,7 +414,7 @@ mod tests {
         assert!((b.share(Slice::Unknown) - 0.5).abs() < 1e-9);
         assert!((b.copy_share(Slice::Unknown) - 1.0).abs() < 1e-9);
         assert_eq!(b.ns(Slice::Other), 0.0);
-        b.add(
+        b.add_t(
             MS100,
             Phase::Copying,
             Some(&tick(&[(WaitClass::Sleeping, 1)], 0)),
@@ -372,12 +425,12 @@ mod tests {
     #[test]
     fn text_bar_fills_its_width_exactly() {
         let mut b = Budget::default();
-        b.add(
+        b.add_t(
             MS100,
             Phase::Copying,
             Some(&tick(&[(WaitClass::Running, 1)], 0)),
         );
-        b.add(
+        b.add_t(
             2 * MS100,
             Phase::Copying,
             Some(&tick(&[(WaitClass::ZfsTxg, 1)], 0)),

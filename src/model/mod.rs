@@ -646,9 +646,13 @@ impl Model {
             if let (Some(c), None) = (tick.cpu, self.copy_end) {
                 self.facts.core_load(c.max_core_pct as f64);
             }
+            if let Some(u) = tick.dev_util {
+                self.facts.disk_busy(u, tick.dt());
+            }
             budget::Phase::Copying
         };
-        self.budget.add(tick.dt(), phase, tick.threads.as_ref());
+        self.budget
+            .add(tick.dt(), phase, tick.threads.as_ref(), tick.paced_ns);
     }
 
     /// The copy phase is over (last byte written, flush, fatal error, or the run finished).
@@ -1624,6 +1628,7 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
             _ => 0,
         },
         threads: ThreadTick::between(prev.threads.as_ref(), s.threads.as_ref()),
+        paced_ns: s.engine.paced_ns.saturating_sub(prev.engine.paced_ns),
     }
 }
 

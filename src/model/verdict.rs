@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Stats;
 use super::budget::{Budget, Slice};
 use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::present::quote::quote;
 use crate::sample::{Environment, TxgRow};
 
 /// A wait must hold the writer at least this share of the measured copying time to be named.
@@ -42,6 +43,8 @@ pub enum Limit {
     Journal,
     /// Nothing in the kernel held the copier: it ran on a CPU most of the time.
     Copier,
+    /// copyscope's own rate limit (`--bwlimit`, the demo's pace) held the writer.
+    RateLimit,
     /// The evidence is too thin to say.
     Unknown,
 }
@@ -96,6 +99,8 @@ pub(crate) struct Facts {
     throttle_zone: Option<(u64, u64, u64)>,
     /// Highest busiest-core load seen while copying, percent.
     max_core_pct: Option<f64>,
+    /// The destination disks' busy time while copying: (Σ util % × tick ns, Σ tick ns).
+    busy: (f64, f64),
 }
 
 impl Facts {
@@ -112,6 +117,17 @@ impl Facts {
 
     pub fn throttle_zone(&mut self, t_ns: u64, bytes: u64, dirty: u64) {
         self.throttle_zone.get_or_insert((t_ns, bytes, dirty));
+    }
+
+    /// One copying tick's destination busy (percent per disk) over `dt_ns`.
+    pub fn disk_busy(&mut self, util_pct: f64, dt_ns: u64) {
+        self.busy.0 += util_pct * dt_ns as f64;
+        self.busy.1 += dt_ns as f64;
+    }
+
+    /// The destination disks' mean busy while copying, percent.
+    fn busy_pct(&self) -> Option<f64> {
+        (self.busy.1 > 0.0).then(|| self.busy.0 / self.busy.1)
     }
 
     pub fn core_load(&mut self, pct: f64) {
@@ -142,6 +158,71 @@ pub(crate) struct Input<'a> {
     pub span: Span,
 }
 
+/// Whose time the budget is, in the verdict's words: the copier of a copy, the writers a
+/// watch followed (their threads were sampled), or — a watch that followed none — only the
+/// intake counter, with no thread states to speak of.
+struct Who {
+    /// Who ran or waited for a CPU: "the copier", "the writer 'rsync'", "the writers 'smbd',
+    /// pid 4242".
+    agent: String,
+    /// Who waited for the disks: "the writer" in a copy, else as `agent`.
+    writer: String,
+    /// "the copy", "the watched writes".
+    run: &'static str,
+    /// What drops held: "the copy", "the intake".
+    held: &'static str,
+    /// Why there is no budget: "the copier's threads were not sampled", …
+    unsampled: String,
+}
+
+impl Who {
+    fn of(env: &Environment) -> Who {
+        let Some(w) = &env.watched else {
+            return Who {
+                agent: "the copier".into(),
+                writer: "the writer".into(),
+                run: "the copy",
+                held: "the copy",
+                unsampled: "the copier's threads were not sampled".into(),
+            };
+        };
+        let names: Vec<String> = w
+            .comms
+            .iter()
+            .map(quote)
+            .chain(w.pids.iter().map(|p| format!("pid {p}")))
+            .collect();
+        if names.is_empty() {
+            let intake = if w.intake.is_empty() {
+                String::new()
+            } else {
+                format!(", {},", w.intake)
+            };
+            return Who {
+                agent: "the writers".into(),
+                writer: "the writers".into(),
+                run: "the watched writes",
+                held: "the intake",
+                unsampled: format!(
+                    "only the intake{intake} was measured: no writer was followed with --pid or --comm"
+                ),
+            };
+        }
+        let agent = match (names.as_slice(), w.comms.len()) {
+            ([one], 1) => format!("the writer {one}"),
+            ([one], _) => format!("the writer ({one})"),
+            (all, _) => format!("the writers {}", all.join(", ")),
+        };
+        Who {
+            unsampled: format!("the threads of {agent} could not be read"),
+            writer: agent.clone(),
+            agent,
+            run: "the watched writes",
+            held: "the writes",
+        }
+    }
+}
+
 /// The verdict of a run.
 pub(crate) fn judge(i: &Input) -> Verdict {
     let copy_secs = i.budget.copying_ns() / 1e9;
@@ -151,7 +232,8 @@ pub(crate) fn judge(i: &Input) -> Verdict {
             rate_bps: None,
             compressed_ratio: None,
             text: format!(
-                "Unknown: the copy lasted {}, too short to name a limit.",
+                "Unknown: {} lasted {}, too short to name a limit.",
+                Who::of(i.env).run,
                 fmt_secs(copy_secs)
             ),
         };
@@ -183,9 +265,12 @@ fn pct(share: f64) -> String {
 /// The verdict from where the writer's time went.
 fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     let b = i.budget;
+    let who = Who::of(i.env);
+    let (agent, writer) = (&who.agent, &who.writer);
     let measured_ns = b.copying_ns() - b.ns(Slice::Unknown);
     // The disk's two faces add up: paced by the page cache, or waiting for the device's queue.
     let waits = [
+        (Limit::RateLimit, vec![Slice::RateLimit]),
         (Limit::Pool, vec![Slice::TxgWait]),
         (Limit::Disk, vec![Slice::DirtyThrottle, Slice::DiskWait]),
         (Limit::Source, vec![Slice::SourceRead]),
@@ -209,10 +294,11 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
                 Limit::Copier,
                 Some(avg),
                 format!(
-                    "Not held by the kernel: the copier ran on a CPU {} of the time and no wait held it {} of the time; {} is the rate of the copy itself.",
+                    "Not held by the kernel: {agent} ran on a CPU {} of the time and no wait held it {} of the time; {} is the pace of {} itself.",
                     pct(b.share(Slice::Writing)),
                     pct(NAMED_SHARE),
-                    fmt_rate(avg)
+                    fmt_rate(avg),
+                    who.run
                 ),
             );
         }
@@ -220,7 +306,7 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             Limit::Unknown,
             None,
             format!(
-                "Unknown: no single wait held the writer {} of the time ({}).",
+                "Unknown: no single wait held {writer} {} of the time ({}).",
                 pct(NAMED_SHARE),
                 b.legend()
             ),
@@ -228,13 +314,14 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     };
     let held = pct(slices.iter().map(|s| b.share(*s)).sum());
     match limit {
-        Limit::Pool => pool(i, &format!("the writer waited for them {held} of the time")),
+        Limit::RateLimit => rate_limit(i, &held),
+        Limit::Pool => pool(i, &format!("{writer} waited for them {held} of the time")),
         Limit::Disk => {
             let how = match (b.share(Slice::DirtyThrottle), b.share(Slice::DiskWait)) {
-                (d, 0.0) => format!("the writer was held by dirty throttling {}", pct(d)),
-                (0.0, w) => format!("the writer waited for the disk {}", pct(w)),
+                (d, 0.0) => format!("{writer} was held by dirty throttling {}", pct(d)),
+                (0.0, w) => format!("{writer} waited for the disk {}", pct(w)),
                 (d, w) => format!(
-                    "the writer was held by dirty throttling {} and waited for the disk {}",
+                    "{writer} was held by dirty throttling {} and waited for the disk {}",
                     pct(d),
                     pct(w)
                 ),
@@ -253,11 +340,12 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             limit,
             Some(avg),
             format!(
-                "CPU: the copier waited for a core {held} of the time{}; the copy averaged {}.",
+                "CPU: {agent} waited for a core {held} of the time{}; {} averaged {}.",
                 i.facts
                     .max_core_pct
                     .map(|c| format!(" (busiest core {c:.0} % busy)"))
                     .unwrap_or_default(),
+                who.run,
                 fmt_rate(avg)
             ),
         ),
@@ -265,7 +353,7 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             limit,
             Some(avg),
             format!(
-                "Limited by synchronous writes, {}: the writer waited in zil_commit or fsync {held} of the time.",
+                "Limited by synchronous writes, {}: {writer} waited in zil_commit or fsync {held} of the time.",
                 fmt_rate(avg)
             ),
         ),
@@ -273,11 +361,35 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             Limit::Journal,
             Some(avg),
             format!(
-                "Limited by the ext4 journal, {}: the writer waited for jbd2 {held} of the time.",
+                "Limited by the ext4 journal, {}: {writer} waited for jbd2 {held} of the time.",
                 fmt_rate(avg)
             ),
         ),
     }
+}
+
+/// "Limited by --bwlimit 20 MB/s: the copy waited for its own rate limit 92 % of the time;
+/// the destination disk was 3 % busy." The wait is the engine's own count of its pacing
+/// sleeps; the disk's figure says whether the disk could have gone faster.
+fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
+    let avg = i.stats.avg_bps;
+    let rate = i.env.rate_limit_bps.map(|b| b as f64);
+    let head = match rate {
+        Some(r) => format!("Limited by --bwlimit {}", fmt_rate(r)),
+        None => format!("Limited by its own rate limit, {}", fmt_rate(avg)),
+    };
+    let disk = match i.facts.busy_pct() {
+        Some(b) => format!("; the destination disk was {b:.0} % busy"),
+        None => String::new(),
+    };
+    (
+        Limit::RateLimit,
+        Some(rate.unwrap_or(avg)),
+        format!(
+            "{head}: the copy waited for its own rate limit {held} of the time{disk}; it averaged {}.",
+            fmt_rate(avg)
+        ),
+    )
 }
 
 /// Without thread states: the cause that held the copy in drops the longest, when that is a
@@ -285,13 +397,16 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
 /// stall the disks' backlog covers costs nothing, yet it is still what the writer waited on.
 fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
     let copy_secs = i.budget.copying_ns() / 1e9;
+    let who = Who::of(i.env);
     let top = i.stats.stalled_secs_by_cause.first().copied();
     let Some((cause, stalled)) = top.filter(|(_, s)| *s >= LOST_SHARE * copy_secs) else {
         return (
             Limit::Unknown,
             None,
             format!(
-                "Unknown: the copier's threads were not sampled, and drops held the copy {} of {}.",
+                "Unknown: {}, and drops held {} {} of {}.",
+                who.unsampled,
+                who.held,
                 fmt_secs(
                     i.stats
                         .stalled_secs_by_cause
@@ -305,9 +420,11 @@ fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
         );
     };
     let because = format!(
-        "drops while {cause} held the copy took {} of {} (the copier's threads were not sampled)",
+        "drops while {cause} held {} took {} of {} ({})",
+        who.held,
         fmt_secs(stalled),
-        fmt_secs(copy_secs)
+        fmt_secs(copy_secs),
+        who.unsampled
     );
     let avg = i.stats.avg_bps;
     match cause {

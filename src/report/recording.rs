@@ -254,8 +254,16 @@ impl Recording {
         model
     }
 
-    /// An empty recording with this header.
-    pub fn new(header: Header) -> Recording {
+    /// An empty recording with this header. A watch recorded before the environment named
+    /// what it watched gets it from the header's watch target (the verdict reads it there).
+    pub fn new(mut header: Header) -> Recording {
+        if let (Some(w), None) = (&header.watch, &header.environment.watched) {
+            header.environment.watched = Some(Box::new(crate::sample::Watched {
+                comms: w.comms.clone(),
+                pids: w.pids.clone(),
+                intake: w.intake.clone(),
+            }));
+        }
         Recording {
             header,
             samples: Vec::new(),

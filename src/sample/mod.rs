@@ -206,4 +206,27 @@ pub struct Environment {
     /// are (ZFS sizes `zfs_dirty_data_max` from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_total: Option<u64>,
+    /// The copy's own rate limit (`--bwlimit`, or the demo's pace), bytes/s: the verdict names
+    /// it when the writer waited for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_bps: Option<u64>,
+    /// `copyscope watch`: whose writes were measured, so the verdict speaks of them and not of
+    /// a copier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watched: Option<Box<Watched>>,
+}
+
+/// What a watch measured: the writers it followed (their threads' states are the budget), or
+/// none (only the intake counter, no thread states).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watched {
+    /// `--comm` names.
+    #[serde(default)]
+    pub comms: Vec<String>,
+    /// `--pid` values.
+    #[serde(default)]
+    pub pids: Vec<u32>,
+    /// The intake signal ("process wchar", "objset nwritten", "diskstats sectors written").
+    #[serde(default)]
+    pub intake: String,
 }

@@ -150,6 +150,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
                 scan_done: t >= 0.5,
                 read_ns: (t * 0.2e9) as u64,
                 write_ns: (t * 0.7e9) as u64,
+                paced_ns: 0,
             },
             page_cache: Some(PageCache {
                 dirty: 120_000_000,

@@ -1058,6 +1058,7 @@ fn slice_colour(slice: Slice) -> &'static str {
         Slice::Journal => "#b45309",
         Slice::SourceRead => "#0891b2",
         Slice::CpuWait => "#ca8a04",
+        Slice::RateLimit => "#0d9488",
         Slice::Paused => "#94a3b8",
         Slice::Flushing => "#64748b",
         Slice::Other => "#cbd5e1",
