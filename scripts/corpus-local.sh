@@ -16,6 +16,11 @@
 #                       5 s to 9 s three busy loops at nice -10 share that CPU
 #   tmpfs-other-writer  1500 MB tmpfs → tmpfs at --bwlimit 150M while dd writes 3 GB to /var/tmp
 #                       (system-wide Dirty/Writeback rise, nothing holds the copier)
+#   ext4-nearly-full    `copyscope watch --comm dd` while dd writes 230 MB onto the 40 MB/s disk
+#                       with 247 MB free (1 GB disk, 660 MB preallocated; the bdi's max_ratio
+#                       raised to 30 % as a real disk has no such cap): ext4 turns delayed
+#                       allocation off and the writer waits in ext4_nonda_switch. A watch, not a
+#                       copy: copyscope's own write-behind keeps its writer out of that state
 #
 # Usage: scripts/corpus-local.sh --bin PATH/copyscope --tsampler PATH/tsampler [--out DIR]
 #        [--work DIR] [SCENARIO...]          (default: all; out: target/corpus-local/<date>)
@@ -23,7 +28,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SLOWDEV=${SLOWDEV:-/work/shared/lab/slowdev/slowdev.sh}
 BIN="" TS="" OUT="" WORK=/var/tmp/copyscope-corpus
-ALL=(ext4-disk-lowered ext4-disk-default ext4-other-writer source-stall cpu-starved tmpfs-other-writer)
+ALL=(ext4-disk-lowered ext4-disk-default ext4-other-writer source-stall cpu-starved tmpfs-other-writer ext4-nearly-full)
 SEL=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -31,7 +36,7 @@ while [ $# -gt 0 ]; do
     --tsampler) TS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     -*) echo "corpus-local: unknown argument $1" >&2; exit 2 ;;
     *) SEL+=("$1"); shift ;;
   esac
@@ -78,6 +83,24 @@ record() {
   echo "$name: rc $(cat "$OUT/$name.rc")"; tail -3 "$OUT/$name.out"
 }
 
+# record_watch NAME DEVS WRITER-CMD... : `copyscope watch --comm` of the writer on the slow disk,
+# the writer started 2 s later with the truth sampler beside it.
+record_watch() {
+  local name=$1 devs=$2; shift 2
+  sync
+  COLUMNS=100 "$BIN" watch "$WORK/dev/mnt" --comm "$(basename "$1")" --plain --until-idle 3 \
+    --duration 120 --record "$OUT/$name.jsonl" > "$OUT/$name.out" 2> "$OUT/$name.err" &
+  local w=$!
+  echo $w > "$WORK/pid"
+  sleep 2
+  "$@" & local pid=$!
+  "$TS" $pid 100 - "$devs" > "$OUT/$name.truth.csv" 2>/dev/null &
+  local ts=$!
+  wait $pid || true; wait $ts || true
+  local rc=0; wait $w || rc=$?; echo $rc > "$OUT/$name.rc"
+  echo "$name: rc $rc"; tail -3 "$OUT/$name.out"
+}
+
 slow_up() {  # slow_up MBPS SIZE
   "$SLOWDEV" down "$WORK/dev" >/dev/null 2>&1 || true
   "$SLOWDEV" up "$WORK/dev" --mbps "$1" --size "$2" >/dev/null
@@ -117,6 +140,15 @@ for sc in "${SEL[@]}"; do
       record "$sc" "$(loopname)" "$WORK/src1200.bin" "$WORK/dev/mnt/"
       wait
       restore_dirty
+      ;;
+    ext4-nearly-full)
+      slow_up 40 1G
+      fallocate -l 660M "$WORK/dev/mnt/filler"; sync
+      bdi=/sys/class/bdi/$(cat "/sys/block/$(loopname)/dev")
+      old_ratio=$(cat "$bdi/max_ratio"); echo 30 > "$bdi/max_ratio"
+      mkdir -p "$SHM"; src_file "$SHM/src230.bin" 230
+      record_watch "$sc" "$(loopname)" dd if="$SHM/src230.bin" of="$WORK/dev/mnt/big" bs=1M status=none
+      echo "$old_ratio" > "$bdi/max_ratio"
       ;;
     source-stall)
       slow_up 0 2G

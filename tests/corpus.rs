@@ -43,6 +43,26 @@ const ZFS_CAUSES: &[&str] = &["txg sync", "zfs throttle", "sync writes"];
 
 const CORPUS: &[Truth] = &[
     Truth {
+        name: "ext4-nearly-full",
+        what: "`copyscope watch --comm dd` while dd writes 230 MB onto the 40 MB/s slowdev ext4 \
+               disk with 247 MB free (1 GB, 660 MB preallocated; bdi max_ratio 30 %): ext4 \
+               turns delayed allocation off and dd waits in wb_wait_for_completion < \
+               ext4_nonda_switch for 2.8 s (truth.csv: 28 samples), then exits",
+        first_cause: &["nearly full"],
+        never: &[
+            "cpu",
+            "txg sync",
+            "zfs throttle",
+            "sync writes",
+            "source stall",
+            "unknown",
+        ],
+        drops: (1, 1),
+        known: &[(2.6, 5.3, "nearly full")],
+        max_lost_secs: 0.5,
+        phase: false,
+    },
+    Truth {
         name: "ext4-disk-lowered",
         what: "1200 MB onto the 40 MB/s slowdev ext4 disk, dirty limits 100/300 MB: disk-bound \
                after ~0.3 GB; the writer alternates between balance_dirty_pages and ~2 s stalls \
@@ -241,7 +261,7 @@ fn replay(rec: &Recording) -> Model {
         .collect();
     items.sort_by_key(|(t, _)| *t);
     Model::replay_stream(
-        ModelConfig::default(),
+        rec.model_config(ModelConfig::default()),
         rec.header.environment.clone(),
         items.iter().map(|(_, i)| match i {
             Item::Sample(s) => ReplayItem::Sample(s),
@@ -378,6 +398,7 @@ fn the_copy_threads_kernel_waits_are_recognised() {
         ("ext4-other-writer", WaitClass::DirtyThrottle),
         ("ext4-disk-default", WaitClass::DirtyThrottle),
         ("cpu-starved", WaitClass::Running),
+        ("ext4-nearly-full", WaitClass::NearlyFull),
     ];
     for (name, class) in cases {
         let rec = Recording::load(&corpus_dir().join(format!("{name}.jsonl"))).unwrap();

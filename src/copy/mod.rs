@@ -38,6 +38,9 @@ pub struct Progress {
     pub paced_ns: AtomicU64,
     /// Writers sleeping for `--bwlimit` now, and since when one has been.
     pub(crate) pacers: Mutex<(u32, Option<std::time::Instant>)>,
+    /// Watch mode: at the last tick a followed writer was held in a kernel write wait (a
+    /// stall, which `--until-idle` must not take for the writer going quiet).
+    pub writer_held: AtomicBool,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).
     pub current: Mutex<Option<CurrentFile>>,
 }

@@ -134,7 +134,9 @@ fn spawn_watcher(
         let (mut last, mut changed) = (0, Instant::now());
         loop {
             let written = progress.bytes_copied.load(Ordering::Relaxed);
-            if written != last {
+            // A writer held in the kernel (a txg, dirty throttling, a nearly full disk) is
+            // stalled, not quiet: the stall is what is being watched.
+            if written != last || progress.writer_held.load(Ordering::Relaxed) {
                 (last, changed) = (written, Instant::now());
             }
             let cancelled = control.cancelled.load(Ordering::SeqCst);

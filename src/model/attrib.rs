@@ -431,6 +431,13 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
             });
         }
     }
+    // A nearly full ext4 makes every write wait for the filesystem's writeback first: the
+    // root of the writeback waits found below, so it comes first.
+    if !cx.on_zfs && stacks && e.held(WaitClass::NearlyFull) >= HELD_SHARE {
+        causes.push(Cause::NearlyFull {
+            held_pct: e.held(WaitClass::NearlyFull) * 100.0,
+        });
+    }
     // On ZFS, file data never passes through the page cache's dirty accounting; without a
     // device of its own (tmpfs) nothing is written back.
     if !cx.on_zfs && has_device && e.page_ns > 0 {

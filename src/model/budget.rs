@@ -105,7 +105,7 @@ impl Slice {
         Some(match class {
             WaitClass::Running => Slice::Writing,
             WaitClass::DirtyThrottle => Slice::DirtyThrottle,
-            WaitClass::WritebackWait => Slice::DiskWait,
+            WaitClass::WritebackWait | WaitClass::NearlyFull => Slice::DiskWait,
             WaitClass::ZfsTxg => Slice::TxgWait,
             WaitClass::ZilCommit | WaitClass::SyncWait => Slice::SyncWrites,
             WaitClass::Journal => Slice::Journal,

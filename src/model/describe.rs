@@ -41,6 +41,7 @@ impl Cause {
             Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => "cpu",
             Cause::ZilCommit { .. } => "sync writes",
             Cause::JournalWait { .. } => "journal",
+            Cause::NearlyFull { .. } => "nearly full",
             Cause::AnotherWriter { .. } => "another writer",
             Cause::NetworkReceive { .. } => "network",
             Cause::Unknown => "unknown",
@@ -157,6 +158,10 @@ impl Cause {
             Cause::JournalWait { held_pct } => {
                 format!("ext4 journal: writer waiting on jbd2 {held_pct:.0} % of the time")
             }
+            Cause::NearlyFull { held_pct } => format!(
+                "filesystem nearly full: ext4 stopped delaying allocation, writer waiting for \
+                 its writeback {held_pct:.0} % of the time"
+            ),
             Cause::AnotherWriter {
                 device, other_bps, ..
             } => format!(

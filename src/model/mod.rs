@@ -167,6 +167,11 @@ pub enum Cause {
     JournalWait {
         held_pct: f64,
     },
+    /// ext4 nearly full: delayed allocation off, the writer waited in `ext4_nonda_switch` for
+    /// the filesystem's writeback before each allocation.
+    NearlyFull {
+        held_pct: f64,
+    },
     /// Other processes wrote to the destination's disks while they ran saturated and held
     /// the writer: what the disks wrote beyond what this copy can have given them.
     AnotherWriter {
@@ -373,7 +378,8 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes in §5a order, for per-cause totals.
-const CAUSE_LABELS: [&str; 12] = [
+const CAUSE_LABELS: [&str; 13] = [
+    "nearly full",
     "another writer",
     "txg sync",
     "zfs throttle",
@@ -419,18 +425,19 @@ fn by_cause(secs: [f64; CAUSE_LABELS.len()]) -> Vec<(&'static str, f64)> {
 
 fn cause_index(c: &Cause) -> usize {
     match c {
-        Cause::AnotherWriter { .. } => 0,
-        Cause::TxgSync { .. } => 1,
-        Cause::ZfsThrottle { .. } => 2,
-        Cause::ZilCommit { .. } => 3,
-        Cause::DirtyThrottle { .. } => 4,
-        Cause::WritebackBurst { .. } => 5,
-        Cause::JournalWait { .. } => 6,
-        Cause::DeviceSaturated { .. } => 7,
-        Cause::SourceStall { .. } => 8,
-        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 9,
-        Cause::NetworkReceive { .. } => 10,
-        Cause::Unknown => 11,
+        Cause::NearlyFull { .. } => 0,
+        Cause::AnotherWriter { .. } => 1,
+        Cause::TxgSync { .. } => 2,
+        Cause::ZfsThrottle { .. } => 3,
+        Cause::ZilCommit { .. } => 4,
+        Cause::DirtyThrottle { .. } => 5,
+        Cause::WritebackBurst { .. } => 6,
+        Cause::JournalWait { .. } => 7,
+        Cause::DeviceSaturated { .. } => 8,
+        Cause::SourceStall { .. } => 9,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 10,
+        Cause::NetworkReceive { .. } => 11,
+        Cause::Unknown => 12,
     }
 }
 
@@ -457,6 +464,10 @@ pub struct Model {
     evidence: Option<Evidence>,
     txgs: TxgTracker,
     first_byte_t: Option<u64>,
+    /// Watch mode: every followed writer had exited at the last tick (and whether that was
+    /// already said once).
+    writers_gone: bool,
+    writers_gone_said: bool,
     paused_since: Option<u64>,
     paused_ns: u64,
     resume_at: Option<u64>,
@@ -523,6 +534,8 @@ impl Model {
             evidence: None,
             txgs: TxgTracker::default(),
             first_byte_t: None,
+            writers_gone: false,
+            writers_gone_said: false,
             paused_since: None,
             paused_ns: 0,
             resume_at: None,
@@ -635,7 +648,8 @@ impl Model {
     /// Adds the tick to the writer's time budget, in the phase the copy is in at its end;
     /// nothing after the flush or the end of the run.
     fn add_to_budget(&mut self, tick: &TickInfo) {
-        if self.finished_at.is_some() || self.flush_done.is_some() {
+        // Watch mode: no time of a writer that is gone.
+        if self.finished_at.is_some() || self.flush_done.is_some() || self.no_writer_alive(tick) {
             return;
         }
         let phase = if self.paused_since.is_some() {
@@ -699,6 +713,9 @@ impl Model {
     fn detect(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         if self.first_byte_t.is_none() && tick.bytes > 0 {
             self.first_byte_t = Some(tick.t0);
+        }
+        if self.writers_exited(tick, out) {
+            return;
         }
         let enabled = self.first_byte_t.is_some()
             && self.paused_since.is_none()
@@ -983,6 +1000,35 @@ impl Model {
         self.interrupt(t, out);
     }
 
+    /// Watch mode: with writers followed and none of them alive any more, writes stopped
+    /// because the writer is gone, not because anything held it: no drop (an open one ends
+    /// where the last writer exited), said once, until a followed writer runs again.
+    fn no_writer_alive(&self, tick: &TickInfo) -> bool {
+        self.cfg.stopped_tail_is_end
+            && tick
+                .threads
+                .is_some_and(|t| t.classes.iter().all(|n| *n == 0))
+    }
+
+    fn writers_exited(&mut self, tick: &TickInfo, out: &mut Vec<Event>) -> bool {
+        let gone = self.no_writer_alive(tick);
+        if gone && !self.writers_gone {
+            self.interrupt(tick.t0, out);
+            if !self.writers_gone_said {
+                self.writers_gone_said = true;
+                out.push(Event {
+                    t_ns: tick.t0,
+                    kind: EventKind::Note {
+                        text: "the followed writers exited: no drops until one writes again"
+                            .to_string(),
+                    },
+                });
+            }
+        }
+        self.writers_gone = gone;
+        gone
+    }
+
     fn interrupt(&mut self, t: u64, out: &mut Vec<Event>) {
         match self.detector.interrupt(t) {
             Some(span) => out.extend(self.close_drop(span, t)),
@@ -1200,14 +1246,25 @@ impl Model {
         }
         match self.stopped_tail() {
             Some(start) => {
+                // What held the writer so far, when the evidence names something.
+                let held = self.open_drop().and_then(|e| match e.kind {
+                    EventKind::Drop(d) => d
+                        .causes
+                        .first()
+                        .filter(|c| !matches!(c, Cause::Unknown))
+                        .map(Cause::describe),
+                    _ => None,
+                });
                 self.detector.interrupt(t_ns);
                 self.evidence = None;
+                let mut text =
+                    "writes stopped here and had not resumed when the watch ended".to_string();
+                if let Some(h) = held {
+                    text.push_str(&format!(" (so far: {h})"));
+                }
                 out.push(Event {
                     t_ns: start,
-                    kind: EventKind::Note {
-                        text: "writes stopped here and had not resumed when the watch ended"
-                            .to_string(),
-                    },
+                    kind: EventKind::Note { text },
                 });
             }
             None => self.interrupt(t_ns, &mut out),

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::net::NetReader;
 use super::reader::SignalReader;
 use super::writers::{WriterReader, WritersTick};
-use super::{Environment, Sample};
+use super::{Environment, Sample, WaitClass};
 use crate::copy::{Progress, ProgressSnapshot};
 
 /// Where the intake figure comes from.
@@ -101,6 +101,12 @@ impl Intake {
             self.last = self.last.max(now.saturating_sub(base));
         }
         s.engine.bytes_copied = self.last;
+        let held = s.threads.as_ref().is_some_and(|t| {
+            WaitClass::ALL
+                .iter()
+                .any(|c| c.is_destination() && t.count(*c) > 0)
+        });
+        self.progress.writer_held.store(held, Ordering::Relaxed);
         self.progress
             .bytes_copied
             .store(self.last, Ordering::Relaxed);
