@@ -397,6 +397,7 @@ const CAUSE_LABELS: [&str; 13] = [
 /// The same causes' stable machine names (the `cause` tag of the JSON output; the metrics'
 /// `cause` label). `cpu_starved` also counts the retired `cpu_saturated`.
 pub const CAUSE_NAMES: [&str; CAUSE_LABELS.len()] = [
+    "nearly_full",
     "another_writer",
     "txg_sync",
     "zfs_throttle",
