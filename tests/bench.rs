@@ -114,6 +114,51 @@ fn runs_every_phase_and_leaves_dir_as_it_was() {
     assert_eq!(pngs, 5, "{:?}", names(&shots));
     // The text summary is printed for the post as well.
     assert!(stdout.contains("tree read back"), "{stdout}");
+    // Each phase's own summary: a read phase says what it measured, never "--no-sync".
+    let section = |name: &str| {
+        let start = stdout
+            .find(&format!("== bench phase: {name} =="))
+            .unwrap_or_else(|| panic!("{name} in {stdout}"));
+        let rest = &stdout[start + 4..];
+        rest[..rest.find("== bench phase").unwrap_or(rest.len())].to_string()
+    };
+    for name in ["read back", "tree read back"] {
+        let s = section(name);
+        assert!(
+            s.contains(", read 0:") && s.contains("read from the device "),
+            "{name}: {s}"
+        );
+        assert!(
+            s.contains("posix_fadvise(DONTNEED)") && s.contains("nothing to make durable"),
+            "{name}: {s}"
+        );
+        assert!(
+            !s.contains("--no-sync") && !s.contains("speed to cache"),
+            "{name}: {s}"
+        );
+    }
+    let s = section("write random");
+    assert!(
+        s.contains("speed to cache") && s.contains("(after syncfs)"),
+        "{s}"
+    );
+}
+
+/// `--quick` says the sizes the phases used, not the ones asked for.
+#[test]
+fn quick_notes_the_sizes_used() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("d");
+    fs::create_dir(&dir).unwrap();
+    let out = t.path().join("out");
+    let o = util::run_timeout(bench(&dir, &out, &["--quick"]), Duration::from_secs(120));
+    assert!(o.status.success(), "{o:?}");
+    let md = fs::read_to_string(out.join("bench.md")).unwrap();
+    assert!(
+        md.contains("--quick: each phase stopped after 12 s or at its planned size: write zeros 8.39 MB, write random 8.39 MB (planned 8.39 MB each), tree write 4.19 MB in 40 files (planned 4.19 MB in 40)"),
+        "{md}"
+    );
+    assert!(!md.contains("(--size)"), "no planned-size note: {md}");
 }
 
 #[test]
@@ -267,4 +312,94 @@ fn a_full_filesystem_stops_the_bench_and_cleans_up() {
     assert!(names(&dir).is_empty(), "scratch removed: {:?}", names(&dir));
     let md = fs::read_to_string(out.join("bench.md")).unwrap();
     assert!(md.contains("stopped: the filesystem is full"), "{md}");
+}
+
+/// `s` during a bench writes where a copy's `s` does — into --screenshot DIR, else the current
+/// directory — and the footer says where; never into the bench's DIR or results directory.
+#[test]
+fn s_in_the_bench_tui_writes_where_a_copys_s_does() {
+    if !have("tmux") {
+        panic!("tmux is required for this test (.ci/run installs it)");
+    }
+    for with_dir in [true, false] {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("d");
+        let cwd = t.path().join("cwd");
+        let shots = t.path().join("shots");
+        fs::create_dir(&dir).unwrap();
+        fs::create_dir(&cwd).unwrap();
+        let out = t.path().join("out");
+        let exit_file = t.path().join("rc");
+        let shot_arg = if with_dir {
+            format!("--screenshot {}", shots.display())
+        } else {
+            String::new()
+        };
+        let cmd = format!(
+            "cd {} && {} bench {} --out {} {shot_arg} --size 64M --files 40 --tree-size 4M; echo $? > {}; sleep 60",
+            cwd.display(),
+            util::bin(),
+            dir.display(),
+            out.display(),
+            exit_file.display()
+        );
+        let tm = Tmux::start(
+            if with_dir {
+                "bench-s-dir"
+            } else {
+                "bench-s-cwd"
+            },
+            100,
+            30,
+            &cmd,
+            &[
+                ("COPYSCOPE_TEST_THROTTLE_BPS", "8000000"),
+                ("TERM", "xterm-256color"),
+            ],
+        );
+        tm.wait_for("the bench's live chart", Duration::from_secs(20), |s| {
+            s.contains("write zeros") && s.contains("MB/s")
+        });
+        tm.send("s");
+        let screen = tm.wait_for("the screenshot message", Duration::from_secs(20), |s| {
+            s.contains("wrote ")
+        });
+        let want = if with_dir { &shots } else { &cwd };
+        let pngs: Vec<String> = names(want)
+            .into_iter()
+            .filter(|n| n.starts_with("copyscope-") && n.ends_with(".png"))
+            .collect();
+        assert_eq!(pngs.len(), 1, "{with_dir}: {:?}\n{screen}", names(want));
+        // The footer names the directory the files went to.
+        let said = if with_dir {
+            shots.display().to_string()
+        } else {
+            format!("./{}", pngs[0].trim_end_matches(".png"))
+        };
+        let flat: String = screen.lines().map(str::trim).collect::<Vec<_>>().join("");
+        assert!(
+            flat.contains(&said) || screen.contains(&said),
+            "{said} not on screen:\n{screen}"
+        );
+        if with_dir {
+            assert!(
+                !names(&cwd).iter().any(|n| n.starts_with("copyscope-")),
+                "{:?}",
+                names(&cwd)
+            );
+        }
+        tm.send("q");
+        tm.wait_for("the cancel question", Duration::from_secs(5), |s| {
+            s.contains("Cancel")
+        });
+        tm.send("q");
+        let rc = wait_file(&exit_file, Duration::from_secs(20)).expect("bench exited");
+        assert_eq!(rc.trim(), "130");
+        assert!(names(&dir).is_empty(), "scratch removed: {:?}", names(&dir));
+        assert!(
+            !names(&out).iter().any(|n| n.starts_with("copyscope-")),
+            "{:?}",
+            names(&out)
+        );
+    }
 }

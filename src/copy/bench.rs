@@ -79,6 +79,11 @@ impl Phase {
         }
     }
 
+    /// The phase of this name (a recording's `bench` header field).
+    pub fn named(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Whether the phase writes (and ends with a flush) or reads.
     pub fn writes(self) -> bool {
         matches!(

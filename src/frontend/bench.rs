@@ -129,11 +129,10 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
         }
         _ => tree_want,
     };
+    // --quick: what each phase really wrote is known only afterwards (quick_note); the
+    // planned sizes above would be misread as the sizes used.
     if req.quick {
-        notes.push(format!(
-            "--quick: each phase stopped after {} s; the read-backs read what was written",
-            QUICK_PHASE.as_secs()
-        ));
+        notes.clear();
     }
     (
         BenchSize {
@@ -209,8 +208,9 @@ fn run_phase(
     let mut phase_config = config.clone();
     phase_config.display.record = Some(recording.to_path_buf());
     // The pictures are written per phase, named after it, once the bench has ended: the
-    // session's own would be named after the start second, and short phases share one.
-    phase_config.display.screenshot = None;
+    // session's own would be named after the start second, and short phases share one. The
+    // `s` key still writes where a copy's does: --screenshot DIR, else the current directory.
+    let shots = phase_config.display.screenshot.take();
     if choose_frontend(config) == Frontend::Tui {
         let ui_header = UiHeader {
             source,
@@ -218,7 +218,7 @@ fn run_phase(
             fs: String::new(),
         };
         let app = crate::frontend::live::new_app(d, &sess, ui_header);
-        crate::frontend::live::run_session_tui(&phase_config, sess, app, None, None)
+        crate::frontend::live::run_session_tui_with(&phase_config, sess, app, None, None, shots)
     } else {
         if !d.json {
             println!("== bench phase: {} ==", phase.name());
@@ -226,6 +226,60 @@ fn run_phase(
         let p = crate::frontend::stream::Printer::new(d.json);
         crate::frontend::stream::run_session(&phase_config.display, sess, p, None, None)
     }
+}
+
+/// The `--quick` note, from what the phases really wrote: each phase stops after
+/// [`QUICK_PHASE`] or at its planned size, so the sizes used are the written ones
+/// ("--quick: each phase stopped after 12 s or at its size: write zeros 1.20 GB, write random
+/// 900 MB (planned 16 GB each), tree write 310 MB in 820 files (planned 6.80 GB); …").
+fn quick_note(planned: &BenchSize, used: &[(Phase, u64, u64)], ram: u64) -> String {
+    let b = |n: u64| crate::report::export::units::fmt_bytes(n as f64);
+    let wrote = |want: Phase| used.iter().find(|(p, _, _)| *p == want);
+    let mut parts = Vec::new();
+    let seq: Vec<String> = [Phase::WriteZeros, Phase::WriteRandom]
+        .into_iter()
+        .filter_map(|p| wrote(p).map(|(_, bytes, _)| format!("{} {}", p.name(), b(*bytes))))
+        .collect();
+    if !seq.is_empty() {
+        parts.push(format!(
+            "{} (planned {} each)",
+            seq.join(", "),
+            b(planned.seq_bytes)
+        ));
+    }
+    if let Some((p, bytes, files)) = wrote(Phase::TreeWrite) {
+        parts.push(format!(
+            "{} {} in {} files (planned {} in {})",
+            p.name(),
+            b(*bytes),
+            files,
+            b(planned.tree_bytes),
+            planned.tree_files
+        ));
+    }
+    let largest = used
+        .iter()
+        .filter(|(p, _, _)| p.writes())
+        .map(|(_, bytes, _)| *bytes)
+        .max()
+        .unwrap_or(0);
+    let ram_note = if ram > 0 && largest < ram.saturating_mul(2) {
+        format!(
+            "; each write is less than 2 x RAM ({}), so part of it may stay in RAM: read the durable figure",
+            b(ram.saturating_mul(2))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "--quick: each phase stopped after {} s or at its planned size: {}; the read-backs read what was written{ram_note}",
+        QUICK_PHASE.as_secs(),
+        if parts.is_empty() {
+            "no phase ran".to_string()
+        } else {
+            parts.join(", ")
+        }
+    )
 }
 
 /// `copyscope bench DIR`.
@@ -352,6 +406,13 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
             },
         });
     }
+    if req.quick {
+        let used: Vec<(Phase, u64, u64)> = results
+            .iter()
+            .map(|(p, _, o)| (*p, o.bytes_copied, o.files_copied))
+            .collect();
+        notes.insert(0, quick_note(&size, &used, env.mem_total.unwrap_or(0)));
+    }
     if env.fs_type.as_deref() == Some("zfs")
         && let Some(ds) = &env.zfs_dataset
         && let Some(c) = zfs_compression(ds)
@@ -396,4 +457,40 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
         );
     }
     status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_note_states_what_was_written_not_what_was_planned() {
+        let planned = BenchSize {
+            seq_bytes: 16_000_000_000,
+            tree_files: 14_139,
+            tree_bytes: 6_800_000_000,
+            phase_limit: Some(QUICK_PHASE),
+            throttle_bps: None,
+        };
+        let used = [
+            (Phase::WriteZeros, 1_200_000_000, 1),
+            (Phase::WriteRandom, 900_000_000, 1),
+            (Phase::ReadBack, 900_000_000, 1),
+            (Phase::TreeWrite, 310_000_000, 820),
+            (Phase::TreeRead, 310_000_000, 820),
+        ];
+        let note = quick_note(&planned, &used, 8_000_000_000);
+        assert!(
+            note.starts_with("--quick: each phase stopped after 12 s or at its planned size: write zeros 1.20 GB, write random 900 MB (planned 16.0 GB each), tree write 310 MB in 820 files (planned 6.80 GB in 14139)"),
+            "{note}"
+        );
+        assert!(note.contains("less than 2 x RAM (16.0 GB)"), "{note}");
+        // A cancelled bench: only the phases that ran.
+        let note = quick_note(&planned, &used[..1], 0);
+        assert!(
+            note.contains("write zeros 1.20 GB (planned 16.0 GB each);"),
+            "{note}"
+        );
+        assert!(!note.contains("tree") && !note.contains("RAM"), "{note}");
+    }
 }

@@ -222,6 +222,20 @@ pub(crate) fn run_session_tui(
     conflicts: Option<tokio::sync::mpsc::UnboundedReceiver<crate::frontend::tui::AskRequest>>,
     watch: Option<&crate::frontend::watch::WatchLines>,
 ) -> CopyOutcome {
+    let shots = config.display.screenshot.clone();
+    run_session_tui_with(config, sess, app, conflicts, watch, shots)
+}
+
+/// [`run_session_tui`] with the directory `s` writes into given apart from `--screenshot`
+/// (the bench takes its own end-of-phase pictures, yet its `s` writes where a copy's does).
+pub(crate) fn run_session_tui_with(
+    config: &Config,
+    sess: Session,
+    app: App,
+    conflicts: Option<tokio::sync::mpsc::UnboundedReceiver<crate::frontend::tui::AskRequest>>,
+    watch: Option<&crate::frontend::watch::WatchLines>,
+    shots: Option<PathBuf>,
+) -> CopyOutcome {
     let d = &config.display;
     let opts = app.opts;
     let control = sess.control.clone();
@@ -251,7 +265,7 @@ pub(crate) fn run_session_tui(
     let mut hooks = Hooks {
         recorder: &mut recorder,
         header: &header,
-        screenshot_dir: d.screenshot.clone(),
+        screenshot_dir: shots,
         metrics: metrics.as_ref(),
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -324,13 +338,14 @@ pub(crate) fn run_session_tui(
     if let Some(app) = app.as_ref() {
         let data = ChartData::from_model(&app.model, &header, Some(&summary));
         let width = crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).clamp(40, 100));
-        out(&crate::report::summary::final_summary(
+        out(&crate::report::summary::final_summary_as(
             &data,
             &app.model,
             opts.theme.ascii(),
             opts.units,
             watch.is_none().then_some(&outcome),
             width,
+            crate::report::plain::reads(header.bench.as_deref()),
         ));
         if let Some(w) = watch {
             out(&w.summary_text(&outcome, opts.units == Units::Binary));

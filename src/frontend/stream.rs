@@ -21,7 +21,7 @@ use crate::model::{Cause, Event, EventKind, Model};
 use crate::present::format::fmt_clock;
 use crate::present::quote::{file_line, quote, shell_escape};
 use crate::report::json;
-use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, summary_text, verify_line};
+use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, verify_line};
 use crate::report::prompt::StdinAsk;
 
 fn emit(line: &str) {
@@ -371,7 +371,12 @@ pub(crate) fn run_session(
                 ));
                 t
             }
-            None => summary_text(&outcome, Some(&st), d.binary),
+            None => crate::report::plain::summary_text_as(
+                &outcome,
+                Some(&st),
+                d.binary,
+                crate::report::plain::reads(header.bench.as_deref()),
+            ),
         };
         let bar = model.budget().text_bar(40);
         if !bar.is_empty() {

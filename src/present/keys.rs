@@ -68,7 +68,7 @@ pub const KEYS: [Key; 16] = [
     key("Home End", "jump to the start / the end", Mode::Replay),
     key(
         "s",
-        "screenshot: PNG, SVG, text chart, Markdown",
+        "screenshot (PNG, SVG, text, Markdown) to --screenshot DIR or ./",
         Mode::Both,
     ),
     key("t", "x axis: time / percent complete", Mode::Both),

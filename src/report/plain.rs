@@ -238,6 +238,12 @@ fn issue_block(out: &mut String, title: &str, items: &[crate::copy::FileIssue]) 
 /// The model's figures, as every text summary words them: "speed to cache A (min B, peak C),
 /// DURABLE" and, when there were drops, "drops: N (T s lost: cause S s, ...)".
 pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
+    speeds_text_as(st, "speed to cache", durable, binary)
+}
+
+/// [`speeds_text`] with its own name for the average ("read from the device" for a bench
+/// phase that reads).
+pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> String {
     // A copy shorter than one sample interval (or a summary without a model) has no per-tick
     // speed: "n/a", not "min 0, peak 0".
     let extremes = if st.peak_bps > 0.0 {
@@ -250,7 +256,7 @@ pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
         "min/peak n/a".to_string()
     };
     let mut s = format!(
-        "  speed to cache {} ({extremes}), {durable}\n",
+        "  {what} {} ({extremes}), {durable}\n",
         rate(st.avg_bps, binary),
     );
     if st.drops > 0 {
@@ -281,6 +287,21 @@ pub fn speeds_text(st: &Stats, durable: &str, binary: bool) -> String {
 /// figures as the TUI header and every export), problems, verification. Without a model (the
 /// TUI never started) the engine's own two speeds stand in.
 pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String {
+    summary_text_as(o, st, binary, false)
+}
+
+/// What a bench phase's recording header (`bench`) says about its data: true for a phase that
+/// reads back (its summary then speaks of reading, not of copying and flushing).
+pub fn reads(bench: Option<&str>) -> bool {
+    bench
+        .and_then(crate::copy::bench::Phase::named)
+        .is_some_and(|p| !p.writes())
+}
+
+/// [`summary_text`]; `reads`: a bench phase that reads back what an earlier phase wrote and
+/// flushed, after dropping its cached pages, so its rate is the device's (or the ZFS ARC's)
+/// read rate and there is nothing to make durable.
+pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads: bool) -> String {
     let engine_only;
     let st = match st {
         Some(st) => st,
@@ -297,10 +318,11 @@ pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String
         ExitStatus::Cancelled => "cancelled",
     };
     s.push_str(&format!(
-        "copyscope: {head}: {} in {} file{}, copy {}",
+        "copyscope: {head}: {} in {} file{}, {} {}",
         bytes(o.bytes_copied, binary),
         o.files_copied,
         if o.files_copied == 1 { "" } else { "s" },
+        if reads { "read" } else { "copy" },
         clock(o.copy_secs)
     ));
     if let Some(f) = o.flush_secs {
@@ -317,6 +339,7 @@ pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String
         s.push_str("  unfinished files were removed; every file under its real name is complete\n");
     }
     let durable = match (st.durable_bps, o.sync) {
+        _ if reads => "uncached: each file's pages were dropped first (posix_fadvise(DONTNEED)), so this is the device's read rate (on ZFS the ARC may still serve it); a read has nothing to make durable".to_string(),
         (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", rate(d, binary)),
         (Some(d), _) => format!("durable {} (after syncfs)", rate(d, binary)),
         (None, SyncMode::None) => {
@@ -325,7 +348,12 @@ pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String
         (None, _) if o.flush_abandoned => "durable: not awaited".to_string(),
         (None, _) => "durable: not reached".to_string(),
     };
-    s.push_str(&speeds_text(st, &durable, binary));
+    let what = if reads {
+        "read from the device"
+    } else {
+        "speed to cache"
+    };
+    s.push_str(&speeds_text_as(st, what, &durable, binary));
     if o.bytes_cloned > 0 {
         s.push_str(&format!(
             "  {} shared with the source by reflink (no data copied)\n",

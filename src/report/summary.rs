@@ -8,7 +8,7 @@ use crate::present::format::fmt_clock;
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
-use crate::report::plain::{rate, speeds_text, summary_text};
+use crate::report::plain::{rate, speeds_text, summary_text_as};
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -22,6 +22,19 @@ pub fn final_summary(
     units: Units,
     outcome: Option<&CopyOutcome>,
     width: usize,
+) -> String {
+    final_summary_as(data, model, ascii, units, outcome, width, false)
+}
+
+/// [`final_summary`]; `reads`: a bench phase that reads (see [`crate::report::plain::reads`]).
+pub fn final_summary_as(
+    data: &ChartData,
+    model: &Model,
+    ascii: bool,
+    units: Units,
+    outcome: Option<&CopyOutcome>,
+    width: usize,
+    reads: bool,
 ) -> String {
     let mut s = render_text(data, width.min(100), ascii);
     let drops: Vec<_> = model
@@ -58,10 +71,11 @@ pub fn final_summary(
         }
     }
     match outcome {
-        Some(o) => s.push_str(&summary_text(
+        Some(o) => s.push_str(&summary_text_as(
             o,
             Some(&model.stats()),
             units == Units::Binary,
+            reads,
         )),
         // A watch has no files and no flush of its own: its figures are the intake's.
         None if data.watch.is_some() => {
