@@ -61,8 +61,10 @@ fn sighup_mid_copy() {
     cancelled_by(Signal::HUP);
 }
 
+/// Killed mid-file, into a new directory: the file being written was unnamed (`O_TMPFILE`),
+/// so nothing of it exists under any name, and every name present holds a whole file.
 #[test]
-fn sigkill_leaves_only_temp_named_files() {
+fn sigkill_leaves_no_partial_file_under_any_name() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     tree(&src);
@@ -76,7 +78,42 @@ fn sigkill_leaves_only_temp_named_files() {
         !dst.join("b_big").exists(),
         "truncated file under its real name"
     );
-    // The big file's temporary is there (a small file copied in parallel may have one too).
+    assert!(
+        temp_leftovers(&dst).is_empty(),
+        "{:?}",
+        temp_leftovers(&dst)
+    );
+    for e in fs::read_dir(&dst).unwrap() {
+        let e = e.unwrap();
+        let n = e.file_name().to_string_lossy().into_owned();
+        let want = match n.as_str() {
+            "a_small" => data(1000, 1),
+            "c_after" => data(1000, 3),
+            _ => panic!("unexpected {n}"),
+        };
+        assert_eq!(fs::read(e.path()).unwrap(), want, "{n} is whole");
+    }
+}
+
+/// Killed mid-file over an existing file: the replacement is written under a temporary name
+/// (to be renamed over the old file), so the old file stays whole under its name and only the
+/// marked temporary is left behind.
+#[test]
+fn sigkill_over_an_existing_file_keeps_it_whole() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    tree(&src);
+    let dst = t.path().join("dst");
+    fs::create_dir(&dst).unwrap();
+    write(&dst.join("b_big"), b"the old b_big");
+    let mut contents = src.clone().into_os_string();
+    contents.push("/.");
+    let mut r = start_json(&[contents.as_os_str(), dst.as_os_str()], 2 << 20);
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 100_000);
+    r.signal(Signal::KILL);
+    let (code, _, _) = r.finish();
+    assert_eq!(code, None, "killed by a signal");
+    assert_eq!(fs::read(dst.join("b_big")).unwrap(), b"the old b_big");
     let leftovers: Vec<String> = temp_leftovers(&dst)
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -87,14 +124,6 @@ fn sigkill_leaves_only_temp_named_files() {
             .any(|n| n.starts_with(".b_big.copyscope-tmp-")),
         "{leftovers:?}"
     );
-    for e in fs::read_dir(&dst).unwrap() {
-        let e = e.unwrap();
-        let n = e.file_name().to_string_lossy().into_owned();
-        assert!(
-            n == "a_small" || n == "c_after" || n.contains(TEMP_MARKER),
-            "unexpected {n}"
-        );
-    }
 }
 
 #[test]

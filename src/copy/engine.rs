@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::fs::Mode;
 use tokio::sync::mpsc::UnboundedSender;
@@ -17,6 +16,7 @@ use super::conflict::ALL_NONE;
 use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
 use super::plan::CopyJob;
+use super::queue::{Popped, QUEUE_LEN, WorkQueue};
 use super::scan::scan;
 use super::shared::{Entry, FileIssue, Shared, errmsg, lock};
 use super::{ConflictAsk, Control, EngineEvent, Progress};
@@ -137,6 +137,7 @@ impl Shared {
             verify_on_zfs: AtomicBool::new(false),
             made_names: None,
             unfinished: Mutex::new(HashMap::new()),
+            flink_empty_path: AtomicBool::new(true),
             opts,
         }
     }
@@ -188,26 +189,31 @@ fn run_engine(
 
     // Bounded: the copy's walk (which makes directories and queues files) runs ahead of the
     // workers, but not without limit (each queued file holds its directory open).
-    let (tx, rx) = sync_channel::<Entry>(512);
-    let rx = Arc::new(Mutex::new(rx));
+    let jobs = sh.opts.jobs.max(1);
+    let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, jobs));
     let mut workers = Vec::new();
-    for i in 0..sh.opts.jobs.max(1) {
+    for i in 0..jobs {
         let wsh = sh.clone();
-        let rx = rx.clone();
+        let q = queue.clone();
         let w = std::thread::Builder::new()
             .name(format!("copyscope-copy-{i}"))
-            .spawn(move || worker(&wsh, &rx));
+            .spawn(move || worker(&wsh, &q));
         match w {
             Ok(h) => workers.push(h),
             Err(e) if workers.is_empty() => {
                 sh.fatal(format!("cannot start a copy worker: {e}"));
             }
-            Err(_) => break,
+            Err(_) => {
+                // Fewer workers than asked: the missing ones count as gone.
+                for _ in i..jobs {
+                    queue.leave();
+                }
+                break;
+            }
         }
     }
-    drop(rx);
     if !workers.is_empty() {
-        scan(&sh, &job.roots, tx);
+        scan(&sh, &job.roots, &queue);
     }
     for w in workers {
         if w.join().is_err() {
@@ -320,22 +326,19 @@ fn run_engine(
     }
 }
 
-fn worker(sh: &Arc<Shared>, rx: &Arc<Mutex<Receiver<Entry>>>) {
+fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>) {
     let mut buf = vec![0u8; sh.opts.buffer_size.max(4096)];
-    loop {
-        if sh.is_stopped() {
-            return;
-        }
-        let item = lock(rx).recv_timeout(Duration::from_millis(100));
-        match item {
-            Ok(e) => {
+    while !sh.is_stopped() {
+        match q.pop() {
+            Popped::Item(e) => {
                 super::file::copy_regular(sh, &e, &mut buf);
                 e.parent.release(sh);
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+            Popped::Empty => {}
+            Popped::Done => break,
         }
     }
+    q.leave();
 }
 
 impl CopyOutcome {

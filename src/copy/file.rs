@@ -125,7 +125,7 @@ impl Temp<'_> {
         let want = Expect {
             kind,
             rdev,
-            owner: rustix::process::geteuid().as_raw(),
+            owner: nofollow::euid(),
         };
         nofollow::pin(self.dir.dst.as_fd(), &self.name, &want)
     }
@@ -186,6 +186,77 @@ fn with_temp<'a>(
         }
     }
     Err(last)
+}
+
+/// Where a regular file's data is written before it gets its name.
+enum Staged<'a> {
+    /// Under a temporary name, to be renamed into place if that name still holds this inode.
+    Named(Temp<'a>, Ident),
+    /// An unnamed inode (`O_TMPFILE`) in this directory, linked under its final name once
+    /// complete. Nothing exists under any name until then: no temporary to clean up after a
+    /// crash or kill, no name for anyone else to swap, and the link fails (EEXIST) rather than
+    /// replace a name that appeared meanwhile.
+    Unnamed(&'a DirNode),
+}
+
+impl Staged<'_> {
+    /// A cancelled copy's file: the temporary name (if any) goes at once, the inode is let go
+    /// by [`release_elsewhere`].
+    fn abandon(self, fd: OwnedFd) {
+        match self {
+            Staged::Named(t, _) => t.abandon(fd),
+            Staged::Unnamed(_) => release_elsewhere(fd),
+        }
+    }
+}
+
+/// Creates the file the data goes to, with the permission bits it will keep (the kernel
+/// applies the umask), so the usual case needs no fchmod; `apply_file_meta` fixes the rest.
+/// Unnamed when the final name was free (the usual case); else, or where the file system has
+/// no `O_TMPFILE`, under a temporary name with `O_EXCL|O_NOFOLLOW` (created by this call or
+/// the call fails: it never opens a file or follows a symlink someone put there).
+fn stage<'a>(e: &'a Entry, st: &Meta, t: &Target) -> Result<(Staged<'a>, OwnedFd), Errno> {
+    let dir = &*e.parent;
+    let mode = Mode::from_raw_mode(st.mode & 0o777);
+    if t.existing.is_none() && !t.rename && dir.tmpfile_ok.load(Ordering::Relaxed) {
+        let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+        match rfs::openat(&dir.dst, c".", flags, mode) {
+            Ok(fd) => return Ok((Staged::Unnamed(dir), fd)),
+            // No O_TMPFILE on this file system (or kernel: EISDIR): named temporaries.
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
+                dir.tmpfile_ok.store(false, Ordering::Relaxed);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd: Option<OwnedFd> = None;
+    let tmp = with_temp(dir, &e.dst_name, |t| {
+        fd = Some(rfs::openat(&dir.dst, t, flags, mode)?);
+        Ok(())
+    })?;
+    let fd = fd.ok_or(Errno::INVAL)?;
+    let id = nofollow::ident_of(&fd)?;
+    Ok((Staged::Named(tmp, id), fd))
+}
+
+/// Gives a finished unnamed file its name: `linkat` never follows and never replaces (EEXIST
+/// when the name was taken meanwhile). Through `AT_EMPTY_PATH` where allowed, else the
+/// descriptor's /proc link (which the kernel resolves to the inode itself).
+fn link_unnamed(sh: &Shared, dir: &DirNode, fd: &OwnedFd, name: &OsStr) -> Result<(), NodeErr> {
+    if sh.flink_empty_path.load(Ordering::Relaxed) {
+        match rfs::linkat(fd, c"", &dir.dst, name, AtFlags::EMPTY_PATH) {
+            Err(Errno::NOENT | Errno::PERM) => sh.flink_empty_path.store(false, Ordering::Relaxed),
+            r => return r.map_err(NodeErr::Io),
+        }
+    }
+    link_via_proc(fd, &dir.dst, name).map_err(NodeErr::Io)
+}
+
+/// `linkat` of an open file through its /proc/self/fd link (no capability needed).
+fn link_via_proc(fd: &OwnedFd, dir: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
+    let proc = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+    rfs::linkat(rfs::CWD, proc.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
 }
 
 enum DataErr {
@@ -327,6 +398,9 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let Some((src, st)) = open_source(sh, e, &path) else {
         return;
     };
+    if e.meta_later {
+        sh.walked_bytes.fetch_add(st.data_size(), Ordering::Relaxed);
+    }
     let rel = e.rel();
     let _ = sh.events.send(EngineEvent::FileStarted {
         path: path.clone(),
@@ -337,26 +411,9 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
     }
 
-    // O_EXCL: the name is created by this call or the call fails; it never opens a file
-    // or follows a symlink someone put there.
-    let dst_flags =
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    // Created with the permission bits it will keep (the kernel applies the umask), so the
-    // usual case needs no fchmod; `apply_file_meta` fixes the rest.
-    let create_mode = Mode::from_raw_mode(st.mode & 0o777);
-    let mut fd: Option<OwnedFd> = None;
-    let tmp = with_temp(&e.parent, &e.dst_name, |t| {
-        fd = Some(rfs::openat(&e.parent.dst, t, dst_flags, create_mode)?);
-        Ok(())
-    });
-    let (tmp, dst) = match (tmp, fd) {
-        (Ok(t), Some(f)) => (t, f),
-        (Err(err), _) => return sh.dest_error(&path, "cannot create the destination file", err),
-        (Ok(_), None) => return,
-    };
-    let id = match nofollow::ident_of(&dst) {
-        Ok(i) => i,
-        Err(err) => return sh.dest_error(&path, "cannot stat the destination file", err),
+    let (tmp, dst) = match stage(e, &st, &target) {
+        Ok(s) => s,
+        Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
     };
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
@@ -431,11 +488,21 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             Err(DataErr::Write(err)) => return sh.dest_error(&path, "verify", err),
         }
     }
-    if let Err(err) = place(sh, &path, tmp, e, id, &target) {
-        return node_error(sh, &path, "cannot rename the finished file into place", err);
-    }
+    let id = match tmp {
+        Staged::Named(tmp, id) => place(sh, &path, tmp, e, id, &target).map(|()| Some(id)),
+        Staged::Unnamed(dir) => link_unnamed(sh, dir, &dst, &e.dst_name).map(|()| None),
+    };
+    let id = match id {
+        Ok(id) => id,
+        Err(err) => return node_error(sh, &path, "cannot put the finished file in place", err),
+    };
     if let Some(made) = &e.made {
-        let _ = made.set(id.ino);
+        let ino = id
+            .map(|i| i.ino)
+            .or_else(|| nofollow::ident_of(&dst).ok().map(|i| i.ino));
+        if let Some(ino) = ino {
+            let _ = made.set(ino);
+        }
     }
     if now.nlink == 0 && st.nlink > 0 {
         sh.changed(
@@ -972,6 +1039,25 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unprivileged way to name an `O_TMPFILE` file: the whole file appears at once under
+    /// the name, and an existing name is never replaced.
+    #[test]
+    fn an_unnamed_file_is_linked_through_proc_and_never_replaces() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = rfs::open(t.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+        let Ok(fd) = rfs::openat(&dir, c".", flags, Mode::from_raw_mode(0o644)) else {
+            return eprintln!("skipped: no O_TMPFILE on the temporary directory's file system");
+        };
+        rustix::io::write(&fd, b"whole").unwrap();
+        assert!(std::fs::read_dir(t.path()).unwrap().next().is_none());
+        link_via_proc(&fd, &dir, OsStr::new("f")).unwrap();
+        assert_eq!(std::fs::read(t.path().join("f")).unwrap(), b"whole");
+        std::fs::write(t.path().join("g"), b"old").unwrap();
+        assert_eq!(link_via_proc(&fd, &dir, OsStr::new("g")), Err(Errno::EXIST));
+        assert_eq!(std::fs::read(t.path().join("g")).unwrap(), b"old");
+    }
 
     #[test]
     fn temp_names_fit_name_max_and_are_recognisable() {

@@ -267,6 +267,7 @@ mod flush;
 pub(crate) mod nofollow;
 pub mod options;
 pub mod plan;
+mod queue;
 pub(crate) mod scan;
 pub(crate) mod shared;
 pub mod signals;

@@ -28,6 +28,13 @@ impl From<Errno> for NodeErr {
 /// Words for [`NodeErr::Replaced`] in per-file messages.
 pub(crate) const REPLACED: &str = "its temporary name was replaced by another file while it was being made (someone else is writing into this directory); nothing was done through it";
 
+/// Our effective uid, asked once: the process never changes it, and new nodes are checked
+/// against it once per directory and special file.
+pub(crate) fn euid() -> u32 {
+    static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *EUID.get_or_init(|| rustix::process::geteuid().as_raw())
+}
+
 /// Which inode a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ident {
@@ -114,7 +121,7 @@ pub(crate) fn check_made_dir(
     name: &OsStr,
     fd: &OwnedFd,
 ) -> Result<(), NodeErr> {
-    let euid = rustix::process::geteuid().as_raw();
+    let euid = euid();
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
     let uid = rfs::fstat(fd)?.st_uid as u32;
     if uid != euid && new_node_owner(parent, name)? != uid {

@@ -8,8 +8,7 @@ use crate::present::quote::quote;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::SyncSender;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
@@ -18,24 +17,34 @@ use rustix::io::Errno;
 use super::nofollow::{self, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
+use super::queue::WorkQueue;
 use super::shared::{
     DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock,
 };
 
 /// Directory entry names, sorted so the copy order is predictable.
 pub(crate) fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+    Ok(read_typed(fd)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// Directory entry names with the type `getdents` gave (`d_type`; `Unknown` on file systems
+/// that do not fill it), sorted by name.
+/// Reads `fd` itself from its current offset (freshly opened: the start), with no second
+/// descriptor (`Dir::read_from` reopens the directory: an openat, fcntl and close more).
+pub(crate) fn read_typed(fd: &OwnedFd) -> Result<Vec<(OsString, FileType)>, Errno> {
     use std::os::unix::ffi::OsStrExt;
-    let mut dir = rfs::Dir::read_from(fd)?;
+    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 32 << 10];
+    let mut dir = rfs::RawDir::new(fd, &mut buf);
     let mut names = Vec::new();
-    while let Some(ent) = dir.read() {
+    while let Some(ent) = dir.next() {
         let ent = ent?;
         let b = ent.file_name().to_bytes();
         if b == b"." || b == b".." {
             continue;
         }
-        names.push(OsStr::from_bytes(b).to_os_string());
+        names.push((OsStr::from_bytes(b).to_os_string(), ent.file_type()));
     }
-    names.sort_unstable();
+    names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(names)
 }
 
@@ -106,26 +115,26 @@ pub(crate) fn node_error(sh: &Shared, path: &Path, what: &str, e: NodeErr) {
 }
 
 /// Walks every root; creates directories and specials; queues regular files.
-pub(crate) fn scan(sh: &Arc<Shared>, roots: &[Root], tx: SyncSender<Entry>) {
+pub(crate) fn scan(sh: &Arc<Shared>, roots: &[Root], tx: &WorkQueue<Entry>) {
     for root in roots {
         if sh.gate().is_err() {
             break;
         }
         let ok = if root.is_dir {
-            scan_tree(sh, root, &tx)
+            scan_tree(sh, root, tx)
         } else {
-            scan_file_root(sh, root, &tx)
+            scan_file_root(sh, root, tx)
         };
         if !ok {
             break;
         }
     }
-    drop(tx);
+    tx.close();
 }
 
 /// A file (or symlink, FIFO, ...) named on the command line. Returns false when the
 /// workers are gone (stopped).
-fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
+fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
     let (Some(src_name), Some(dst_name)) = (root.source.file_name(), root.dest.file_name()) else {
         sh.fail(&root.source, "cannot copy this path (no file name)".into());
         return true;
@@ -178,6 +187,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
         dst_display: display_parent(&root.dest),
         rel: PathBuf::new(),
         cfr_ok,
+        tmpfile_ok: AtomicBool::new(true),
     });
     let entry = Entry {
         parent: node.clone(),
@@ -187,6 +197,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
         follow,
         made: None,
         clash: None,
+        meta_later: false,
     };
     let alive = dispatch(sh, entry, tx);
     node.release(sh);
@@ -195,7 +206,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool
 
 /// Counts an entry and routes it: regular files to the workers, the rest made here.
 /// Returns false when the workers are gone.
-fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool {
+fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &WorkQueue<Entry>) -> bool {
     let m = entry.meta;
     sh.walked_files.fetch_add(1, Ordering::Relaxed);
     entry.clash = sh.claim(&entry.parent, &entry.dst_name, m.file_type());
@@ -223,7 +234,7 @@ fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool 
             }
             entry.parent.hold();
             let parent = entry.parent.clone();
-            if tx.send(entry).is_err() {
+            if tx.push(entry).is_err() {
                 parent.release(sh);
                 return false;
             }
@@ -236,14 +247,39 @@ fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &SyncSender<Entry>) -> bool 
     }
 }
 
+/// A regular file (by `d_type`) in a directory this run made, queued without a stat of its
+/// own: nothing there can conflict, so the conflict policy never reads its metadata, and the
+/// worker's `fstat` of the opened source gives its size and times (and checks it is still a
+/// regular file). Not with `-a`: hard links need the inode before the copy.
+fn unstatted_file(
+    sh: &Shared,
+    node: &Arc<DirNode>,
+    name: &OsStr,
+    d_type: FileType,
+) -> Option<Entry> {
+    if d_type != FileType::RegularFile || !node.fresh || sh.opts.hard_links {
+        return None;
+    }
+    Some(Entry {
+        parent: node.clone(),
+        src_name: name.to_os_string(),
+        dst_name: name.to_os_string(),
+        meta: Meta::regular_unknown(),
+        follow: sh.opts.dereference == Dereference::Always,
+        made: None,
+        clash: None,
+        meta_later: true,
+    })
+}
+
 struct Frame {
     node: Arc<DirNode>,
-    names: Vec<OsString>,
+    names: Vec<(OsString, FileType)>,
     next: usize,
 }
 
 /// A directory named on the command line: depth-first, one frame per open directory.
-fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
+fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
     let follow_root = sh.opts.dereference != Dereference::Never;
     let src = match open_dir(&root.source, follow_root) {
         Ok(f) => f,
@@ -272,7 +308,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
     if let Ok(st) = rfs::fstat(&dst) {
         sh.add_sync_target(Meta::from_stat(&st).dev, &dst);
     }
-    let names = match read_names(&src) {
+    let names = match read_typed(&src) {
         Ok(n) => n,
         Err(e) => {
             sh.fail(
@@ -301,6 +337,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         dst_display: root.dest.clone(),
         rel,
         cfr_ok,
+        tmpfile_ok: AtomicBool::new(true),
     });
     sh.track_unfinished(&node);
     let mut stack = vec![Frame {
@@ -324,9 +361,17 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
             }
             continue;
         }
-        let name = top.names[top.next].clone();
+        let d_type = top.names[top.next].1;
+        let name = std::mem::take(&mut top.names[top.next].0);
         top.next += 1;
         let node = top.node.clone();
+        if let Some(entry) = unstatted_file(sh, &node, &name, d_type) {
+            let out = sh.exclude.is_some() && sh.excluded(&root_rel, &node.rel.join(&name), false);
+            if !out && !dispatch(sh, entry, tx) {
+                return false;
+            }
+            continue;
+        }
         let path = node.src_display.join(&name);
         let meta = match rfs::statat(&node.src, &name, stat_flags) {
             Ok(s) => Meta::from_stat(&s),
@@ -365,6 +410,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
                 follow: follow_all,
                 made: None,
                 clash: None,
+                meta_later: false,
             };
             if !dispatch(sh, entry, tx) {
                 return false;
@@ -374,7 +420,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &SyncSender<Entry>) -> bool {
         if let Some(child) = enter_dir(sh, &node, &name, &path, meta, follow_all) {
             // -x: a mount point is made (as cp does) but what is mounted there is not copied.
             let other_fs = sh.opts.one_file_system && meta.dev != smeta.dev;
-            let names = match read_names(&child.src) {
+            let names = match read_typed(&child.src) {
                 Ok(_) if other_fs => Vec::new(),
                 Ok(n) => n,
                 Err(e) => {
@@ -477,6 +523,7 @@ fn enter_dir(
         dst_display: dst_path,
         rel: node.rel.join(name),
         cfr_ok: node.cfr_ok,
+        tmpfile_ok: AtomicBool::new(node.tmpfile_ok.load(Ordering::Relaxed)),
     });
     sh.track_unfinished(&child);
     Some(child)

@@ -60,6 +60,24 @@ impl Meta {
         }
     }
 
+    /// A regular file whose metadata the worker reads from the opened source (see
+    /// `Entry::meta_later`): the type only, every other field zero.
+    pub fn regular_unknown() -> Meta {
+        Meta {
+            dev: 0,
+            ino: 0,
+            mode: FileType::RegularFile.as_raw_mode(),
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            size: 0,
+            blocks: 0,
+            atime: (0, 0),
+            mtime: (0, 0),
+        }
+    }
+
     pub fn file_type(&self) -> FileType {
         FileType::from_raw_mode(self.mode)
     }
@@ -94,6 +112,8 @@ pub(crate) struct DirNode {
     pub rel: PathBuf,
     /// copy_file_range cannot clone on this destination filesystem, so it is safe with `--reflink=never`.
     pub cfr_ok: bool,
+    /// New files here start unnamed (`O_TMPFILE`) until the file system says it cannot.
+    pub tmpfile_ok: AtomicBool,
 }
 
 /// A file to copy (queued to a worker) or a special entry (made by the scanner).
@@ -110,6 +130,10 @@ pub(crate) struct Entry {
     /// Several sources meet at this destination name: the kind of the earlier one (cp
     /// refuses to overwrite what it just made).
     pub clash: Option<FileType>,
+    /// Queued by `d_type` without a stat (a regular file in a directory this run made):
+    /// `meta` holds only the type; the worker's fstat of the source supplies the rest and
+    /// counts its bytes into the copy's walked total.
+    pub meta_later: bool,
 }
 
 impl Entry {
@@ -177,6 +201,9 @@ pub(crate) struct Shared {
     /// Names made by this run (destination directory dev, ino, name), kept only when
     /// there are several sources: cp refuses to overwrite them.
     pub(crate) made_names: Option<Mutex<HashMap<NameKey, FileType>>>,
+    /// `linkat(fd, "", AT_EMPTY_PATH)` works here (root, or Linux ≥ 6.10 for the file's
+    /// opener); else unnamed files are linked through their /proc/self/fd link.
+    pub(crate) flink_empty_path: AtomicBool,
     /// Directories waiting for their final metadata (keyed by node address).
     pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
 }
