@@ -83,7 +83,7 @@ fn demo_makes_copies_and_cleans_up() {
     let o = run_timeout(c, Duration::from_secs(120));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("copyscope: done: 20 MB"), "{s}");
+    assert!(s.contains("copyscope: done: 20.0 MB"), "{s}");
     assert!(s.contains("removing"), "{s}");
     // What is left is the picture the demo ends with, beside the removed temp dir.
     let left: Vec<_> = std::fs::read_dir(t.path())

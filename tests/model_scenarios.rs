@@ -443,7 +443,7 @@ fn stalled_reader() {
         .unwrap();
     assert_eq!(
         ev.describe(),
-        "drop 150 → 5 MB/s for 1.5 s: source stalled: reading 86 % of the time"
+        "drop 150 → 5.00 MB/s for 1.5 s: source stalled: reading 86 % of the time"
     );
 }
 
@@ -613,7 +613,7 @@ fn nothing_explains_it() {
         .unwrap();
     assert_eq!(
         ev.describe(),
-        "drop 200 → 20 MB/s for 1.0 s: no signal explains it"
+        "drop 200 → 20.0 MB/s for 1.0 s: no signal explains it"
     );
     assert_eq!(m.stats().lost_secs_by_cause[0].0, "unknown");
     // 180 MB/s × 1 s lost against 200 MB/s: 0.9 s.
@@ -820,7 +820,7 @@ fn engine_events_map_to_model_events() {
             bytes: 6_800_000_000,
         },
     );
-    assert_eq!(e.unwrap().describe(), "scan done: 14 139 files, 6.8 GB");
+    assert_eq!(e.unwrap().describe(), "scan done: 14 139 files, 6.80 GB");
     assert!(
         m.engine_event(
             t,
@@ -1092,7 +1092,7 @@ fn another_writer_on_the_destination_disk_is_named_with_its_rate() {
         .unwrap()
         .describe();
     assert!(
-        text.contains("another writer: 21 MB/s to sda besides this copy"),
+        text.contains("another writer: 21.4 MB/s to sda besides this copy"),
         "{text}"
     );
 }
@@ -1220,5 +1220,8 @@ fn the_flush_counts_this_copys_data_not_the_systems() {
     }
     let (dirty, system, text) = flush(&sc.model(nfs));
     assert_eq!((dirty, system), (2200 * MB, true));
-    assert_eq!(text, "flushing to disk (system: dirty 2.2 GB, all writers)");
+    assert_eq!(
+        text,
+        "flushing to disk (system: dirty 2.20 GB, all writers)"
+    );
 }

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use copyscope::frontend::replay::{app_at, run_json};
 use copyscope::model::{ModelConfig, Stats};
+use copyscope::present::format::{fmt_mbps, fmt_rate, fmt_secs};
 use copyscope::present::units::Units;
 use copyscope::report::export::ChartData;
 use copyscope::report::export::markdown::render_markdown;
 use copyscope::report::export::png::{rasterize, render_png};
 use copyscope::report::export::svg::render_svg;
-use copyscope::report::export::units::{fmt_mbps, fmt_rate};
 use copyscope::report::recording::{Recording, Replayed};
 use copyscope::report::summary::final_summary;
 use copyscope::ui::theme::Theme;
@@ -119,7 +119,11 @@ fn check(path: &Path) {
         );
     }
     if st.drops > 0 {
-        let want = format!("drops {} ({:.1} s lost)", st.drops, st.lost_total_secs());
+        let want = format!(
+            "drops {} ({} lost)",
+            st.drops,
+            fmt_secs(st.lost_total_secs())
+        );
         assert!(
             header.contains(&want),
             "{name}: TUI header lacks {want:?}: {header}"
@@ -128,7 +132,7 @@ fn check(path: &Path) {
 
     // Plain summary (printed after the TUI and by replay --plain).
     let plain = final_summary(&data, &model, false, u, None, 100);
-    let rate = |v| copyscope::report::plain::rate(v, false);
+    let rate = |v| copyscope::present::format::fmt_rate_with(v, false);
     let want = format!(
         "speed to cache {} (min {}, peak {})",
         rate(st.avg_bps),
@@ -147,7 +151,11 @@ fn check(path: &Path) {
         );
     }
     if st.drops > 0 {
-        let want = format!("drops: {} ({:.1} s lost", st.drops, st.lost_total_secs());
+        let want = format!(
+            "drops: {} ({} lost",
+            st.drops,
+            fmt_secs(st.lost_total_secs())
+        );
         assert!(
             plain.contains(&want),
             "{name}: plain lacks {want:?}:\n{plain}"

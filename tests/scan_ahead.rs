@@ -177,7 +177,7 @@ fn plain_mode_warns_when_the_copy_cannot_fit_and_goes_on() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "copyscope: warning: needs 6.3 MB, 4.2 MB free on '{}' (tmpfs)",
+            "copyscope: warning: needs 6.29 MB, 4.19 MB free on '{}' (tmpfs)",
             dst.display()
         )),
         "{err}"

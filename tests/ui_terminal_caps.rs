@@ -192,8 +192,8 @@ fn the_overwrite_dialog_fits_a_small_terminal() {
     let s = screen(&a, 40, 12);
     for want in [
         "IMG_2231.CR2",
-        "old 24 MB 2025-11-30 20:42 CET",
-        "new 25 MB 2026-11-30 20:42 CET newer",
+        "old 24.1 MB 2025-11-30 20:42 CET",
+        "new 25.2 MB 2026-11-30 20:42 CET newer",
         "o overwrite",
         "r rename",
         "n skip all",

@@ -217,7 +217,7 @@ fn a_rate_limited_copy_names_its_own_limit() {
     assert_eq!(v["rate_bps"].as_f64(), Some(10e6), "{v}");
     let text = v["text"].as_str().unwrap();
     assert!(
-        text.starts_with("Limited by --bwlimit 10 MB/s: the copy waited for its own rate limit "),
+        text.starts_with("Limited by --bwlimit 10.0 MB/s: the copy waited for its own rate limit "),
         "{text}"
     );
     let share = end["budget"]["slices"]

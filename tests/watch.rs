@@ -59,7 +59,7 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("copyscope watch: 209.72 MB written into"),
+        stdout.contains("copyscope watch: 210 MB written into"),
         "200 MiB written by dd, all of it after the watch started:\n{stdout}"
     );
     assert!(stdout.contains("intake from process wchar"), "{stdout}");

@@ -133,7 +133,7 @@ fn receive_rate_falling_with_the_writes_is_the_network() {
         .unwrap();
     assert!(
         ev.describe()
-            .contains("network: receive rate fell with the writes (42 MB/s → "),
+            .contains("network: receive rate fell with the writes (42.0 MB/s → "),
         "{}",
         ev.describe()
     );

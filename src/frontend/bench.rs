@@ -102,9 +102,9 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
         Some(r) if want > r => {
             notes.push(format!(
                 "sequential writes of {} instead of {} (2 x RAM would not fit: {} free); with less than 2 x RAM part of each write may stay in RAM, so read the durable figure",
-                crate::report::export::units::fmt_bytes(r as f64),
-                crate::report::export::units::fmt_bytes(want as f64),
-                crate::report::export::units::fmt_bytes(free.unwrap_or(0) as f64),
+                crate::present::format::fmt_bytes(r),
+                crate::present::format::fmt_bytes(want),
+                crate::present::format::fmt_bytes(free.unwrap_or(0)),
             ));
             r
         }
@@ -113,8 +113,8 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
     if req.size.is_some() && seq_bytes < ram.saturating_mul(2) && notes.is_empty() {
         notes.push(format!(
             "sequential writes of {} (--size), less than 2 x RAM ({}): part of each may stay in RAM (page cache or ARC); the durable figure counts the flush",
-            crate::report::export::units::fmt_bytes(seq_bytes as f64),
-            crate::report::export::units::fmt_bytes(ram as f64 * 2.0),
+            crate::present::format::fmt_bytes(seq_bytes),
+            crate::present::format::fmt_bytes(ram.saturating_mul(2)),
         ));
     }
     let tree_want = req.tree_size.unwrap_or(TREE_BYTES);
@@ -122,8 +122,8 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
         Some(r) if tree_want > r => {
             notes.push(format!(
                 "tree of {} instead of {} (free space)",
-                crate::report::export::units::fmt_bytes(r as f64),
-                crate::report::export::units::fmt_bytes(tree_want as f64)
+                crate::present::format::fmt_bytes(r),
+                crate::present::format::fmt_bytes(tree_want)
             ));
             r
         }
@@ -233,7 +233,7 @@ fn run_phase(
 /// ("--quick: each phase stopped after 12 s or at its size: write zeros 1.20 GB, write random
 /// 900 MB (planned 16 GB each), tree write 310 MB in 820 files (planned 6.80 GB); …").
 fn quick_note(planned: &BenchSize, used: &[(Phase, u64, u64)], ram: u64) -> String {
-    let b = |n: u64| crate::report::export::units::fmt_bytes(n as f64);
+    let b = |n: u64| crate::present::format::fmt_bytes(n);
     let wrote = |want: Phase| used.iter().find(|(p, _, _)| *p == want);
     let mut parts = Vec::new();
     let seq: Vec<String> = [Phase::WriteZeros, Phase::WriteRandom]
@@ -427,7 +427,7 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
     });
     notes.push(format!(
         "random data: xoshiro256** generated in memory at {} on one core (not /dev/urandom)",
-        crate::report::export::units::fmt_rate(prng_rate())
+        crate::present::format::fmt_rate(prng_rate())
     ));
     notes.push("tree: one writer, files of 1 KiB to 64 x the mean (log-uniform), half zeros, half random, 200 per directory".to_string());
     let facts = BenchFacts {

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair};
 use crate::exit::ExitStatus;
-use crate::report::plain::{self, PlainSettings};
+use crate::report::plain::PlainSettings;
 
 /// xorshift64*: fast enough to make hundreds of MB of incompressible data in well under a second per 100 MB.
 struct Rng(u64);
@@ -126,7 +126,8 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let dst = tmp.path().join("copy");
     if !settings.json {
         println!(
-            "copyscope demo: making {size_mb} MB of sample data in {}",
+            "copyscope demo: making {} of sample data in {}",
+            crate::present::format::fmt_bytes(size_mb * MB),
             tmp.path().display()
         );
     }
@@ -147,7 +148,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     if !settings.json {
         println!(
             "copyscope demo: {} in {files} files (one large file, a tree of small ones); copying to {}",
-            plain::bytes(made, settings.binary),
+            crate::present::format::fmt_bytes_with(made, settings.binary),
             dst.display()
         );
     }
@@ -180,7 +181,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let note = pace.map(|p| {
         format!(
             "demo: paced at {} so you can watch (about {} s)",
-            plain::rate(p as f64, settings.binary),
+            crate::present::format::fmt_rate_with(p as f64, settings.binary),
             made / p.max(1)
         )
     });

@@ -290,15 +290,14 @@ pub fn run(mut config: Config) -> ExitStatus {
                 markdown: markdown.clone(),
             };
             let size = size.unwrap_or(crate::frontend::live::SCREENSHOT_SIZE);
-            let look =
-                crate::report::export::Look {
-                    title: picture.title.as_deref(),
-                    ymax_bps: picture.ymax_bps,
-                    duration_s: None,
-                    unit: picture.unit.map(|(divisor, label)| {
-                        crate::report::export::units::RateUnit { divisor, label }
-                    }),
-                };
+            let look = crate::report::export::Look {
+                title: picture.title.as_deref(),
+                ymax_bps: picture.ymax_bps,
+                duration_s: None,
+                unit: picture
+                    .unit
+                    .map(|(divisor, label)| crate::present::axis::RateUnit { divisor, label }),
+            };
             match crate::report::export::run_export_look(
                 file,
                 &targets,
@@ -327,9 +326,9 @@ pub fn run(mut config: Config) -> ExitStatus {
 /// writes the picture and the side-by-side table. Without named outputs: `compare.png` and
 /// `compare.md` in the current directory, never overwritten without `--force`.
 fn compare(req: &crate::config::CompareRequest, cfg: crate::model::ModelConfig) -> ExitStatus {
+    use crate::present::axis::RateUnit;
     use crate::report::export::ExportTargets;
     use crate::report::export::compare::{CompareLook, load_runs, write_compare};
-    use crate::report::export::units::RateUnit;
     if let Some(missing) = req.files.iter().find(|f| !f.exists()) {
         eprintln!(
             "copyscope: {} does not exist (a recording is made with --record FILE)",

@@ -18,7 +18,7 @@ use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progr
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::frontend::watch::WatchLines;
 use crate::model::{Cause, Event, EventKind, Model};
-use crate::present::format::fmt_clock;
+use crate::present::format::fmt_event_time;
 use crate::present::quote::{file_line, quote, shell_escape};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, verify_line};
@@ -97,7 +97,7 @@ impl Printer {
                 }
                 emit(&v.to_string());
             } else if worth_a_line(&e.kind) {
-                emit(&format!("[{}] {}", fmt_clock(e.t_ns), e.describe()));
+                emit(&format!("[{}] {}", fmt_event_time(e.t_ns), e.describe()));
                 self.await_commits(e);
             } else if let Some(line) = self.completed_by(e) {
                 emit(&line);
@@ -130,7 +130,7 @@ impl Printer {
         } else {
             emit(&format!(
                 "[{}] {} (so far)",
-                fmt_clock(now),
+                fmt_event_time(now),
                 open.describe()
             ));
         }
@@ -158,7 +158,7 @@ impl Printer {
             .awaiting_commit
             .iter()
             .filter(|(t, _)| *t == txg)
-            .map(|(_, start)| fmt_clock(*start))
+            .map(|(_, start)| fmt_event_time(*start))
             .collect();
         if starts.is_empty() {
             return None;
@@ -166,7 +166,7 @@ impl Printer {
         self.awaiting_commit.retain(|(t, _)| *t != txg);
         Some(format!(
             "[{}] {}: the sync behind the drop at {}",
-            fmt_clock(e.t_ns),
+            fmt_event_time(e.t_ns),
             e.describe(),
             starts.join(", ")
         ))
@@ -516,7 +516,7 @@ mod tests {
         assert_eq!(
             p.completed_by(&commit(3_145_883_140, 12)).as_deref(),
             Some(
-                "[00:03.1] txg 12 committed 83 MB in 2.2 s (37 MB/s to disk): \
+                "[00:03.1] txg 12 committed 82.6 MB in 2.2 s (36.5 MB/s to disk): \
                  the sync behind the drop at 00:01.8"
             )
         );

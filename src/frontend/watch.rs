@@ -14,8 +14,8 @@ use crate::copy::{Control, CopyOutcome, CurrentFile, Progress, ProgressSnapshot}
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session};
 use crate::frontend::{Frontend, choose_frontend};
+use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
 use crate::present::quote::{quote, shell_escape};
-use crate::report::plain::{bytes, clock, rate};
 use crate::report::recording::{Header, WatchTarget};
 use crate::sample::intake::{Intake, IntakeSource};
 use crate::sample::net::NetReader;
@@ -46,17 +46,17 @@ impl WatchLines {
         let (now_bps, avg_bps) = rates;
         let mut line = format!(
             "[{}] intake {} now, avg {}, {} written ({})",
-            clock(elapsed.as_secs_f64()),
-            rate(now_bps, binary),
-            rate(avg_bps, binary),
-            bytes(snap.bytes_copied, binary),
+            fmt_clock(elapsed.as_secs_f64()),
+            fmt_rate_with(now_bps, binary),
+            fmt_rate_with(avg_bps, binary),
+            fmt_bytes_with(snap.bytes_copied, binary),
             self.target.intake
         );
         if let Some(c) = current {
             line.push_str(&format!(
                 "; writing {} at {}",
                 shell_escape(&c.path),
-                bytes(c.done, binary)
+                fmt_bytes_with(c.done, binary)
             ));
         }
         line
@@ -71,10 +71,10 @@ impl WatchLines {
         };
         format!(
             "copyscope watch: {} written into {} in {} (avg {}, intake from {})\n",
-            bytes(o.bytes_copied, binary),
+            fmt_bytes_with(o.bytes_copied, binary),
             shell_escape(&self.target.path),
-            clock(o.copy_secs),
-            rate(avg, binary),
+            fmt_secs(o.copy_secs),
+            fmt_rate_with(avg, binary),
             self.target.intake
         )
     }

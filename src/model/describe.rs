@@ -335,7 +335,7 @@ mod tests {
         };
         assert_eq!(
             ev.describe(),
-            "drop 118 → 3 MB/s for 1.4 s: txg 48211 syncing 1.1 GB took 1.6 s; \
+            "drop 118 → 3.00 MB/s for 1.4 s: txg 48211 syncing 1.10 GB took 1.6 s; \
              dirty had reached 62 % of zfs_dirty_data_max; also zfs throttle"
         );
     }

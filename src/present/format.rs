@@ -1,54 +1,69 @@
-//! Human-readable numbers for event texts, the TUI and reports: decimal units (MB/s)
-//! by default, binary (MiB/s) on request, three significant figures.
+//! The one family of numbers every output prints (TUI, plain and JSON texts, the summary,
+//! exports, compare, bench tables, watch). The rules:
+//!
+//! - **Sizes and rates**: three significant digits in the largest unit that keeps the number
+//!   below 1000 once rounded — `512 B`, `850 kB`, `12.3 kB`, `118 MB`, `4.00 GB`,
+//!   `1.10 GB/s`; whole bytes below 1 kB. Decimal units (1 kB = 1000 B) by default, binary
+//!   (`KiB`, `MiB`: `--binary`) on request, same digits. A rate below 0.5 kB/s is `0 MB/s`
+//!   (a stall reads "0" beside "118 MB/s", not "37 B/s").
+//! - **Clock** (a moment of the run: elapsed, ETA, a progress line): `mm:ss`, `h:mm:ss` past
+//!   an hour — `00:42`, `1:02:03`. An event's time adds tenths, `00:31.2`, as drops are
+//!   sub-second.
+//! - **Durations** (how long something took): `0.4 s`, `4.2 s` (one decimal below 10 s),
+//!   `42 s`, `76 s` (whole seconds below 100 s), `2 min 05 s`, `1 h 02 min`.
+//!
+//! The chart axes' tick labels are [`super::axis`]'s.
 
 const DECIMAL: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
 const BINARY: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
-/// Picks the unit whose scaled value, once rounded for display, is below the base.
-fn scaled(v: f64, binary: bool) -> (f64, &'static str) {
-    let (base, units) = if binary {
-        (1024.0, &BINARY)
-    } else {
-        (1000.0, &DECIMAL)
-    };
+/// A value scaled into its unit: the digits to print and the unit's index.
+fn scaled(v: f64, binary: bool) -> (String, usize) {
+    let base = if binary { 1024.0 } else { 1000.0 };
     let mut x = v.abs();
     let mut i = 0;
-    // Compare against the rounded display value so 999.7 kB becomes "1.0 MB", not "1000 kB".
-    while i + 1 < units.len() && round_display(x) >= base {
+    if x.round() < 1000.0 {
+        return (format!("{x:.0}"), 0);
+    }
+    loop {
         x /= base;
         i += 1;
-    }
-    (if v < 0.0 { -x } else { x }, units[i])
-}
-
-/// Three significant figures: one decimal below 10, none above.
-fn round_display(x: f64) -> f64 {
-    if x < 10.0 {
-        (x * 10.0).round() / 10.0
-    } else {
-        x.round()
+        let digits = sig3(x);
+        // Compare the rounded digits, so 999.7 kB becomes "1.00 MB", not "1000 kB".
+        if digits.parse::<f64>().unwrap_or(0.0) < 1000.0 || i + 1 == DECIMAL.len() {
+            return (digits, i);
+        }
     }
 }
 
-fn number(x: f64, unit_is_bytes: bool) -> String {
-    if unit_is_bytes || x >= 10.0 || x == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
+/// Three significant digits of `x` (0 < x < 1000 expected): `4.00`, `12.3`, `118`; a value that
+/// rounds up into the next decade loses a decimal (9.996 → `10.0`, 99.96 → `100`).
+fn sig3(x: f64) -> String {
+    for decimals in [2usize, 1, 0] {
+        let limit = 10f64.powi(3 - decimals as i32);
+        let r = format!("{x:.decimals$}");
+        if r.parse::<f64>().unwrap_or(0.0) < limit || decimals == 0 {
+            return r;
+        }
     }
+    unreachable!("the loop returns at decimals 0")
+}
+
+fn unit(i: usize, binary: bool) -> &'static str {
+    if binary { BINARY[i] } else { DECIMAL[i] }
 }
 
 fn bytes_impl(n: f64, binary: bool) -> String {
-    let (x, unit) = scaled(n, binary);
-    format!("{} {unit}", number(x, unit == "B"))
+    let (digits, i) = scaled(n, binary);
+    format!("{digits} {}", unit(i, binary))
 }
 
-/// Bytes in decimal units: `512 B`, `12 kB`, `1.1 GB`.
+/// Bytes in decimal units: `512 B`, `12.3 kB`, `4.00 GB`.
 pub fn fmt_bytes(n: u64) -> String {
     bytes_impl(n as f64, false)
 }
 
-/// Bytes in binary units: `1.5 GiB`.
+/// Bytes in binary units: `1.50 GiB`.
 pub fn fmt_bytes_bin(n: u64) -> String {
     bytes_impl(n as f64, true)
 }
@@ -58,7 +73,7 @@ pub fn fmt_bytes_with(n: u64, binary: bool) -> String {
     bytes_impl(n as f64, binary)
 }
 
-/// A rate in decimal units: `118 MB/s`, `3.2 MB/s`, `950 kB/s`.
+/// A rate in decimal units: `118 MB/s`, `3.24 MB/s`, `950 kB/s`, `1.10 GB/s`.
 pub fn fmt_rate(bps: f64) -> String {
     fmt_rate_with(bps, false)
 }
@@ -68,56 +83,90 @@ pub fn fmt_rate_with(bps: f64, binary: bool) -> String {
     if !bps.is_finite() {
         return "n/a".to_string();
     }
-    format!("{}/s", bytes_impl(bps.max(0.0), binary))
+    if bps < 500.0 {
+        return format!("0 {}/s", unit(2, binary));
+    }
+    format!("{}/s", bytes_impl(bps, binary))
 }
 
-/// Two rates in the unit of the larger one, as drops are told: `118 → 3 MB/s`.
+/// A rate as a bare number of MB/s, for tables whose header names the unit: `41.4`, `118`.
+pub fn fmt_mbps(bps: f64) -> String {
+    if !bps.is_finite() || bps < 500.0 {
+        return "0".to_string();
+    }
+    let v = bps / 1e6;
+    if v.round() >= 1000.0 {
+        format!("{v:.0}")
+    } else {
+        sig3(v)
+    }
+}
+
+/// Two rates in the unit of the larger one, as drops are told: `118 → 3.40 MB/s`.
 pub fn fmt_rate_pair(from: f64, to: f64) -> String {
     let hi = from.max(to).max(0.0);
-    let (_, unit) = scaled(hi, false);
+    let (_, i) = scaled(hi, false);
     let lo = from.min(to);
-    if lo > 0.0 && scaled(lo, false).1 != unit {
-        // "1.2 GB/s → 3.0 MB/s": one unit would round the smaller rate to zero.
+    if lo >= 500.0 && scaled(lo, false).1 != i {
+        // "1.20 GB/s → 3.00 MB/s": one unit would round the smaller rate to zero.
         return format!("{} → {}", fmt_rate(from), fmt_rate(to));
     }
-    let div = match unit {
-        "B" => 1.0,
-        "kB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        "TB" => 1e12,
-        "PB" => 1e15,
-        _ => 1e18,
-    };
-    let a = from.max(0.0) / div;
-    let b = to.max(0.0) / div;
+    let div = 1000f64.powi(i as i32);
     let show = |x: f64| {
-        let r = round_display(x);
-        // "118 → 3 MB/s" reads better than "118 → 3.0 MB/s".
-        if unit == "B" || r == r.trunc() {
-            format!("{r:.0}")
+        if x < 500.0 {
+            "0".to_string()
+        } else if i == 0 {
+            format!("{x:.0}")
         } else {
-            number(r, false)
+            sig3(x / div)
         }
     };
-    format!("{} → {} {unit}/s", show(a), show(b))
+    format!("{} → {} {}/s", show(from), show(to), unit(i, false))
 }
 
-/// A duration in seconds: `0.4 s`, `12 s`, `2 min 05 s`, `1 h 02 min`.
+/// A duration: `0.4 s`, `4.2 s`, `42 s`, `76 s`, `2 min 05 s`, `1 h 02 min`.
 pub fn fmt_secs(secs: f64) -> String {
     if !secs.is_finite() || secs < 0.0 {
         return "n/a".to_string();
     }
-    if secs < 10.0 {
-        format!("{:.1} s", (secs * 10.0).round() / 10.0)
-    } else if secs < 60.0 {
+    let tenths = (secs * 10.0).round();
+    if tenths < 100.0 {
+        format!("{:.1} s", tenths / 10.0)
+    } else if secs.round() < 100.0 {
         format!("{secs:.0} s")
-    } else if secs < 3600.0 {
+    } else if secs.round() < 3600.0 {
         let s = secs.round() as u64;
         format!("{} min {:02} s", s / 60, s % 60)
     } else {
         let m = (secs / 60.0).round() as u64;
         format!("{} h {:02} min", m / 60, m % 60)
+    }
+}
+
+/// A moment of the run, elapsed or ETA: `00:42`, `12:03`, `1:02:03`.
+pub fn fmt_clock(secs: f64) -> String {
+    let s = if secs.is_finite() {
+        secs.max(0.0).round() as u64
+    } else {
+        0
+    };
+    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m:02}:{s:02}")
+    }
+}
+
+/// An event's time since the start, with tenths: `00:31.2`, `1:02:03.4` past an hour.
+pub fn fmt_event_time(t_ns: u64) -> String {
+    let tenths = t_ns / 100_000_000;
+    let secs = tenths / 10;
+    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}.{}", tenths % 10)
+    } else {
+        format!("{m:02}:{s:02}.{}", tenths % 10)
     }
 }
 
@@ -132,18 +181,6 @@ pub fn fmt_count(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// A timestamp relative to the start: `00:31.2`, or `1:02:03.4` past an hour.
-pub fn fmt_clock(t_ns: u64) -> String {
-    let tenths = t_ns / 100_000_000;
-    let secs = tenths / 10;
-    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
-    if h > 0 {
-        format!("{h}:{m:02}:{s:02}.{}", tenths % 10)
-    } else {
-        format!("{m:02}:{s:02}.{}", tenths % 10)
-    }
 }
 
 /// A file's modification time as a calendar date in UTC, `2026-11-30 19:42:07` (a file
@@ -177,41 +214,71 @@ mod tests {
     }
 
     #[test]
-    fn bytes_decimal_and_binary() {
+    fn three_significant_digits_at_every_boundary() {
         assert_eq!(fmt_bytes(0), "0 B");
         assert_eq!(fmt_bytes(512), "512 B");
-        assert_eq!(fmt_bytes(12_345), "12 kB");
-        assert_eq!(fmt_bytes(999_700), "1.0 MB");
-        assert_eq!(fmt_bytes(1_100_000_000), "1.1 GB");
+        assert_eq!(fmt_bytes(999), "999 B");
+        assert_eq!(fmt_bytes(1_000), "1.00 kB");
+        assert_eq!(fmt_bytes(9_994), "9.99 kB");
+        assert_eq!(fmt_bytes(9_996), "10.0 kB");
+        assert_eq!(fmt_bytes(12_345), "12.3 kB");
+        assert_eq!(fmt_bytes(99_960), "100 kB");
+        assert_eq!(fmt_bytes(850_000), "850 kB");
+        assert_eq!(fmt_bytes(999_000), "999 kB");
+        assert_eq!(fmt_bytes(999_499), "999 kB");
+        assert_eq!(fmt_bytes(999_500), "1.00 MB");
+        assert_eq!(fmt_bytes(999_700), "1.00 MB");
+        assert_eq!(fmt_bytes(118_400_000), "118 MB");
         assert_eq!(fmt_bytes(410_327_040), "410 MB");
-        assert_eq!(fmt_bytes_bin(1 << 30), "1.0 GiB");
-        assert_eq!(fmt_bytes_bin(3 * (1 << 20) / 2), "1.5 MiB");
+        assert_eq!(fmt_bytes(1_100_000_000), "1.10 GB");
+        assert_eq!(fmt_bytes(4_000_000_000), "4.00 GB");
+        assert_eq!(fmt_bytes(u64::MAX), "18.4 EB");
+        assert_eq!(fmt_bytes_bin(1023), "1.00 KiB");
+        assert_eq!(fmt_bytes_bin(1 << 30), "1.00 GiB");
+        assert_eq!(fmt_bytes_bin(3 * (1 << 20) / 2), "1.50 MiB");
+        assert_eq!(fmt_bytes_bin(1_023 * 1024), "1.00 MiB");
     }
 
     #[test]
     fn rates() {
         assert_eq!(fmt_rate(118e6), "118 MB/s");
-        assert_eq!(fmt_rate(3.24e6), "3.2 MB/s");
+        assert_eq!(fmt_rate(3.24e6), "3.24 MB/s");
         assert_eq!(fmt_rate(950e3), "950 kB/s");
+        assert_eq!(fmt_rate(1.1e9), "1.10 GB/s");
+        assert_eq!(fmt_rate(0.0), "0 MB/s");
+        assert_eq!(fmt_rate(499.0), "0 MB/s");
+        assert_eq!(fmt_rate_with(0.0, true), "0 MiB/s");
+        assert_eq!(fmt_rate_with(20.0 * 1_048_576.0, true), "20.0 MiB/s");
         assert_eq!(fmt_rate(f64::NAN), "n/a");
-        assert_eq!(fmt_rate_pair(118e6, 3e6), "118 → 3 MB/s");
-        assert_eq!(fmt_rate_pair(118e6, 3.4e6), "118 → 3.4 MB/s");
+        assert_eq!(fmt_mbps(41.44e6), "41.4");
+        assert_eq!(fmt_mbps(1234e6), "1234");
+        assert_eq!(fmt_mbps(0.0), "0");
+        assert_eq!(fmt_rate_pair(118e6, 3e6), "118 → 3.00 MB/s");
+        assert_eq!(fmt_rate_pair(118e6, 3.4e6), "118 → 3.40 MB/s");
         assert_eq!(fmt_rate_pair(118e6, 0.0), "118 → 0 MB/s");
-        assert_eq!(fmt_rate_pair(118e6, 12.4e6), "118 → 12 MB/s");
-        assert_eq!(fmt_rate_pair(1.2e9, 3e6), "1.2 GB/s → 3.0 MB/s");
-        assert_eq!(fmt_rate_pair(1.2e9, 0.0), "1.2 → 0 GB/s");
+        assert_eq!(fmt_rate_pair(118e6, 12.4e6), "118 → 12.4 MB/s");
+        assert_eq!(fmt_rate_pair(1.2e9, 3e6), "1.20 GB/s → 3.00 MB/s");
+        assert_eq!(fmt_rate_pair(1.2e9, 0.0), "1.20 → 0 GB/s");
     }
 
     #[test]
     fn durations_counts_clock() {
+        assert_eq!(fmt_secs(0.04), "0.0 s");
         assert_eq!(fmt_secs(1.44), "1.4 s");
+        assert_eq!(fmt_secs(9.96), "10 s");
         assert_eq!(fmt_secs(12.4), "12 s");
+        assert_eq!(fmt_secs(59.6), "60 s");
+        assert_eq!(fmt_secs(99.4), "99 s");
+        assert_eq!(fmt_secs(99.6), "1 min 40 s");
         assert_eq!(fmt_secs(125.0), "2 min 05 s");
         assert_eq!(fmt_secs(3720.0), "1 h 02 min");
         assert_eq!(fmt_count(14_139), "14 139");
         assert_eq!(fmt_count(999), "999");
         assert_eq!(fmt_count(1_000_000), "1 000 000");
-        assert_eq!(fmt_clock(31_200_000_000), "00:31.2");
-        assert_eq!(fmt_clock(3_723_400_000_000), "1:02:03.4");
+        assert_eq!(fmt_clock(42.0), "00:42");
+        assert_eq!(fmt_clock(3599.6), "1:00:00");
+        assert_eq!(fmt_clock(3723.0), "1:02:03");
+        assert_eq!(fmt_event_time(31_200_000_000), "00:31.2");
+        assert_eq!(fmt_event_time(3_723_400_000_000), "1:02:03.4");
     }
 }

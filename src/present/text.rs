@@ -76,6 +76,20 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
         .collect()
 }
 
+/// Shortens `s` to at most `max` characters, keeping both ends ("/tank/…/file.iso").
+pub fn ellipsize_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 5 {
+        return s.to_string();
+    }
+    let keep = max - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

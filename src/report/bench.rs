@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::export::ChartData;
 use super::export::describe::drop_label;
-use super::export::units::{fmt_bytes, fmt_mbps, fmt_rate, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_mbps, fmt_rate, fmt_secs};
 
 /// One finished (or stopped) phase.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ pub fn render_bench_markdown(f: &BenchFacts, phases: &[PhaseResult]) -> String {
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&name),
-            fmt_bytes(st.bytes as f64),
+            fmt_bytes(st.bytes),
             st.files,
             fmt_mbps(st.avg_bps),
             st.durable_bps.map_or("–".into(), fmt_mbps),
@@ -145,7 +145,7 @@ pub fn render_bench_text(f: &BenchFacts, phases: &[PhaseResult]) -> String {
             o,
             "{:<15} {:>9} {:>11} {:>11} {:>5}  {}{}",
             p.name,
-            fmt_bytes(st.bytes as f64),
+            fmt_bytes(st.bytes),
             fmt_rate(st.avg_bps),
             st.durable_bps.map_or("–".into(), fmt_rate),
             st.drops,

@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use humansize::{BINARY, DECIMAL, FormatSizeOptions, format_size};
-
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
 use crate::model::{Backlog, BacklogScope, Stats};
+use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
 use crate::present::quote::file_line;
 
 /// Plain progress lines come this often.
@@ -43,30 +42,6 @@ impl Phase {
             Phase::Flushing => "flushing",
             Phase::Done => "done",
         }
-    }
-}
-
-fn size_opts(binary: bool) -> FormatSizeOptions {
-    if binary { BINARY } else { DECIMAL }
-}
-
-/// "1.20 GB" or "1.12 GiB".
-pub fn bytes(n: u64, binary: bool) -> String {
-    format_size(n, size_opts(binary))
-}
-
-/// "118 MB/s".
-pub fn rate(bps: f64, binary: bool) -> String {
-    format!("{}/s", format_size(bps.max(0.0) as u64, size_opts(binary)))
-}
-
-/// "1:02:03" or "2:03".
-pub fn clock(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
     }
 }
 
@@ -106,10 +81,10 @@ pub fn progress_line(
     let LineFigures {
         now_bps, avg_bps, ..
     } = f;
-    let t = clock(elapsed.as_secs_f64());
+    let t = fmt_clock(elapsed.as_secs_f64());
     let eta = f
         .eta_s
-        .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", clock(e)));
+        .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", fmt_clock(e)));
     if phase == Phase::Flushing {
         // Not "100 % … ETA 0:00" for the whole flush: what is left, and when it will be on disk.
         // Whose data it is (issue 9): this copy's, or every writer's when the destination's
@@ -120,20 +95,20 @@ pub fn progress_line(
                 scope: BacklogScope::ThisCopy,
             }) if b > 0 => format!(
                 "[{t}] flushing this copy's {} to disk, {eta}  ({} copied)",
-                bytes(b, binary),
-                bytes(snap.bytes_copied, binary)
+                fmt_bytes_with(b, binary),
+                fmt_bytes_with(snap.bytes_copied, binary)
             ),
             Some(Backlog {
                 bytes: b,
                 scope: BacklogScope::System,
             }) if b > 0 => format!(
                 "[{t}] flushing to disk (system: dirty {}, all writers), {eta}  ({} copied)",
-                bytes(b, binary),
-                bytes(snap.bytes_copied, binary)
+                fmt_bytes_with(b, binary),
+                fmt_bytes_with(snap.bytes_copied, binary)
             ),
             _ => format!(
                 "[{t}] flushing: {} copied, waiting for the disk (syncfs), {eta}",
-                bytes(snap.bytes_copied, binary)
+                fmt_bytes_with(snap.bytes_copied, binary)
             ),
         };
     }
@@ -144,14 +119,14 @@ pub fn progress_line(
             100.0
         };
         (
-            bytes(snap.bytes_total, binary),
+            fmt_bytes_with(snap.bytes_total, binary),
             snap.files_total.to_string(),
             format!("{pct:.0} %"),
             eta,
         )
     } else {
         (
-            format!("{}+", bytes(snap.bytes_total, binary)),
+            format!("{}+", fmt_bytes_with(snap.bytes_total, binary)),
             format!("{}+", snap.files_total),
             "estimating".to_string(),
             "ETA estimating".to_string(),
@@ -165,10 +140,10 @@ pub fn progress_line(
     format!(
         "[{t}] {} {} / {total} {pct}  files {}/{files_total}{failed}  now {}  avg {}  {eta}",
         phase.as_str(),
-        bytes(snap.bytes_copied, binary),
+        fmt_bytes_with(snap.bytes_copied, binary),
         snap.files_done,
-        rate(now_bps, binary),
-        rate(avg_bps, binary),
+        fmt_rate_with(now_bps, binary),
+        fmt_rate_with(avg_bps, binary),
     )
 }
 
@@ -181,7 +156,7 @@ pub fn verify_line(
     verified: u64,
     binary: bool,
 ) -> String {
-    let t = clock(elapsed.as_secs_f64());
+    let t = fmt_clock(elapsed.as_secs_f64());
     let secs = elapsed.as_secs_f64();
     let done = snap.bytes_copied + verified;
     let (total, pct, eta) = if snap.scan_done {
@@ -194,15 +169,19 @@ pub fn verify_line(
         let eta = if done > 0 && secs > 0.0 {
             format!(
                 "ETA {}",
-                clock(work.saturating_sub(done) as f64 * secs / done as f64)
+                fmt_clock(work.saturating_sub(done) as f64 * secs / done as f64)
             )
         } else {
             "ETA --".to_string()
         };
-        (bytes(snap.bytes_total, binary), format!("{pct:.0} %"), eta)
+        (
+            fmt_bytes_with(snap.bytes_total, binary),
+            format!("{pct:.0} %"),
+            eta,
+        )
     } else {
         (
-            format!("{}+", bytes(snap.bytes_total, binary)),
+            format!("{}+", fmt_bytes_with(snap.bytes_total, binary)),
             "estimating".to_string(),
             "ETA estimating".to_string(),
         )
@@ -214,11 +193,11 @@ pub fn verify_line(
     };
     format!(
         "[{t}] copying+verifying {} written, {} read back / {total} {pct}  files {}/{}  avg {} (copy and read-back)  {eta}",
-        bytes(snap.bytes_copied, binary),
-        bytes(verified, binary),
+        fmt_bytes_with(snap.bytes_copied, binary),
+        fmt_bytes_with(verified, binary),
         snap.files_done,
         snap.files_total,
-        rate(avg, binary),
+        fmt_rate_with(avg, binary),
     )
 }
 
@@ -249,15 +228,15 @@ pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> St
     let extremes = if st.peak_bps > 0.0 {
         format!(
             "min {}, peak {}",
-            rate(st.min_bps, binary),
-            rate(st.peak_bps, binary)
+            fmt_rate_with(st.min_bps, binary),
+            fmt_rate_with(st.peak_bps, binary)
         )
     } else {
         "min/peak n/a".to_string()
     };
     let mut s = format!(
         "  {what} {} ({extremes}), {durable}\n",
-        rate(st.avg_bps, binary),
+        fmt_rate_with(st.avg_bps, binary),
     );
     if st.drops > 0 {
         // Causes that round to 0.0 s cost nothing worth naming.
@@ -265,7 +244,7 @@ pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> St
             .lost_secs_by_cause
             .iter()
             .filter(|(_, v)| *v >= 0.05)
-            .map(|(k, v)| format!("{k} {v:.1} s"))
+            .map(|(k, v)| format!("{k} {}", fmt_secs(*v)))
             .collect();
         // Measured against the sustained rate, drops the disks' backlog covered cost nothing:
         // then there is no cause to list after the total.
@@ -275,9 +254,9 @@ pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> St
             format!(": {}", lost.join(", "))
         };
         s.push_str(&format!(
-            "  drops: {} ({:.1} s lost{causes})\n",
+            "  drops: {} ({} lost{causes})\n",
             st.drops,
-            st.lost_total_secs(),
+            fmt_secs(st.lost_total_secs()),
         ));
     }
     s
@@ -319,14 +298,14 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
     };
     s.push_str(&format!(
         "copyscope: {head}: {} in {} file{}, {} {}",
-        bytes(o.bytes_copied, binary),
+        fmt_bytes_with(o.bytes_copied, binary),
         o.files_copied,
         if o.files_copied == 1 { "" } else { "s" },
         if reads { "read" } else { "copy" },
-        clock(o.copy_secs)
+        fmt_secs(o.copy_secs)
     ));
     if let Some(f) = o.flush_secs {
-        s.push_str(&format!(", flush {}", clock(f)));
+        s.push_str(&format!(", flush {}", fmt_secs(f)));
     }
     s.push('\n');
     if let Some(f) = &o.fatal {
@@ -340,8 +319,8 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
     }
     let durable = match (st.durable_bps, o.sync) {
         _ if reads => "uncached: each file's pages were dropped first (posix_fadvise(DONTNEED)), so this is the device's read rate (on ZFS the ARC may still serve it); a read has nothing to make durable".to_string(),
-        (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", rate(d, binary)),
-        (Some(d), _) => format!("durable {} (after syncfs)", rate(d, binary)),
+        (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", fmt_rate_with(d, binary)),
+        (Some(d), _) => format!("durable {} (after syncfs)", fmt_rate_with(d, binary)),
         (None, SyncMode::None) => {
             "durable: not measured (--no-sync: data may still be in RAM)".to_string()
         }
@@ -357,7 +336,7 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
     if o.bytes_cloned > 0 {
         s.push_str(&format!(
             "  {} shared with the source by reflink (no data copied)\n",
-            bytes(o.bytes_cloned, binary)
+            fmt_bytes_with(o.bytes_cloned, binary)
         ));
     }
     if let Some(v) = &o.verify {
@@ -437,8 +416,8 @@ mod tests {
             false,
         );
         assert!(l.contains("25 %"), "{l}");
-        assert!(l.contains("ETA 0:03"), "{l}");
-        assert!(l.contains("now 1 MB/s"), "{l}");
+        assert!(l.contains("ETA 00:03"), "{l}");
+        assert!(l.contains("now 1.00 MB/s"), "{l}");
     }
 
     #[test]
@@ -468,7 +447,7 @@ mod tests {
         );
         assert_eq!(
             l,
-            "[0:40] flushing this copy's 1.44 GB to disk, ETA 0:36  (4 GB copied)"
+            "[00:40] flushing this copy's 1.44 GB to disk, ETA 00:36  (4.00 GB copied)"
         );
         assert!(!l.contains("100 %"), "{l}");
         // The destination's disks unknown: the system's dirty data, every writer's, said so.
@@ -489,7 +468,7 @@ mod tests {
         );
         assert_eq!(
             l,
-            "[0:40] flushing to disk (system: dirty 2.20 GB, all writers), ETA 0:36  (4 GB copied)"
+            "[00:40] flushing to disk (system: dirty 2.20 GB, all writers), ETA 00:36  (4.00 GB copied)"
         );
     }
 
@@ -509,13 +488,15 @@ mod tests {
             message: "Permission denied".into(),
         }];
         let s = summary_text(&o, None, false);
-        assert!(s.contains("done with errors: 2 MB in 2 files"), "{s}");
         assert!(
-            s.contains("speed to cache 1 MB/s (min/peak n/a), durable 500 kB/s (after syncfs)"),
+            s.contains("done with errors: 2.00 MB in 2 files, copy 2.0 s, flush 2.0 s"),
+            "{s}"
+        );
+        assert!(
+            s.contains("speed to cache 1.00 MB/s (min/peak n/a), durable 500 kB/s (after syncfs)"),
             "{s}"
         );
         assert!(s.contains("'a/b': Permission denied"), "{s}");
-        assert_eq!(clock(3725.0), "1:02:05");
     }
 
     #[test]
@@ -529,7 +510,7 @@ mod tests {
             l.contains("copying+verifying 734 MB written, 134 MB read back / 734 MB 59 %"),
             "{l}"
         );
-        assert!(l.contains("ETA 0:01"), "{l}");
+        assert!(l.contains("ETA 00:01"), "{l}");
         assert!(l.contains("avg 367 MB/s"), "{l}");
     }
 }

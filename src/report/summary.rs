@@ -4,11 +4,12 @@
 
 use crate::copy::CopyOutcome;
 use crate::model::{EventKind, Model};
-use crate::present::format::fmt_clock;
+use crate::present::format::fmt_event_time;
+use crate::present::format::fmt_rate_with;
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
-use crate::report::plain::{rate, speeds_text, summary_text_as};
+use crate::report::plain::{speeds_text, summary_text_as};
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -57,7 +58,7 @@ pub fn final_summary_as(
                 .enumerate()
             {
                 if i == 0 {
-                    s.push_str(&format!("  {}  {line}\n", fmt_clock(e.t_ns)));
+                    s.push_str(&format!("  {}  {line}\n", fmt_event_time(e.t_ns)));
                 } else {
                     s.push_str(&format!("{}{line}\n", " ".repeat(indent)));
                 }
@@ -95,7 +96,7 @@ pub fn final_summary_as(
             ));
             let ms = model.stats();
             let durable = match ms.durable_bps {
-                Some(d) => format!("durable {}", rate(d, units == Units::Binary)),
+                Some(d) => format!("durable {}", fmt_rate_with(d, units == Units::Binary)),
                 None => "durable: not reached".to_string(),
             };
             s.push_str(&speeds_text(&ms, &durable, units == Units::Binary));

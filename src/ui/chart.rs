@@ -11,7 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 
 use crate::model::series::Point;
-use crate::present::units::{Units, fmt_duration_axis};
+use crate::present::axis::fmt_axis_time;
+use crate::present::units::Units;
 use crate::ui::theme::Theme;
 
 /// Which quantity the x axis shows.
@@ -524,7 +525,7 @@ impl SpeedChart<'_> {
                 while s <= w1 as f64 / 1e9 + 1e-9 {
                     let f = (s - w0 as f64 / 1e9) / span_s.max(1e-9);
                     let c = ((f * ncols as f64) as usize).min(ncols - 1);
-                    out.push((c, fmt_duration_axis(s)));
+                    out.push((c, fmt_axis_time(s, step)));
                     s += step;
                 }
             }

@@ -15,7 +15,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use crate::present::units::fmt_clock;
+use crate::present::format::fmt_clock;
 use crate::ui::chart::{SpeedBar, SpeedChart};
 use crate::ui::view::{RunState, View};
 

@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::model::{BacklogScope, EventKind, KernelView};
+use crate::present::format::fmt_clock;
 use crate::present::format::fmt_count;
 use crate::present::text::wrap_words;
-use crate::present::units::fmt_clock;
 use crate::ui::view::{RunState, View};
 
 /// Cells a string takes on the terminal (wide characters take two).
@@ -227,7 +227,11 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     if s.drops > 0 {
         spans.extend(labeled(
             "drops",
-            format!("{} ({:.1} s lost)", s.drops, s.lost_total_secs()),
+            format!(
+                "{} ({} lost)",
+                s.drops,
+                crate::present::format::fmt_secs(s.lost_total_secs())
+            ),
             app,
         ));
     }
@@ -558,7 +562,7 @@ pub fn events(area: Rect, buf: &mut Buffer, app: &View) {
                 break;
             }
             let stamp = if i == 0 {
-                format!("{}  ", crate::present::format::fmt_clock(e.t_ns))
+                format!("{}  ", crate::present::format::fmt_event_time(e.t_ns))
             } else {
                 " ".repeat(stamp_w)
             };
@@ -670,9 +674,9 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         }
         if let Some((txg, nd, st)) = z.last_sync {
             s.push(Span::raw(format!(
-                "  last sync {txg}: {} in {:.1} s",
+                "  last sync {txg}: {} in {}",
                 u.size(nd),
-                st as f64 / 1e9
+                crate::present::format::fmt_secs(st as f64 / 1e9)
             )));
         }
         lines.push(Line::from(s));

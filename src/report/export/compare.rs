@@ -14,11 +14,9 @@ use crate::report::recording::Replayed;
 
 use super::describe::{drop_label, lost_secs};
 use super::svg::{Look, render_svg_look, top_value};
-use super::units::{
-    RateUnit, fmt_axis_time, fmt_clock, fmt_mbps, fmt_rate, fmt_secs, fmt_tick, nice_step,
-    rate_unit, time_step,
-};
 use super::{ChartData, ExportTargets, png};
+use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit, time_step};
+use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_rate, fmt_secs};
 
 /// One run of a comparison: its label and its chart (from the model).
 #[derive(Debug, Clone)]
@@ -314,9 +312,7 @@ pub fn render_compare_markdown(runs: &[Run], title: Option<&str>) -> String {
         }
         o.push('\n');
     };
-    row(&mut o, "data", &|d| {
-        super::units::fmt_bytes(d.stats.bytes as f64)
-    });
+    row(&mut o, "data", &|d| fmt_bytes(d.stats.bytes));
     row(&mut o, "files", &|d| d.stats.files.to_string());
     row(&mut o, "average MB/s (to cache)", &|d| {
         fmt_mbps(d.stats.avg_bps)
@@ -377,7 +373,7 @@ pub fn render_compare_markdown(runs: &[Run], title: Option<&str>) -> String {
                     fmt_rate(dr.reference_bps),
                     fmt_rate(dr.min_bps),
                     fmt_secs(dr.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),
-                    fmt_clock(e.t_ns as f64 / 1e9),
+                    fmt_event_time(e.t_ns),
                     fmt_secs(lost_secs(dr)),
                     drop_label(dr)
                 )
@@ -410,7 +406,9 @@ pub fn write_compare(
     if targets.png.is_some() || targets.svg.is_some() {
         let svg = render_compare_svg(runs, look, size.0, size.1);
         if let Some(p) = &targets.svg {
-            write(p, svg.as_bytes())?;
+            let exported =
+                super::outline::outline_text(&svg).context("outlining the SVG's text")?;
+            write(p, exported.as_bytes())?;
             written.push(p.clone());
         }
         if let Some(p) = &targets.png {

@@ -3,7 +3,7 @@
 
 use crate::model::{Cause, DropInfo, Event};
 
-use super::units::{fmt_rate, fmt_secs};
+use crate::present::format::{fmt_rate, fmt_secs};
 
 /// A short label for a cause, used as the key of "time lost per cause" (the model's label, so
 /// the pictures, the TUI and the recording's summary agree).
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(
             st.stall_note().as_deref(),
             Some(
-                "the writer stalled 25.6 s in 9 drops (txg sync 25.3 s, CPU 0.30 s) while the \
+                "the writer stalled 26 s in 9 drops (txg sync 25 s, CPU 0.3 s) while the \
                  disks kept writing at their own rate: stalled, not lost"
             )
         );

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::ChartData;
 use super::describe::{describe_causes, lost_secs};
-use super::units::{fmt_bytes, fmt_clock, fmt_mbps, fmt_rate, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_rate, fmt_secs};
 
 /// At most this many drops are listed; the rest are counted.
 const MAX_DROPS: usize = 50;
@@ -122,7 +122,7 @@ pub fn render_markdown(data: &ChartData) -> String {
             o,
             "| {} | {} | {} → {} | {} | {} | {} |",
             i + 1,
-            fmt_clock(e.t_ns as f64 / 1e9),
+            fmt_event_time(e.t_ns),
             fmt_rate(d.reference_bps),
             fmt_rate(d.min_bps),
             fmt_secs(d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9),

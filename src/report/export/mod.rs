@@ -8,10 +8,10 @@
 pub mod compare;
 pub mod describe;
 pub mod markdown;
+pub mod outline;
 pub mod png;
 pub mod svg;
 pub mod text;
-pub mod units;
 
 use crate::present::quote::quote;
 use std::path::{Path, PathBuf};
@@ -214,14 +214,14 @@ impl ChartData {
 
     /// "1.2 GB in 3 files" for a copy, "1.2 GB written" for a watch (the writer's files are
     /// not counted), with `size` formatting the bytes.
-    pub fn amount_text(&self, size: impl Fn(f64) -> String) -> String {
+    pub fn amount_text(&self, size: impl Fn(u64) -> String) -> String {
         let st = &self.stats;
         if self.watch.is_some() {
-            return format!("{} written", size(st.bytes as f64));
+            return format!("{} written", size(st.bytes));
         }
         format!(
             "{} in {} file{}",
-            size(st.bytes as f64),
+            size(st.bytes),
             st.files,
             if st.files == 1 { "" } else { "s" }
         )
@@ -567,7 +567,9 @@ pub fn write_targets_look(
     if targets.png.is_some() || targets.svg.is_some() {
         let svg_text = render_svg_look(data, w, h, look);
         if let Some(p) = &targets.svg {
-            write(p, svg_text.as_bytes())?;
+            // Glyph outlines from the PNG's fonts: the file draws the same without them.
+            let exported = outline::outline_text(&svg_text).context("outlining the SVG's text")?;
+            write(p, exported.as_bytes())?;
             written.push(p.clone());
         }
         if let Some(p) = &targets.png {

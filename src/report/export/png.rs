@@ -24,7 +24,7 @@ pub enum PngError {
 }
 
 /// The font database: only the embedded DejaVu faces (regular, bold, mono).
-fn fonts() -> Arc<usvg::fontdb::Database> {
+pub(super) fn fonts() -> Arc<usvg::fontdb::Database> {
     static DB: OnceLock<Arc<usvg::fontdb::Database>> = OnceLock::new();
     DB.get_or_init(|| {
         let mut db = usvg::fontdb::Database::new();

@@ -7,11 +7,10 @@ use std::fmt::Write as _;
 use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
-use super::units::{
-    RateUnit, ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, nice_step,
-    rate_unit, time_step,
-};
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
+use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit, time_step};
+use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::present::text::ellipsize_middle;
 
 const INK: &str = "#0f172a";
 const MUTED: &str = "#475569";
@@ -319,12 +318,12 @@ fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
         // A watch counts no files: only what the writers put in.
         Some(_) => format!(
             "{} written in {}",
-            fmt_bytes(data.stats.bytes as f64),
+            fmt_bytes(data.stats.bytes),
             fmt_secs(data.stats.elapsed_s)
         ),
         None => format!(
             "{} in {}, {}",
-            fmt_bytes(data.stats.bytes as f64),
+            fmt_bytes(data.stats.bytes),
             fmt_secs(data.stats.elapsed_s),
             files
         ),
@@ -921,11 +920,11 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     };
     match &data.watch {
         Some(intake) => {
-            pair(o, 1, 0, "written (watched)", &fmt_bytes(st.bytes as f64));
+            pair(o, 1, 0, "written (watched)", &fmt_bytes(st.bytes));
             pair(o, 1, 1, "intake from", intake);
         }
         None => {
-            pair(o, 1, 0, "copied", &fmt_bytes(st.bytes as f64));
+            pair(o, 1, 0, "copied", &fmt_bytes(st.bytes));
             pair(o, 1, 1, "files", &files);
         }
     }

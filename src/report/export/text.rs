@@ -4,11 +4,11 @@
 
 use crate::model::EventKind;
 
-use super::units::{
-    ellipsize_middle, fmt_axis_time, fmt_bytes, fmt_rate, fmt_secs, fmt_tick, rate_unit, time_step,
-};
 use super::{ChartData, MarkerKind};
+use crate::present::axis::{fmt_axis_time, fmt_tick, rate_unit, time_step};
+use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
 use crate::present::text::asciify;
+use crate::present::text::ellipsize_middle;
 
 /// Chart rows (each row holds eight levels with block characters).
 const ROWS: usize = 8;
