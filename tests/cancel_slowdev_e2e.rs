@@ -3,7 +3,9 @@
 //! their defaults. Cancel with q, q: the process is gone within 1 s of the second key and the
 //! temporary is removed (the disk is small, so ext4 would otherwise force a whole-filesystem
 //! writeback inside one write). Cancel during the final flush of a complete copy: exit 0, the
-//! file complete, "flush not awaited".
+//! file complete, "all files complete; flush not awaited". Ctrl-Z then `fg`, `kill -STOP` then
+//! `fg`, and `kill -STOP` then `kill -CONT`: the screen redrawn whole, raw mode back (a key
+//! acts without Enter), the copy stopped while suspended.
 //!
 //! Needs root, /dev/fuse, loop devices, qemu-storage-daemon and mkfs.ext4 (.ci/run installs
 //! the packages); where the machine cannot provide them the test says why and skips.
@@ -153,9 +155,181 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
         "cancel during the flush took {took:?}"
     );
     let history = t.capture_history();
-    assert!(history.contains("flush not awaited"), "{history}");
+    assert!(
+        history.contains("all files complete; flush not awaited"),
+        "{history}"
+    );
+    assert!(
+        !history.contains("cancelled:"),
+        "not called a cancel: {history}"
+    );
     assert!(
         fs::read(&dst).unwrap() == fs::read(&small).unwrap(),
         "the copy is complete"
+    );
+    assert!(
+        temps(&disk.mnt).is_empty(),
+        "temporaries left: {:?}",
+        temps(&disk.mnt)
+    );
+    drop(t);
+
+    // 3. Ctrl-Z then fg, and kill -STOP then fg, in a shell with job control: the screen comes
+    // back whole, raw mode too (a key acts without Enter), and the copy does not go on while
+    // suspended (as the ? help and the README say).
+    let dst = disk.mnt.join("suspend-copy.bin");
+    let t = Tmux::start("slowsusp", 100, 30, "bash --norc --noprofile -i", &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.send("PS1='shell$ '");
+    t.send("Enter");
+    t.wait_for("the shell prompt", Duration::from_secs(10), |s| {
+        s.contains("shell$ ")
+    });
+    t.send(&format!(
+        "TERM=xterm-256color {BIN} {} {}",
+        big.display(),
+        dst.display()
+    ));
+    t.send("Enter");
+    t.wait_for("the copying screen", Duration::from_secs(30), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = pid_of_copy("suspend-copy.bin").expect("copyscope runs");
+    t.send("C-z");
+    let s = t.wait_for("the shell after Ctrl-Z", Duration::from_secs(10), |s| {
+        s.contains("Stopped") && s.contains("shell$")
+    });
+    assert!(!t.alternate_on(), "Ctrl-Z leaves the alternate screen\n{s}");
+    assert_suspended(pid, &disk.mnt);
+    t.send("fg");
+    t.send("Enter");
+    assert_redrawn_and_raw(&t, "Ctrl-Z and fg");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::STOP,
+    )
+    .unwrap();
+    t.wait_for("the shell after kill -STOP", Duration::from_secs(10), |s| {
+        s.contains("Stopped")
+    });
+    assert_suspended(pid, &disk.mnt);
+    t.send("fg");
+    t.send("Enter");
+    assert_redrawn_and_raw(&t, "kill -STOP and fg");
+    let took = cancel_and_time(&t, pid);
+    eprintln!(
+        "cancel after the resumes: process gone {:.0} ms after the second q",
+        took.as_secs_f64() * 1e3
+    );
+    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+    t.wait_for(
+        "the prompt after the cancel",
+        Duration::from_secs(10),
+        |s| s.contains("cancelled") && s.trim_end().ends_with("shell$"),
+    );
+    let exit = work.path().join("exit3");
+    t.send(&format!("echo $? > {}", exit.display()));
+    t.send("Enter");
+    let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
+    assert_eq!(code.trim(), "130");
+    assert!(temps(&disk.mnt).is_empty(), "{:?}", temps(&disk.mnt));
+    assert!(!dst.exists(), "no file under the real name");
+    drop(t);
+
+    // 4. kill -STOP then kill -CONT with no shell in between (copyscope is the pane's only
+    // program): the same full redraw over what was written meanwhile, keys act at once.
+    let dst = disk.mnt.join("stopcont-copy.bin");
+    let exit = work.path().join("exit4");
+    let t = start("slowstopcont", &big, &dst, &exit);
+    t.wait_for("the copying screen", Duration::from_secs(30), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    let pid = pid_of_copy("stopcont-copy.bin").expect("copyscope runs");
+    let p = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::kill_process(p, rustix::process::Signal::STOP).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_suspended(pid, &disk.mnt);
+    t.write_over("\r\ngarbage written while stopped\r\n");
+    rustix::process::kill_process(p, rustix::process::Signal::CONT).unwrap();
+    let s = t.wait_for("the redrawn screen", Duration::from_secs(10), |s| {
+        s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit")
+    });
+    assert!(!s.contains("garbage"), "{s}");
+    t.send("p");
+    t.wait_for("'p' acting without Enter", Duration::from_secs(10), |s| {
+        s.contains("paused")
+    });
+    t.send("p");
+    let took = cancel_and_time(&t, pid);
+    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+    let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
+    assert_eq!(code.trim(), "130");
+    assert!(temps(&disk.mnt).is_empty(), "{:?}", temps(&disk.mnt));
+}
+
+/// Every thread of `pid` is stopped, and its temporary on `mnt` does not grow over a second:
+/// a suspended copy does not go on.
+fn assert_suspended(pid: i32, mnt: &Path) {
+    let states = || -> Vec<char> {
+        fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|t| fs::read_to_string(t.path().join("stat")).ok())
+            .filter_map(|s| {
+                s.rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .next()?
+                    .chars()
+                    .next()
+            })
+            .collect()
+    };
+    let size = || -> u64 {
+        temps(mnt)
+            .iter()
+            .map(|n| fs::metadata(mnt.join(n)).map_or(0, |m| m.len()))
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !states().iter().all(|c| *c == 'T') {
+        assert!(
+            Instant::now() < deadline,
+            "threads not stopped: {:?}",
+            states()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = size();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(size(), before, "the copy went on while suspended");
+    assert!(states().iter().all(|c| *c == 'T'), "{:?}", states());
+}
+
+/// After a resume: the full screen is back (title row and footer, none of the shell's text)
+/// and raw mode too: `p` pauses without Enter.
+fn assert_redrawn_and_raw(t: &Tmux, what: &str) {
+    let s = t.wait_for(
+        &format!("the redrawn screen after {what}"),
+        Duration::from_secs(10),
+        |s| s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit"),
+    );
+    assert!(t.alternate_on(), "{what}: alternate screen back\n{s}");
+    assert!(
+        !s.contains("shell$") && !s.contains("Stopped"),
+        "{what}: shell text left on the screen\n{s}"
+    );
+    t.send("p");
+    t.wait_for(
+        &format!("'p' acting without Enter after {what}"),
+        Duration::from_secs(10),
+        |s| s.contains("paused"),
+    );
+    t.send("p");
+    t.wait_for(
+        &format!("resumed after {what}"),
+        Duration::from_secs(10),
+        |s| s.contains("copying"),
     );
 }

@@ -246,3 +246,28 @@ fn help_screen_explains_every_key_glyph_and_marker() {
         }
     }
 }
+
+/// Issue 11: whether the copy keeps going while suspended is stated where a user looks — the
+/// `?` help of a live run, the man page's KEYS and the README — and it is what happens
+/// (tests/cancel_slowdev_e2e.rs checks the threads are stopped and the file does not grow).
+#[test]
+fn ctrl_z_says_the_copy_waits_too() {
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = flat(&help_screen(120, 40, false, false));
+    assert!(
+        help.contains("^Z suspend: the copy waits too until fg; use tmux to keep it going"),
+        "{help}"
+    );
+    let mut man = Vec::new();
+    copyscope::frontend::man::render(&mut man).unwrap();
+    let man = flat(&String::from_utf8_lossy(&man));
+    assert!(man.contains("the copy waits too until fg"), "{man}");
+    let readme =
+        flat(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap());
+    assert!(
+        readme.contains(
+            "Ctrl-Z suspends to the shell (the whole process stops, so the copy waits too;"
+        ),
+        "README"
+    );
+}

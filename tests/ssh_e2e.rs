@@ -110,6 +110,41 @@ fn copyscope_running(marker: &str) -> bool {
     })
 }
 
+/// Every live process (not a zombie) whose command line or open descriptors mention `marker`:
+/// pid and command line.
+fn leftovers(marker: &str) -> Vec<(String, String)> {
+    let mut left = Vec::new();
+    for p in fs::read_dir("/proc").unwrap().flatten() {
+        let name = p.file_name().to_string_lossy().into_owned();
+        if name.parse::<u32>().is_err() || name == std::process::id().to_string() {
+            continue;
+        }
+        let stat = fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            == Some("Z")
+        {
+            continue;
+        }
+        let cmd = fs::read(p.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        let fds = fs::read_dir(p.path().join("fd"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|f| fs::read_link(f.path()).ok())
+                    .any(|t| t.to_string_lossy().contains(marker))
+            })
+            .unwrap_or(false);
+        if cmd.contains(marker) || fds {
+            left.push((name, cmd));
+        }
+    }
+    left
+}
+
 #[test]
 fn ssh_drop_mid_copy_loses_nothing() {
     if !rustix::process::geteuid().is_root() {
@@ -208,7 +243,9 @@ fn ssh_drop_mid_copy_loses_nothing() {
 /// Issue 11: a dropped SSH session with input streaming at the moment of the drop (stdin from
 /// /dev/zero, so the terminal's input never pauses) could leave copyscope spinning on
 /// `read() = 0` forever. Twenty drops in a row: each time copyscope ends within 10 s, removes
-/// its temporary, and leaves no process behind.
+/// its temporary, and leaves no process behind — none whose command line or open descriptors
+/// name the run's destination (copyscope, the remote shell, a `cat` holding the removed
+/// temporary).
 #[test]
 fn ssh_drop_with_streaming_input_twenty_times() {
     if !rustix::process::geteuid().is_root() {
@@ -259,6 +296,12 @@ fn ssh_drop_with_streaming_input_twenty_times() {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(300));
+        // The detector sees the run while it lives (copyscope and the shell sshd started).
+        assert!(
+            leftovers(&marker).len() >= 2,
+            "round {round}: {:?}",
+            leftovers(&marker)
+        );
         ssh.kill().unwrap();
         let _ = ssh.wait();
         let start = Instant::now();
@@ -268,6 +311,19 @@ fn ssh_drop_with_streaming_input_twenty_times() {
                 "round {round}: copyscope still running 10 s after the SSH connection dropped"
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // Nothing else of the run either: the remote shell, or a `cat` still holding the
+        // removed temporary (copy/file.rs hands its last descriptor to one).
+        loop {
+            let left = leftovers(&marker);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "round {round}: processes left 20 s after the drop: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
         let (temps, _) = temps_and_files(&dst);
         assert!(

@@ -153,6 +153,37 @@ fn cancelled() {
     snap!("cancelled", a);
 }
 
+/// Issue 11: the second q says at once what the cancel waits for — the write the kernel still
+/// holds, with its size — and then that the unfinished file is being removed.
+#[test]
+fn cancelling_says_what_it_waits_for() {
+    use copyscope::frontend::update::{Event, State, update};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let q = || Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE));
+    let mut st = State::live(app(30.0));
+    st.app.state = RunState::Copying;
+    update(&mut st, q());
+    update(&mut st, q());
+    let s = screen(&st.app, 120, 40);
+    assert!(
+        s.contains("cancelling: removing the unfinished file"),
+        "shown at once:\n{s}"
+    );
+    // The shell's next tick reads the write in progress (8 MiB held in the kernel).
+    update(
+        &mut st,
+        Event::Tick {
+            elapsed_ns: 200_000_000,
+            cancelling: Some(8 << 20),
+        },
+    );
+    let s = screen(&st.app, 120, 40);
+    assert!(
+        s.contains("cancelling: waiting for the kernel to take the current write (8.4 MB)"),
+        "{s}"
+    );
+}
+
 #[test]
 fn help_overlay_and_ascii() {
     let mut a = app_at(

@@ -52,7 +52,7 @@ pub const KEYS: [Key; 16] = [
     key("p space", "pause / resume the playback", Mode::Replay),
     key(
         "^Z",
-        "suspend: the copy stops too until fg (p or tmux keep it running)",
+        "suspend: the copy waits too until fg; use tmux to keep it going",
         Mode::Live,
     ),
     key(
