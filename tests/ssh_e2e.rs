@@ -95,6 +95,20 @@ fn temps_and_files(dst: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (temps, files)
 }
 
+/// Some process holds a file under `dst` open: the copy is writing there. A new file may have
+/// no name until it is complete (O_TMPFILE: "dst/#1234 (deleted)"), a replacement is a named
+/// temporary; either shows as an open descriptor.
+fn writing_into(dst: &Path) -> bool {
+    let under = format!("{}/", dst.display());
+    fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        fs::read_dir(p.path().join("fd")).is_ok_and(|rd| {
+            rd.flatten()
+                .filter_map(|f| fs::read_link(f.path()).ok())
+                .any(|t| t.to_string_lossy().starts_with(&under))
+        })
+    })
+}
+
 /// A live copyscope process (argv[0] is the binary) whose arguments contain `marker`.
 fn copyscope_running(marker: &str) -> bool {
     fs::read_dir("/proc").unwrap().flatten().any(|p| {
@@ -189,11 +203,10 @@ fn ssh_drop_mid_copy_loses_nothing() {
         .spawn()
         .expect("ssh runs");
 
-    // Wait until the big file is being written (a temporary exists), then drop the connection.
+    // Wait until the big file is being written, then drop the connection.
     let start = Instant::now();
     loop {
-        let (temps, _) = temps_and_files(&dst);
-        if !temps.is_empty() {
+        if writing_into(&dst) {
             break;
         }
         if start.elapsed() > Duration::from_secs(30) {
@@ -288,7 +301,7 @@ fn ssh_drop_with_streaming_input_twenty_times() {
             .spawn()
             .expect("ssh runs");
         let start = Instant::now();
-        while temps_and_files(&dst).0.is_empty() {
+        while !writing_into(&dst) {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "round {round}: the copy never started over ssh"

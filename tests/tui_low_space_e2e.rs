@@ -13,7 +13,7 @@ use std::time::Duration;
 use tmux::{Tmux, have, wait_file};
 use util::{Mount, bin, data, is_root, temp_leftovers, write};
 
-/// Three 2 MiB files: 6.3 MB for a 4.2 MB tmpfs.
+/// Three 2 MiB files: 6.29 MB for a 4.19 MB tmpfs.
 fn sources(dir: &Path) {
     for i in 0..3 {
         write(&dir.join(format!("f{i}")), &data(2 << 20, 40 + i));
@@ -42,12 +42,12 @@ fn start(tag: &str, t: &Path, src: &Path, dst: &Path) -> (Tmux, std::path::PathB
             .unwrap_or_default()
             .to_string()
     };
-    assert!(row("needed").contains("6.3 MB"), "{screen}");
+    assert!(row("needed").contains("6.29 MB"), "{screen}");
     assert!(
-        row("free").contains("4.2 MB") && row("free").contains("tmpfs"),
+        row("free").contains("4.19 MB") && row("free").contains("tmpfs"),
         "{screen}"
     );
-    assert!(row("short").contains("2.1 MB"), "{screen}");
+    assert!(row("short").contains("2.10 MB"), "{screen}");
     assert!(screen.contains(&dst.display().to_string()), "{screen}");
     (tm, exit_file)
 }

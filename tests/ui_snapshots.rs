@@ -179,7 +179,7 @@ fn cancelling_says_what_it_waits_for() {
     );
     let s = screen(&st.app, 120, 40);
     assert!(
-        s.contains("cancelling: waiting for the kernel to take the current write (8.4 MB)"),
+        s.contains("cancelling: waiting for the kernel to take the current write (8.39 MB)"),
         "{s}"
     );
 }
