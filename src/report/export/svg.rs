@@ -242,12 +242,39 @@ pub fn render_svg_look(data: &ChartData, width: u32, height: u32, look: &Look) -
     o
 }
 
-/// The highest speed the run's picture must show: its peaks, the device overlay, the average.
+/// How far above the copy's own peak the device overlay may lift the speed axis. The device
+/// counts every writer on the disk: on a busy server other writers' bursts (800 MB/s beside a
+/// 20 MB/s copy) squashed the copy into a sliver. A pool's or disk's own bursts of this copy's
+/// data (a txg sync at 2 × the intake) stay in view; what goes higher is drawn clipped at the
+/// top, and the legend says so.
+const DEVICE_HEADROOM: f64 = 2.5;
+
+/// The highest speed the run's picture must show: its peaks, the average, and the device
+/// overlay up to [`DEVICE_HEADROOM`] × the copy's peak (all of it when nothing was copied).
 pub fn top_value(data: &ChartData) -> f64 {
+    let copy = data
+        .points
+        .iter()
+        .map(|p| p.max_bps)
+        .fold(data.stats.avg_bps, f64::max);
+    let device = data
+        .points
+        .iter()
+        .filter_map(|p| p.device_bps)
+        .fold(0.0, f64::max);
+    if copy > 0.0 {
+        copy.max(device.min(copy * DEVICE_HEADROOM))
+    } else {
+        device
+    }
+}
+
+/// True when the device overlay rises above [`top_value`]: its line is clipped at the top.
+pub fn device_clipped(data: &ChartData) -> bool {
+    let top = top_value(data);
     data.points
         .iter()
-        .map(|p| p.max_bps.max(p.device_bps.unwrap_or(0.0)))
-        .fold(data.stats.avg_bps, f64::max)
+        .any(|p| p.device_bps.is_some_and(|d| d > top * 1.06))
 }
 
 /// The speed axis: its unit, tick step and top (in units). A fixed `ymax_bps` is rounded up to
@@ -762,9 +789,13 @@ enum Swatch {
 fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let s = l.s;
     let y = l.legend_base;
+    let mut device_label = data.device_source.legend().to_string();
+    if device_clipped(data) {
+        device_label.push_str(", clipped at the top");
+    }
     let mut items: Vec<(Swatch, &str)> = vec![(Swatch::Fill, data.speed_label())];
     if data.device_source != DeviceSource::None {
-        items.push((Swatch::Device, data.device_source.legend()));
+        items.push((Swatch::Device, &device_label));
     }
     items.push((Swatch::Average, "average"));
     if data.stats.drops > 0 || data.drops().next().is_some() {
