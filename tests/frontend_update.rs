@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use copyscope::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
-use copyscope::frontend::replay::{app_at, replay_state};
+use copyscope::frontend::replay::{app_at, replay_state, replay_state_streamed};
 use copyscope::frontend::update::{Effect, Event, Signal, State, update};
 use copyscope::model::ModelConfig;
 use copyscope::present::units::Units;
@@ -461,4 +461,112 @@ fn frames_answer_keys_at_once_and_pace_what_samples_change() {
     // A key is answered with a whole frame.
     update(&mut st, ch('t'));
     assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
+}
+
+/// The interactive replay reads the file as it plays (bounded memory for a day-long
+/// recording): the same keys give the same positions, events and figures as the replay of the
+/// whole recording held in memory — playing, seeking forward and back (a re-read from the
+/// top), at the end and after a clone of the state.
+#[test]
+fn a_streamed_replay_plays_and_seeks_like_the_one_in_memory() {
+    let r = rec();
+    let cfg = ModelConfig::default();
+    let (mut streamed, header) =
+        replay_state_streamed(Path::new(REC), cfg, opts(), 1.0).expect("stream");
+    assert_eq!(header, r.header);
+    let mut memory = replay_state(&r, cfg, opts(), 1.0);
+    assert_eq!(
+        streamed.app.replay.map(|p| p.total_ns),
+        Some(r.duration_ns()),
+        "the length comes from the file's tail"
+    );
+    let mut script: Vec<Event> = (0..40).map(|_| tick()).collect();
+    script.extend([
+        key(KeyCode::Right),
+        key(KeyCode::Right),
+        key(KeyCode::Left),
+        ch('x'),
+        tick(),
+        key(KeyCode::End),
+        key(KeyCode::Home),
+        key(KeyCode::Right),
+        key(KeyCode::Right),
+        key(KeyCode::Left),
+        key(KeyCode::End),
+        key(KeyCode::Left),
+        key(KeyCode::Left),
+    ]);
+    for (i, ev) in script.into_iter().enumerate() {
+        update(&mut streamed, ev.clone());
+        update(&mut memory, ev);
+        assert_eq!(
+            streamed.replay_position_ns(),
+            memory.replay_position_ns(),
+            "step {i}"
+        );
+        assert_eq!(
+            streamed.app.model.events(),
+            memory.app.model.events(),
+            "step {i}"
+        );
+        assert_eq!(
+            streamed.app.model.stats(),
+            memory.app.model.stats(),
+            "step {i}"
+        );
+    }
+    assert!(
+        !streamed.app.model.events().is_empty(),
+        "the drops were replayed"
+    );
+    // A cloned state reads on from the same place, on its own handle.
+    let mut twin = streamed.clone();
+    for st in [&mut twin, &mut streamed, &mut memory] {
+        update(st, key(KeyCode::End));
+    }
+    assert_eq!(twin.app.model.events(), memory.app.model.events());
+    assert_eq!(streamed.app.model.stats(), memory.app.model.stats());
+}
+
+/// A line damaged in the middle: the replay plays up to it and says where it stopped (the
+/// whole-file loader refuses such a file).
+#[test]
+fn a_streamed_replay_stops_at_a_damaged_line_and_says_so() {
+    let text = std::fs::read_to_string(REC).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mid = lines.len() / 2;
+    let damaged: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == mid {
+                "{\"type\":\"sample\",\"t_ns\":oops\n".to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.jsonl");
+    std::fs::write(&path, damaged).unwrap();
+    assert!(Recording::load(&path).is_err());
+    let (mut st, _) =
+        replay_state_streamed(&path, ModelConfig::default(), opts(), 1.0).expect("opens");
+    update(&mut st, key(KeyCode::End));
+    let (msg, _) = st.app.status.clone().expect("a status line");
+    assert!(
+        msg.starts_with(&format!("the recording ends early: line {}: ", mid + 1)),
+        "{msg}"
+    );
+    assert!(
+        st.app
+            .model
+            .latest()
+            .is_some_and(|s| s.t_ns < r_total(&text))
+    );
+}
+
+/// The time of the last sample line of a recording's text.
+fn r_total(text: &str) -> u64 {
+    Recording::parse(text).expect("fixture").duration_ns()
 }

@@ -10,9 +10,9 @@ use crate::frontend::state::App;
 use crate::frontend::tui::{
     FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, cont_event, from_terminal, spawn_key_reader,
 };
-use crate::frontend::update::{Event, ReplayItem, Signal, State};
+use crate::frontend::update::{Event, ReplayItem, Signal, State, Timeline};
 use crate::model::{self, Model, ModelConfig};
-use crate::report::recording::{Recording, Replayed};
+use crate::report::recording::{Header as RecHeader, Recording, RecordingCursor, Replayed};
 use crate::ui::view::{Header, UiOptions};
 
 /// The recording's timeline ([`Recording::replay_items`]) as owned replay items.
@@ -28,7 +28,12 @@ fn timeline(rec: &Recording) -> Vec<ReplayItem> {
 
 /// The header line facts of a recording.
 pub fn header_of(rec: &Recording) -> Header {
-    let env = &rec.header.environment;
+    header_line(&rec.header)
+}
+
+/// The header line facts of a recording's header.
+fn header_line(header: &RecHeader) -> Header {
+    let env = &header.environment;
     let fs = match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
         (Some(t), Some(ds), _) => format!("{t} {ds}"),
         (Some(t), None, Some(src)) => format!("{t} {src}"),
@@ -36,8 +41,8 @@ pub fn header_of(rec: &Recording) -> Header {
         _ => String::new(),
     };
     Header {
-        source: rec.header.sources.join(", "),
-        dest: rec.header.destination.clone(),
+        source: header.sources.join(", "),
+        dest: header.destination.clone(),
         fs,
     }
 }
@@ -45,6 +50,30 @@ pub fn header_of(rec: &Recording) -> Header {
 /// The model's settings for a recording ([`Recording::model_config`]).
 fn for_recording(rec: &Recording, cfg: ModelConfig) -> ModelConfig {
     rec.model_config(cfg)
+}
+
+/// The interactive replay's state at its start, streaming the file at `path` (the model's
+/// compacted series is all it keeps; a seek backwards reads the file again from the top).
+pub fn replay_state_streamed(
+    path: &Path,
+    cfg: ModelConfig,
+    opts: UiOptions,
+    speed: f64,
+) -> anyhow::Result<(State, RecHeader)> {
+    let (cursor, header, total_ns) = RecordingCursor::open(path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read recording {}",
+            crate::present::quote::file_line(path, &e.to_string())
+        )
+    })?;
+    let shell = Recording::new(header);
+    let app = App::new(
+        Model::new(shell.model_config(cfg), shell.header.environment.clone()),
+        header_line(&shell.header),
+        opts,
+    );
+    let timeline = Timeline::Stream(Box::new(cursor));
+    Ok((State::replay(app, timeline, total_ns, speed), shell.header))
 }
 
 /// A model fed with the whole recording: what `replay --plain` and `export` summarise.
@@ -93,11 +122,8 @@ pub async fn run_tui(
     opts: UiOptions,
     speed: f64,
 ) -> anyhow::Result<()> {
-    let rec = load(path)?;
-    let mut st = replay_state(&rec, cfg, opts, speed);
-    let mut hooks = ReplayHooks {
-        header: &rec.header,
-    };
+    let (mut st, header) = replay_state_streamed(path, cfg, opts, speed)?;
+    let mut hooks = ReplayHooks { header: &header };
     let mut sh = Shell {
         guard: TerminalGuard::enter()?,
         control: None,
@@ -210,17 +236,6 @@ pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<st
 /// error that names it (quoted).
 fn stream(path: &Path, cfg: ModelConfig) -> anyhow::Result<Replayed> {
     Replayed::load(path, cfg).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read recording {}",
-            crate::present::quote::file_line(path, &e.to_string())
-        )
-    })
-}
-
-/// The whole recording at `path` (the interactive replay seeks back and forth in it), or an
-/// error that names it (quoted).
-fn load(path: &Path) -> anyhow::Result<Recording> {
-    Recording::load(path).map_err(|e| {
         anyhow::anyhow!(
             "cannot read recording {}",
             crate::present::quote::file_line(path, &e.to_string())

@@ -10,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
 use crate::frontend::state::{Action, App};
 use crate::model;
+use crate::report::recording::RecordingCursor;
 use crate::sample::Sample;
 use crate::ui::view::{ConflictView, Dialog, FileProgress, ReplayStatus, RunState, SpaceView};
 
@@ -100,27 +101,66 @@ pub enum Effect {
 }
 
 /// One item of a recording's timeline.
-#[derive(Debug, Clone)]
-pub enum ReplayItem {
-    Sample(Box<Sample>),
-    Engine(u64, EngineEvent),
+pub use crate::report::recording::TimelineItem as ReplayItem;
+
+/// Where a replay's items come from: a list in memory (tests, short recordings), or the
+/// recording file read forward as it plays (the interactive replay: bounded memory for a
+/// day-long recording).
+#[derive(Clone)]
+pub enum Timeline {
+    Items {
+        items: Vec<ReplayItem>,
+        /// Index of the next unapplied item.
+        next: usize,
+    },
+    Stream(Box<RecordingCursor>),
 }
 
-impl ReplayItem {
-    fn t_ns(&self) -> u64 {
+impl Timeline {
+    fn peek_t(&mut self) -> Option<u64> {
         match self {
-            ReplayItem::Sample(s) => s.t_ns,
-            ReplayItem::Engine(t, _) => *t,
+            Timeline::Items { items, next } => items.get(*next).map(ReplayItem::t_ns),
+            Timeline::Stream(c) => c.peek_t(),
         }
+    }
+
+    fn next_item(&mut self) -> Option<ReplayItem> {
+        match self {
+            Timeline::Items { items, next } => {
+                let item = items.get(*next).cloned();
+                *next += usize::from(item.is_some());
+                item
+            }
+            Timeline::Stream(c) => c.next_item(),
+        }
+    }
+
+    fn rewind(&mut self) {
+        match self {
+            Timeline::Items { next, .. } => *next = 0,
+            Timeline::Stream(c) => c.rewind(),
+        }
+    }
+
+    /// Why the file stopped before its end, once.
+    fn take_error(&mut self) -> Option<String> {
+        match self {
+            Timeline::Items { .. } => None,
+            Timeline::Stream(c) => c.take_error(),
+        }
+    }
+}
+
+impl From<Vec<ReplayItem>> for Timeline {
+    fn from(items: Vec<ReplayItem>) -> Self {
+        Timeline::Items { items, next: 0 }
     }
 }
 
 /// A replay's position in its recording.
 #[derive(Clone)]
 pub struct Player {
-    items: Vec<ReplayItem>,
-    /// Index of the next unapplied item.
-    next: usize,
+    timeline: Timeline,
     pos_ns: u64,
     /// The app before any item: a seek backwards rebuilds the model from it (the model only
     /// moves forward).
@@ -128,10 +168,9 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(initial: App, items: Vec<ReplayItem>) -> Self {
+    pub fn new(initial: App, timeline: impl Into<Timeline>) -> Self {
         Player {
-            items,
-            next: 0,
+            timeline: timeline.into(),
             pos_ns: 0,
             initial,
         }
@@ -144,25 +183,27 @@ impl Player {
 
     /// Applies the items up to `pos_ns` to `app`.
     fn advance(&mut self, app: &mut App, pos_ns: u64) {
-        while let Some(item) = self.items.get(self.next)
-            && item.t_ns() <= pos_ns
-        {
-            match item {
-                ReplayItem::Sample(s) => {
-                    app.on_sample(s);
+        while self.timeline.peek_t().is_some_and(|t| t <= pos_ns) {
+            match self.timeline.next_item() {
+                Some(ReplayItem::Sample(s)) => {
+                    app.on_sample(&s);
                 }
-                ReplayItem::Engine(t, e) => {
-                    app.on_engine(*t, e);
+                Some(ReplayItem::Engine(t, e)) => {
+                    app.on_engine(t, &e);
                 }
+                None => break,
             }
-            self.next += 1;
+        }
+        if let Some(why) = self.timeline.take_error() {
+            app.status = Some((format!("the recording ends early: {why}"), app.now_ns));
         }
         self.pos_ns = pos_ns;
         app.now_ns = app.now_ns.max(pos_ns);
     }
 
-    /// Moves to `target_ns`; backwards means replaying from the start, keeping what the user
-    /// is looking at (axis, zoom, panels) and the playback speed.
+    /// Moves to `target_ns`; backwards means replaying from the start (a streamed recording
+    /// is read again from its first line), keeping what the user is looking at (axis, zoom,
+    /// panels) and the playback speed.
     fn seek(&mut self, app: &mut App, target_ns: u64) {
         if target_ns < self.pos_ns {
             let (view, replay, status) = (app.view, app.replay, app.status.take());
@@ -170,7 +211,7 @@ impl Player {
             app.view = view;
             app.replay = replay;
             app.status = status;
-            self.next = 0;
+            self.timeline.rewind();
         }
         self.advance(app, target_ns);
         app.now_ns = target_ns;
@@ -219,15 +260,15 @@ impl State {
         State::new(app, Mode::Live)
     }
 
-    /// A replay of `items` (time-ordered) lasting `total_ns`, from its beginning.
-    pub fn replay(mut app: App, items: Vec<ReplayItem>, total_ns: u64, speed: f64) -> Self {
+    /// A replay of `timeline` (time-ordered) lasting `total_ns`, from its beginning.
+    pub fn replay(mut app: App, timeline: impl Into<Timeline>, total_ns: u64, speed: f64) -> Self {
         app.state = RunState::Replay;
         app.replay = Some(ReplayStatus {
             speed,
             paused: false,
             total_ns,
         });
-        let player = Player::new(app.clone(), items);
+        let player = Player::new(app.clone(), timeline);
         State::new(app, Mode::Replay(Box::new(player)))
     }
 

@@ -422,6 +422,276 @@ impl Replayed {
     }
 }
 
+/// One item of a recording's timeline, owned: what the interactive replay feeds its model.
+#[derive(Debug, Clone)]
+pub enum TimelineItem {
+    Sample(Box<Sample>),
+    Engine(u64, EngineEvent),
+}
+
+impl TimelineItem {
+    /// When it happened, ns since the start.
+    pub fn t_ns(&self) -> u64 {
+        match self {
+            TimelineItem::Sample(s) => s.t_ns,
+            TimelineItem::Engine(t, _) => *t,
+        }
+    }
+}
+
+/// A recording read forward one item at a time, in the order the model is fed live (the
+/// order of [`Recording::replay_items`]): what the interactive replay plays. It holds one line
+/// and the engine events waiting for a later sample, never the samples, so a day-long
+/// recording (600 MB) replays in the memory of a short one; [`RecordingCursor::rewind`]
+/// starts again after the header (a seek backwards re-reads from there).
+pub struct RecordingCursor {
+    path: PathBuf,
+    /// None when a clone could not reopen the file: at its end, saying why.
+    reader: Option<std::io::BufReader<File>>,
+    /// Byte offset and number of the next unread line (a clone reopens the file there).
+    offset: u64,
+    line: usize,
+    /// Where the first line after the header starts.
+    body: (u64, usize),
+    buf: Vec<u8>,
+    /// Engine events in time order, waiting for a sample later than they are.
+    pending: std::collections::VecDeque<(u64, EngineEvent)>,
+    ready: std::collections::VecDeque<TimelineItem>,
+    eof: bool,
+    /// Why reading stopped before the end (a damaged line).
+    error: Option<String>,
+}
+
+impl RecordingCursor {
+    /// Opens the recording at `path`: its header, the time of its last sample (read from
+    /// the file's tail, not by reading it all), and a cursor at its first item.
+    pub fn open(path: &Path) -> Result<(RecordingCursor, Header, u64), RecordingError> {
+        let io = |error| RecordingError::Io {
+            path: path.to_path_buf(),
+            error,
+        };
+        let file = File::open(path).map_err(io)?;
+        let mut cursor = RecordingCursor {
+            path: path.to_path_buf(),
+            reader: Some(std::io::BufReader::new(file)),
+            offset: 0,
+            line: 0,
+            body: (0, 0),
+            buf: Vec::new(),
+            pending: Default::default(),
+            ready: Default::default(),
+            eof: false,
+            error: None,
+        };
+        let header = cursor.read_header()?;
+        cursor.body = (cursor.offset, cursor.line);
+        let duration_ns = last_sample_ns(path).map_err(io)?;
+        Ok((cursor, header, duration_ns))
+    }
+
+    /// The first non-blank line, which must be a header this build can read.
+    fn read_header(&mut self) -> Result<Header, RecordingError> {
+        while let Some(complete) = self.read_line().map_err(|error| RecordingError::Io {
+            path: self.path.clone(),
+            error,
+        })? {
+            let line = self.buf.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            return match parse_line(line) {
+                Ok(Line::Header(h)) if h.format_version == 0 => {
+                    Err(RecordingError::UnsupportedVersion { found: 0 })
+                }
+                Ok(Line::Header(h)) => Ok(h),
+                Ok(_) => Err(RecordingError::MissingHeader),
+                Err(_) if !complete => Err(RecordingError::Empty),
+                Err(err) => Err(RecordingError::Parse {
+                    line: self.line,
+                    message: err.to_string(),
+                }),
+            };
+        }
+        Err(RecordingError::Empty)
+    }
+
+    /// Reads the next line into `buf`; Some(ends with a newline), None at the end.
+    fn read_line(&mut self) -> std::io::Result<Option<bool>> {
+        use std::io::BufRead as _;
+        self.buf.clear();
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(None);
+        };
+        let n = reader.read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.offset += n as u64;
+        self.line += 1;
+        Ok(Some(self.buf.ends_with(b"\n")))
+    }
+
+    /// When the next item happened, if there is one.
+    pub fn peek_t(&mut self) -> Option<u64> {
+        self.fill();
+        self.ready.front().map(TimelineItem::t_ns)
+    }
+
+    /// The next item in feeding order.
+    pub fn next_item(&mut self) -> Option<TimelineItem> {
+        self.fill();
+        self.ready.pop_front()
+    }
+
+    /// Why the recording stopped before its end (a damaged line), once.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
+    }
+
+    /// Back to the first item.
+    pub fn rewind(&mut self) {
+        use std::io::Seek as _;
+        self.pending.clear();
+        self.ready.clear();
+        self.error = None;
+        let Some(reader) = self.reader.as_mut() else {
+            return self.stop("cannot read it again".to_string());
+        };
+        match reader.seek(std::io::SeekFrom::Start(self.body.0)) {
+            Ok(_) => {
+                (self.offset, self.line) = self.body;
+                self.eof = false;
+            }
+            Err(e) => self.stop(format!("cannot read it again: {e}")),
+        }
+    }
+
+    fn stop(&mut self, why: String) {
+        self.error = Some(why);
+        self.eof = true;
+    }
+
+    /// Reads lines until an item is ready or the file ends; engine events wait for a later
+    /// sample, as [`Replayed::read`] feeds them (samples first at equal times).
+    fn fill(&mut self) {
+        while self.ready.is_empty() && !self.eof {
+            let complete = match self.read_line() {
+                Ok(Some(complete)) => complete,
+                Ok(None) => {
+                    self.eof = true;
+                    break;
+                }
+                Err(e) => {
+                    self.stop(format!("line {}: {e}", self.line + 1));
+                    break;
+                }
+            };
+            let line = self.buf.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            match parse_line(line) {
+                Ok(Line::Sample(sample)) => {
+                    while self.pending.front().is_some_and(|(t, _)| *t < sample.t_ns) {
+                        if let Some((t, ev)) = self.pending.pop_front() {
+                            self.ready.push_back(TimelineItem::Engine(t, ev));
+                        }
+                    }
+                    self.ready.push_back(TimelineItem::Sample(Box::new(sample)));
+                }
+                Ok(Line::Engine(e)) => {
+                    let at = self.pending.partition_point(|(t, _)| *t <= e.t_ns);
+                    self.pending.insert(at, (e.t_ns, e.event));
+                }
+                Ok(_) => {}
+                // A write cut short by a crash: the end, as the loader takes it.
+                Err(_) if !complete => self.eof = true,
+                Err(err) => self.stop(format!("line {}: {err}", self.line)),
+            }
+        }
+        if self.eof && self.ready.is_empty() {
+            self.ready.extend(
+                self.pending
+                    .drain(..)
+                    .map(|(t, ev)| TimelineItem::Engine(t, ev)),
+            );
+        }
+    }
+}
+
+impl Clone for RecordingCursor {
+    /// The same position on a second handle of the file (the frontend's state is cloned).
+    fn clone(&self) -> Self {
+        use std::io::Seek as _;
+        let reopened = File::open(&self.path).and_then(|f| {
+            let mut r = std::io::BufReader::new(f);
+            r.seek(std::io::SeekFrom::Start(self.offset))?;
+            Ok(r)
+        });
+        let (reader, eof, error) = match reopened {
+            Ok(r) => (Some(r), self.eof, self.error.clone()),
+            Err(e) => (None, true, Some(format!("cannot read it again: {e}"))),
+        };
+        RecordingCursor {
+            path: self.path.clone(),
+            reader,
+            offset: self.offset,
+            line: self.line,
+            body: self.body,
+            buf: Vec::new(),
+            pending: self.pending.clone(),
+            ready: self.ready.clone(),
+            eof,
+            error,
+        }
+    }
+}
+
+/// The time of the last sample line of the recording at `path`, read from its last MiB (the
+/// summary and the flush's engine lines follow it; a sample line is under 2 kB); the whole file
+/// only when the tail holds none.
+fn last_sample_ns(path: &Path) -> std::io::Result<u64> {
+    use std::io::{Read as _, Seek as _};
+    const TAIL: u64 = 1 << 20;
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(TAIL);
+    f.seek(std::io::SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail)?;
+    // The first line of the window may be cut; only whole lines after it count.
+    let whole = if from == 0 {
+        &tail[..]
+    } else {
+        tail.iter()
+            .position(|b| *b == b'\n')
+            .map_or(&[][..], |i| &tail[i + 1..])
+    };
+    let last = whole
+        .split(|b| *b == b'\n')
+        .rev()
+        .find_map(|l| match parse_line(l.trim_ascii()) {
+            Ok(Line::Sample(s)) => Some(s.t_ns),
+            _ => None,
+        });
+    if let Some(t) = last {
+        return Ok(t);
+    }
+    if from == 0 {
+        return Ok(0);
+    }
+    let mut t = 0;
+    let reader = std::io::BufReader::new(File::open(path)?);
+    // Damaged lines are the cursor's to report; here they only do not count.
+    let _ = for_each_line(reader, |line| {
+        if let Line::Sample(s) = line {
+            t = s.t_ns;
+        }
+        Ok(())
+    });
+    Ok(t)
+}
+
 /// Feeds one line to the model (made when the header arrives).
 fn feed(
     run: &mut Option<Replayed>,
