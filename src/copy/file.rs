@@ -797,15 +797,32 @@ fn write_all_at(dst: &OwnedFd, data: &[u8], off: u64) -> Result<(), Errno> {
 struct WriteBehind {
     /// Start of the data not yet handed to writeback by us.
     from: u64,
+    /// Offset at which free space is looked at again (see [`WriteBehind::recheck_after`]).
+    next_check: u64,
 }
+
+/// Most bytes written between two looks at the free space, however much is free.
+const MAX_RECHECK: u64 = 64 << 20;
 
 impl WriteBehind {
     fn new(start: u64) -> Self {
-        WriteBehind { from: start }
+        WriteBehind {
+            from: start,
+            next_check: start + KICK,
+        }
+    }
+
+    /// Bytes that may be written before free space is looked at again: an eighth of the margin
+    /// left before the pending data reaches half of the free space (so other writers may use
+    /// up five times what this file writes meanwhile), at least [`KICK`], at most
+    /// [`MAX_RECHECK`]. With gigabytes free that is one `statfs` per 64 MiB instead of one
+    /// per chunk.
+    fn recheck_after(pending: u64, free: u64) -> u64 {
+        (free.saturating_sub(pending.saturating_mul(2)) / 8).clamp(KICK, MAX_RECHECK)
     }
 
     fn after_write(&mut self, sh: &Shared, dst: &OwnedFd, off: u64) -> Result<(), Stopped> {
-        if off < self.from + KICK {
+        if off < self.next_check.max(self.from + KICK) {
             return Ok(());
         }
         let pending = off - self.from;
@@ -813,6 +830,7 @@ impl WriteBehind {
             Ok(v) => v.f_bfree.saturating_mul(v.f_frsize),
             Err(_) => return Ok(()),
         };
+        self.next_check = off + Self::recheck_after(pending, free);
         if pending.saturating_mul(2) < free {
             return Ok(());
         }

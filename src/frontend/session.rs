@@ -211,10 +211,15 @@ impl Session {
         let engine = spawn_engine(job, progress.clone(), control.clone(), ev_tx, ask);
         spawn_test_panic();
         let (done_tx, done) = oneshot::channel();
+        let final_sample = sampler.sample_now();
         std::thread::spawn(move || {
             let outcome = engine
                 .join()
                 .unwrap_or_else(|_| CopyOutcome::crashed("the copy engine panicked"));
+            // The sample with the engine's last counters, at once rather than at the next tick.
+            if let Some(s) = final_sample {
+                s.now();
+            }
             let _ = done_tx.send(outcome);
         });
         Session {
