@@ -313,3 +313,51 @@ fn a_long_recording_streams_into_a_bounded_model() {
     assert_eq!(run.model.stats(), rec.model(cfg).stats());
     assert!(run.model.stats().drops > 0, "the stalls are drops");
 }
+
+/// A live plain copy: the flush time in its "flushed in" line, in the summary's "flush" and in
+/// `--json`'s `flush_s` is one figure (the summary took the engine's own clock, the event the
+/// model's: "flushed in 0.1 s" above "flush 0.0 s").
+#[test]
+fn a_live_copys_flush_time_is_told_once() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.bin");
+    std::fs::write(&src, vec![7u8; 24 << 20]).unwrap();
+    let bin = std::env::var_os("COPYSCOPE_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_copyscope")));
+    let plain = Command::new(&bin)
+        .args(["--plain", "--bwlimit", "40M"])
+        .arg(&src)
+        .arg(dir.path().join("a.bin"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&plain.stdout).to_string()
+        + &String::from_utf8_lossy(&plain.stderr);
+    let after = |key: &str| {
+        text.split(key)
+            .nth(1)
+            .and_then(|r| r.split(" s").next())
+            .unwrap_or_else(|| panic!("no {key:?} in {text}"))
+            .to_string()
+    };
+    assert_eq!(after("flushed in "), after(", flush "), "{text}");
+    let json = Command::new(&bin)
+        .args(["--json", "--bwlimit", "40M"])
+        .arg(&src)
+        .arg(dir.path().join("b.bin"))
+        .output()
+        .unwrap();
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let done = lines
+        .iter()
+        .find(|v| v["type"] == "diagnosis" && v["kind"] == "flush_done")
+        .expect("flush_done event");
+    let summary = lines.iter().find(|v| v["type"] == "summary").unwrap();
+    let secs = done["secs"].as_f64().expect("flush_done secs");
+    let flush_s = summary["flush_s"].as_f64().unwrap();
+    assert!((secs - flush_s).abs() < 1e-3, "{done} vs {summary}");
+}

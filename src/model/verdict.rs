@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Stats;
 use super::budget::{Budget, Slice};
-use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_rate, fmt_rate_with, fmt_secs};
 use crate::present::quote::quote;
 use crate::sample::{Environment, TxgRow};
 
@@ -374,8 +374,14 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
 fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
     let avg = i.stats.avg_bps;
     let rate = i.env.rate_limit_bps.map(|b| b as f64);
-    let head = match rate {
-        Some(r) => format!("Limited by --bwlimit {}", fmt_rate(r)),
+    let head = match i.env.rate_limit_bps {
+        // As the user likely typed it: `--bwlimit 10M` is 10 MiB/s, which is 10.5 MB/s.
+        Some(r) if r % 1024 == 0 => format!(
+            "Limited by --bwlimit {} ({})",
+            fmt_rate_with(r as f64, true),
+            fmt_rate(r as f64)
+        ),
+        Some(r) => format!("Limited by --bwlimit {}", fmt_rate(r as f64)),
         None => format!("Limited by its own rate limit, {}", fmt_rate(avg)),
     };
     let disk = match i.facts.busy_pct() {

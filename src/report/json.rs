@@ -152,7 +152,8 @@ pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
         "bytes_copied": o.bytes_copied,
         "bytes_cloned": o.bytes_cloned,
         "copy_s": round3(o.copy_secs),
-        "flush_s": o.flush_secs.map(round3),
+        // The model's flush time (its flush_done event's), the engine's where no model ran.
+        "flush_s": o.flush_secs.map(|e| round3(st.flush_secs.unwrap_or(e))),
         "flush_abandoned": o.flush_abandoned,
         "to_cache_bps": st.avg_bps.round(),
         "min_bps": st.min_bps.round(),

@@ -304,7 +304,9 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
         if reads { "read" } else { "copy" },
         fmt_secs(o.copy_secs)
     ));
-    if let Some(f) = o.flush_secs {
+    // The model's flush time, as its "flushed in" event said it (one voice); the engine's own
+    // measure where no model ran.
+    if let Some(f) = o.flush_secs.map(|e| st.flush_secs.unwrap_or(e)) {
         s.push_str(&format!(", flush {}", fmt_secs(f)));
     }
     s.push('\n');
