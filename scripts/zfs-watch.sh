@@ -71,7 +71,7 @@ watch_start() {  # watch_start NAME ARGS... : copyscope watch in the background
   # Start the writer only once the watch samples (under TCG copyscope takes seconds to start):
   # the recording's first lines are the header and the environment, then one line per sample.
   local i=0
-  while [ "$(wc -l < $O/$name.jsonl 2>/dev/null || echo 0)" -lt 12 ] && [ $i -lt 300 ]; do
+  while [ "$( { wc -l < $O/$name.jsonl; } 2>/dev/null || echo 0)" -lt 12 ] && [ $i -lt 300 ]; do
     sleep 0.1; i=$((i + 1))
   done
   sleep 1
