@@ -273,9 +273,13 @@ fn what_an_overwrite_frees_counts_and_continue_copies() {
     };
     // Replacing the three (2.6 MiB needed, 1.4 MiB free): fits, because each replaced file's
     // blocks come back (one at a time: the largest is counted as still held).
+    // Paced at 2 MB/s: the census (its own thread) checks the space once its walk is done; an
+    // unpaced copy onto tmpfs could fill the disk before that on a loaded machine (seen once
+    // in a full test run), and then nobody is asked. 1.4 MiB at 2 MB/s leaves it 0.7 s.
     let opts = CopyOptions {
         overwrite: OverwritePolicy::Always,
         jobs: 1,
+        throttle_bps: Some(2_000_000),
         ..CopyOptions::default()
     };
     let out = run(&old, opts.clone());
