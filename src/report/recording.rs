@@ -180,8 +180,9 @@ struct EngineLine {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
-    Header(Header),
-    Sample(Sample),
+    Header(Box<Header>),
+    /// Boxed: a sample is large, and parsed lines travel in batches between threads.
+    Sample(Box<Sample>),
     Event(Event),
     Engine(EngineLine),
     Summary(Summary),
@@ -301,8 +302,8 @@ impl Recording {
         let mut recording: Option<Recording> = None;
         let warnings = for_each_line(input, |line| {
             match (line, recording.as_mut()) {
-                (Line::Header(header), _) => recording = Some(Recording::new(header)),
-                (Line::Sample(sample), Some(rec)) => rec.samples.push(sample),
+                (Line::Header(header), _) => recording = Some(Recording::new(*header)),
+                (Line::Sample(sample), Some(rec)) => rec.samples.push(*sample),
                 (Line::Event(event), Some(rec)) => rec.events.push(event),
                 (Line::Engine(engine), Some(rec)) => {
                     rec.engine_events.push((engine.t_ns, engine.event))
@@ -503,7 +504,7 @@ impl RecordingCursor {
                 Ok(Line::Header(h)) if h.format_version == 0 => {
                     Err(RecordingError::UnsupportedVersion { found: 0 })
                 }
-                Ok(Line::Header(h)) => Ok(h),
+                Ok(Line::Header(h)) => Ok(*h),
                 Ok(_) => Err(RecordingError::MissingHeader),
                 Err(_) if !complete => Err(RecordingError::Empty),
                 Err(err) => Err(RecordingError::Parse {
@@ -597,7 +598,7 @@ impl RecordingCursor {
                             self.ready.push_back(TimelineItem::Engine(t, ev));
                         }
                     }
-                    self.ready.push_back(TimelineItem::Sample(Box::new(sample)));
+                    self.ready.push_back(TimelineItem::Sample(sample));
                 }
                 Ok(Line::Engine(e)) => {
                     let at = self.pending.partition_point(|(t, _)| *t <= e.t_ns);
@@ -701,7 +702,7 @@ fn feed(
 ) {
     let Some(run) = run.as_mut() else {
         if let Line::Header(header) = line {
-            let shell = Recording::new(header);
+            let shell = Recording::new(*header);
             let model = Model::new(shell.model_config(cfg), shell.header.environment.clone());
             *run = Some(Replayed {
                 header: shell.header,
@@ -741,23 +742,25 @@ fn feed(
 /// 864 000 sample lines: this halves the time to read it. Invalid UTF-8 (never written by
 /// copyscope) is read lossily, as before.
 fn parse_line(line: &[u8]) -> Result<Line, serde_json::Error> {
-    // A fast path that fails (bad UTF-8 in a name, a damaged line) falls back to the general
-    // one, which says what is wrong the same way for every line type.
-    let fast = if line.starts_with(br#"{"type":"sample","#) {
-        serde_json::from_slice(line).map(Line::Sample).ok()
-    } else if line.starts_with(br#"{"type":"engine","#) {
-        serde_json::from_slice(line).map(Line::Engine).ok()
-    } else if line.starts_with(br#"{"type":"event","#) {
-        serde_json::from_slice(line).map(Line::Event).ok()
+    // One UTF-8 check of the whole line, then serde_json's &str reader, which does not check
+    // each string again (from_slice did: 8 % of a day-long replay).
+    let Ok(text) = std::str::from_utf8(line) else {
+        return serde_json::from_str(&String::from_utf8_lossy(line));
+    };
+    // A fast path that fails (a damaged line) falls back to the general one, which says what
+    // is wrong the same way for every line type.
+    let fast = if text.starts_with(r#"{"type":"sample","#) {
+        serde_json::from_str(text).map(Line::Sample).ok()
+    } else if text.starts_with(r#"{"type":"engine","#) {
+        serde_json::from_str(text).map(Line::Engine).ok()
+    } else if text.starts_with(r#"{"type":"event","#) {
+        serde_json::from_str(text).map(Line::Event).ok()
     } else {
         None
     };
-    if let Some(parsed) = fast {
-        return Ok(parsed);
-    }
-    match std::str::from_utf8(line) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_str(&String::from_utf8_lossy(line)),
+    match fast {
+        Some(parsed) => Ok(parsed),
+        None => serde_json::from_str(text),
     }
 }
 
