@@ -235,10 +235,13 @@ fn low_space() -> Event {
 
 #[test]
 fn low_space_dialog_continues_or_cancels() {
-    // c and Enter copy anyway: the engine gets the answer, the copy is not cancelled.
-    for k in [ch('c'), key(KeyCode::Enter)] {
+    // y and Enter copy anyway: the engine gets the answer, the copy is not cancelled; c, the
+    // overwrite dialog's cancel, is not an answer here.
+    for k in [ch('y'), key(KeyCode::Enter)] {
         let mut st = live();
         assert!(update(&mut st, low_space()).is_empty());
+        update(&mut st, ch('c'));
+        assert!(matches!(st.app.dialog, Some(Dialog::LowSpace(_))) && !st.cancelled);
         assert!(matches!(st.app.dialog, Some(Dialog::LowSpace(_))) && st.asking_space);
         // The dialog is drawn at once (a question is urgent), not paced.
         assert_eq!(update(&mut st, tick()), vec![Effect::Draw]);
@@ -250,8 +253,10 @@ fn low_space_dialog_continues_or_cancels() {
         assert_eq!(st.app.dialog, None);
         assert!(!st.asking_space && !st.cancelled);
     }
-    // q, Esc, Ctrl-C, a signal and a lost terminal answer "cancel" and stop the copy.
+    // n, q, Esc, Ctrl-C, a signal and a lost terminal answer "cancel" and stop the copy; c
+    // (the overwrite dialog's cancel) does nothing here.
     for k in [
+        ch('n'),
         ch('q'),
         key(KeyCode::Esc),
         ctrl('c'),

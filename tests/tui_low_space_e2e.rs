@@ -1,5 +1,5 @@
 //! The free-space question in a real terminal (tmux) onto a 4 MiB tmpfs: once the scan is
-//! complete the dialog shows what the copy needs against what is free; `c` copies anyway (the
+//! complete the dialog shows what the copy needs against what is free; `y` copies anyway (the
 //! files that fit are copied, the first that does not stops the copy with "No space left on
 //! device", exit 2, its temporary removed); `q` cancels before anything is written (exit 130,
 //! no temporaries).
@@ -86,7 +86,7 @@ fn continue_copies_what_fits_then_stops_on_enospc() {
                 .all(|e| e.kind != "file" || e.size == 0),
         "written before the answer"
     );
-    tm.send("c");
+    tm.send("y");
     let code = wait_file(&exit_file, Duration::from_secs(60)).expect("copyscope exited");
     let history = tm.capture_history();
     assert_eq!(code.trim(), "2", "disk full is fatal (exit 2):\n{history}");

@@ -176,7 +176,7 @@ fn a_writer_reaped_by_an_unfollowed_shell_keeps_its_last_bytes() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let watch = Command::new(bin())
-        .args(["watch", "--plain", "--until-idle", "2", "--duration", "60"])
+        .args(["watch", "--json", "--until-idle", "2", "--duration", "60"])
         .arg("--pid")
         .arg(pid.to_string())
         .arg(dir.path())
@@ -190,9 +190,14 @@ fn a_writer_reaped_by_an_unfollowed_shell_keeps_its_last_bytes() {
     assert!(shell.wait().unwrap().success());
     let stdout = String::from_utf8_lossy(&watch.stdout);
     assert!(watch.status.success(), "{stdout}");
-    assert!(
-        stdout.contains("copyscope watch: 209.72 MB written into"),
-        "all of dd's 200 MiB:\n{stdout}"
+    let summary = json_lines(&watch.stdout)
+        .into_iter()
+        .find(|v| v["type"] == "summary")
+        .unwrap_or_else(|| panic!("a summary line: {stdout}"));
+    assert_eq!(
+        summary["bytes_copied"],
+        200 << 20,
+        "all of dd's 200 MiB, to the byte: {summary}"
     );
 }
 

@@ -155,10 +155,9 @@ impl App {
         }
         if let Some(Dialog::LowSpace(_)) = &self.dialog {
             let answer = match key.code {
-                KeyCode::Char('c') | KeyCode::Char('C') | KeyCode::Enter if !ctrl_c => {
-                    SpaceAnswer::Continue
-                }
-                _ if quit_key => SpaceAnswer::Cancel,
+                // Not `c`: in the overwrite dialog `c` cancels the copy.
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => SpaceAnswer::Continue,
+                _ if quit_key || key.code == KeyCode::Char('n') => SpaceAnswer::Cancel,
                 _ => return Action::None,
             };
             self.dialog = None;

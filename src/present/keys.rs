@@ -93,8 +93,8 @@ pub const KEYS: [Key; 16] = [
         Mode::Live,
     ),
     key(
-        "c",
-        "file exists: cancel the copy; not enough space: copy anyway",
+        "c / y n",
+        "file exists: cancel; not enough space: copy anyway, cancel",
         Mode::Live,
     ),
     key("? h", "this help (any key closes it)", Mode::Both),

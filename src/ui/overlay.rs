@@ -389,9 +389,9 @@ fn low_space(area: Rect, buf: &mut Buffer, app: &View, s: &SpaceView) {
         Line::raw(""),
     ];
     let keys = if inner >= 56 {
-        "c Enter: copy anyway     q Esc: cancel the copy"
+        "y Enter: copy anyway     n q Esc: cancel the copy"
     } else {
-        "c: copy anyway  q: cancel"
+        "y: copy anyway  n q: cancel"
     };
     lines.push(Line::from(Span::styled(keys, t.warn())));
     let lines = lines.into_iter().map(|l| fit_line(l, inner, e)).collect();
