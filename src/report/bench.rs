@@ -85,7 +85,9 @@ pub fn render_bench_markdown(f: &BenchFacts, phases: &[PhaseResult]) -> String {
         facts.push(format!("Linux {}", f.kernel));
     }
     let _ = writeln!(o, "{}\n", cell(&facts.join(" · ")));
-    o.push_str("| phase | data | files | MB/s (to cache) | MB/s durable | drops | time lost | drops mostly |\n");
+    // A write phase's speed is into the cache; a read phase's is from the device (its pages
+    // were dropped first): one column, its header says both.
+    o.push_str("| phase | data | files | MB/s (writes: to cache; reads: from the device) | MB/s durable | drops | time lost | drops mostly |\n");
     o.push_str("|:--|--:|--:|--:|--:|--:|:--|:--|\n");
     for p in phases {
         let st = &p.data.stats;
@@ -137,7 +139,7 @@ pub fn render_bench_text(f: &BenchFacts, phases: &[PhaseResult]) -> String {
     let _ = writeln!(
         o,
         "{:<15} {:>9} {:>11} {:>11} {:>5}  lost",
-        "phase", "data", "to cache", "durable", "drops"
+        "phase", "data", "speed", "durable", "drops"
     );
     for p in phases {
         let st = &p.data.stats;
