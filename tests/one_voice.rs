@@ -66,6 +66,16 @@ fn check(path: &Path) {
     let rec = Recording::load(path).expect("recording loads");
     let model = rec.model(ModelConfig::default());
     let st: Stats = model.stats();
+    if st.bytes > 0 {
+        assert!(
+            st.min_bps <= st.avg_bps && st.avg_bps <= st.peak_bps,
+            "{}: min {} ≤ avg {} ≤ peak {}",
+            path.display(),
+            st.min_bps,
+            st.avg_bps,
+            st.peak_bps
+        );
+    }
     let name = path.display();
     let u = Units::Decimal;
 
