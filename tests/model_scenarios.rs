@@ -1003,26 +1003,35 @@ fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
 
 #[test]
 fn eta_counts_the_backlog_at_the_disk_rate() {
-    let mut sc = Scenario::new(Levels {
-        copy_mbps: 200.0,
-        dirty: 800 * MB,
-        writeback: 200 * MB,
-        dev_mbps: 100.0,
-        ..Default::default()
-    });
-    sc.run(5000, |_| {});
-    let mut m = Model::new(ModelConfig::default(), ext4());
-    for item in &sc.items {
-        if let Item::Sample(s) = item {
-            let mut s = (**s).clone();
-            // 1 GB copied of 3 GB; the scan is done.
-            s.engine.bytes_total = 3000 * MB;
-            s.engine.scan_done = true;
-            m.apply(&s);
+    let model_of = |util_pct: f64| {
+        let mut sc = Scenario::new(Levels {
+            copy_mbps: 200.0,
+            dirty: 800 * MB,
+            writeback: 200 * MB,
+            dev_mbps: 100.0,
+            util_pct,
+            ..Default::default()
+        });
+        sc.run(5000, |_| {});
+        let mut m = Model::new(ModelConfig::default(), ext4());
+        for item in &sc.items {
+            if let Item::Sample(s) = item {
+                let mut s = (**s).clone();
+                // 1 GB copied of 3 GB; the scan is done.
+                s.engine.bytes_total = 3000 * MB;
+                s.engine.scan_done = true;
+                m.apply(&s);
+            }
         }
-    }
-    // 2 GB at 200 MB/s, then this copy's backlog at the disk's 100 MB/s: it handed 1 GB to
-    // the kernel and the disk wrote 500 MB since it started, so 500 MB are still its own
+        (sc, m)
+    };
+    // A disk writing 100 MB/s at 20 % busy could write more: its rate is not its speed, and
+    // the flush is not guessed at from it.
+    let (_, idle) = model_of(20.0);
+    assert!((idle.eta_secs(true).unwrap() - 10.0).abs() < 1e-6);
+    let (sc, m) = model_of(100.0);
+    // 2 GB at 200 MB/s, then this copy's backlog at the busy disk's 100 MB/s: it handed 1 GB
+    // to the kernel and the disk wrote 500 MB since it started, so 500 MB are still its own
     // (the system holds 1 GB of dirty + writeback, every writer's).
     assert!((m.eta_secs(false).unwrap() - 10.0).abs() < 1e-6);
     assert!((m.eta_secs(true).unwrap() - 15.0).abs() < 1e-3);
