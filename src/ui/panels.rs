@@ -203,41 +203,49 @@ pub fn footer_line(app: &View, width: u16) -> Line<'static> {
     Line::from(Span::styled(text, t.dim()))
 }
 
-fn labeled(label: &str, value: String, app: &View) -> Vec<Span<'static>> {
+fn labeled(label: &str, value: String, gap: &'static str, app: &View) -> Vec<Span<'static>> {
     let t = app.opts.theme;
     vec![
         Span::styled(format!("{label} "), t.label()),
         Span::styled(value, t.value()),
-        Span::raw("   "),
+        Span::raw(gap),
     ]
 }
 
-/// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   min 40 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)"
+/// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   min 40 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)";
+/// where that does not fit, narrower gaps and "drops 3 (4.2 s)" before anything is cut.
 pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
-    let mut spans = Vec::new();
-    spans.extend(labeled("now", u.rate(s.now_bps), app));
-    spans.extend(labeled("avg", u.rate(s.avg_bps), app));
-    spans.extend(labeled("peak", u.rate(s.peak_bps), app));
-    spans.extend(labeled("min", u.rate(s.min_bps), app));
-    if let Some(d) = s.durable_bps {
-        spans.extend(labeled("durable", u.rate(d), app));
-    }
-    if s.drops > 0 {
-        spans.extend(labeled(
-            "drops",
-            format!(
-                "{} ({} lost)",
-                s.drops,
-                crate::present::format::fmt_secs(s.lost_total_secs())
-            ),
-            app,
-        ));
-    }
-    // The blank after the last figure is not part of what could be cut.
-    spans.pop();
-    render_fitted(Line::from(spans), area, buf, app.opts.theme.glyphs.ellipsis);
+    let line = |gap: &'static str, short: bool| {
+        let mut spans = Vec::new();
+        spans.extend(labeled("now", u.rate(s.now_bps), gap, app));
+        spans.extend(labeled("avg", u.rate(s.avg_bps), gap, app));
+        spans.extend(labeled("peak", u.rate(s.peak_bps), gap, app));
+        spans.extend(labeled("min", u.rate(s.min_bps), gap, app));
+        if let Some(d) = s.durable_bps {
+            spans.extend(labeled("durable", u.rate(d), gap, app));
+        }
+        if s.drops > 0 {
+            let lost = crate::present::format::fmt_secs(s.lost_total_secs());
+            let what = if short { "" } else { " lost" };
+            spans.extend(labeled(
+                "drops",
+                format!("{} ({lost}{what})", s.drops),
+                gap,
+                app,
+            ));
+        }
+        // The blank after the last figure is not part of what could be cut.
+        spans.pop();
+        Line::from(spans)
+    };
+    let fitting = [("   ", false), ("  ", false), ("  ", true)]
+        .into_iter()
+        .map(|(gap, short)| line(gap, short))
+        .find(|l| l.width() <= area.width as usize)
+        .unwrap_or_else(|| line("  ", true));
+    render_fitted(fitting, area, buf, app.opts.theme.glyphs.ellipsis);
 }
 
 /// Fraction of bytes done, once the total is known and non-zero.
