@@ -202,6 +202,7 @@ fn run_engine(
             Ok(h) => workers.push(h),
             Err(e) if workers.is_empty() => {
                 sh.fatal(format!("cannot start a copy worker: {e}"));
+                queue.leave();
             }
             Err(_) => {
                 // Fewer workers than asked: the missing ones count as gone.
