@@ -557,7 +557,7 @@ fn verify_progress_line_is_sensible() {
     assert!(!line.contains("TB/s") && !line.contains("GB/s"), "{line}");
     assert!(!line.contains(" 100 %"), "{line}");
     assert!(!line.contains("ETA 0:00"), "{line}");
-    assert!(out.contains("verified 1 files: all match"), "{out}");
+    assert!(out.contains("verified 1 file: all match"), "{out}");
     assert!(!out.contains("verifying: reading the copies back"), "{out}");
 }
 

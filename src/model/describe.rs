@@ -265,8 +265,8 @@ impl Event {
             EventKind::Paused => "paused".to_string(),
             EventKind::Resumed => "resumed".to_string(),
             EventKind::ScanDone { files, bytes } => format!(
-                "scan done: {} files, {}",
-                fmt_count(*files),
+                "scan done: {}, {}",
+                crate::present::format::fmt_files(*files),
                 fmt_bytes(*bytes)
             ),
             EventKind::FlushStarted {

@@ -1112,13 +1112,13 @@ impl Model {
             EngineEvent::VerifyDone { files, mismatches } => Some(EventKind::Note {
                 text: if *mismatches == 0 {
                     format!(
-                        "verified {} files: all match",
-                        crate::present::format::fmt_count(*files)
+                        "verified {}: all match",
+                        crate::present::format::fmt_files(*files)
                     )
                 } else {
                     format!(
-                        "verified {} files: {} differ",
-                        crate::present::format::fmt_count(*files),
+                        "verified {}: {} differ",
+                        crate::present::format::fmt_files(*files),
                         crate::present::format::fmt_count(*mismatches)
                     )
                 },

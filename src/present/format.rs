@@ -183,6 +183,15 @@ pub fn fmt_count(n: u64) -> String {
     out
 }
 
+/// "1 file", "14 139 files".
+pub fn fmt_files(n: u64) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{} files", fmt_count(n))
+    }
+}
+
 /// A file's modification time as a calendar date in UTC, `2026-11-30 19:42:07` (a file
 /// time from stat, not the clock; UTC because the local zone needs the C library's tz tables).
 pub fn fmt_utc_datetime(secs: i64) -> String {

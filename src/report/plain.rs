@@ -344,13 +344,16 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
     if let Some(v) = &o.verify {
         if v.mismatches == 0 {
             s.push_str(&format!(
-                "  verified {} files: all match ({})\n",
-                v.files, v.method
+                "  verified {}: all match ({})\n",
+                crate::present::format::fmt_files(v.files),
+                v.method
             ));
         } else {
             s.push_str(&format!(
-                "  verified {} files: {} DIFFER ({})\n",
-                v.files, v.mismatches, v.method
+                "  verified {}: {} DIFFER ({})\n",
+                crate::present::format::fmt_files(v.files),
+                v.mismatches,
+                v.method
             ));
         }
     }

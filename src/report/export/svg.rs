@@ -336,11 +336,7 @@ fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
     if !t.kernel.is_empty() {
         sub.push(format!("Linux {}", t.kernel));
     }
-    let files = if data.stats.files == 1 {
-        "1 file".to_string()
-    } else {
-        format!("{} files", data.stats.files)
-    };
+    let files = crate::present::format::fmt_files(data.stats.files);
     sub.push(match data.watch {
         // A watch counts no files: only what the writers put in.
         Some(_) => format!(
