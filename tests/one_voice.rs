@@ -214,10 +214,60 @@ fn check(path: &Path) {
     if let Some(d) = st.durable_bps {
         assert!(svg.contains(&fmt_rate(d)), "{name}: SVG durable");
     }
+    if let Some(n) = &st.net {
+        check_net(path, n, &header, &plain, &v, &md, &svg);
+    }
     // Small: the rasteriser is slow in a debug build, and the point is that they are equal.
     let png = render_png(&data, 320, 180).expect("png");
     let again = rasterize(&render_svg(&data, 320, 180), 320, 180).expect("png of the svg");
     assert_eq!(png, again, "{name}: the PNG is not the SVG's rasterisation");
+}
+
+/// `watch --net`: the receive figures (the model's [`copyscope::model::NetStats`]) in the TUI
+/// header, the plain summary, the JSON summary, the Markdown table and the SVG.
+fn check_net(
+    path: &Path,
+    n: &copyscope::model::NetStats,
+    header: &str,
+    plain: &str,
+    json: &serde_json::Value,
+    md: &str,
+    svg: &str,
+) {
+    let name = path.display();
+    let want = format!("rx avg {}", Units::Decimal.rate(n.avg_bps));
+    assert!(
+        header.contains(&want),
+        "{name}: TUI header lacks {want:?}: {header}"
+    );
+    let want = format!(
+        "network rx: avg {} (min {}, peak {})",
+        fmt_rate(n.avg_bps),
+        fmt_rate(n.min_bps),
+        fmt_rate(n.peak_bps)
+    );
+    assert!(
+        plain.contains(&want),
+        "{name}: plain lacks {want:?}:\n{plain}"
+    );
+    let j = &json["net"];
+    assert_eq!(j["avg_bps"], n.avg_bps.round(), "{name}: JSON rx avg");
+    assert_eq!(j["min_bps"], n.min_bps.round(), "{name}: JSON rx min");
+    assert_eq!(j["peak_bps"], n.peak_bps.round(), "{name}: JSON rx peak");
+    let want = format!(
+        "| {} ({} / {}) |",
+        fmt_mbps(n.avg_bps),
+        fmt_mbps(n.min_bps),
+        fmt_mbps(n.peak_bps)
+    );
+    assert!(md.contains(&want), "{name}: Markdown lacks {want:?}:\n{md}");
+    for want in [
+        fmt_rate(n.avg_bps),
+        format!("{} / {}", fmt_rate(n.min_bps), fmt_rate(n.peak_bps)),
+    ] {
+        assert!(svg.contains(&want), "{name}: SVG lacks {want:?}");
+    }
+    assert!(svg.contains("id=\"net-series\""), "{name}: SVG rx line");
 }
 
 #[test]

@@ -255,8 +255,11 @@ fn a_pausing_sender_over_loopback_is_the_network() {
             total += n as u64;
         }
     });
+    let rec = dir.path().join("watch.jsonl");
     let watch = Command::new(bin())
         .args(["watch", "--json", "--duration", "15", "--until-idle", "3"])
+        .arg("--record")
+        .arg(&rec)
         .args(["--net", "lo", "--pid"])
         .arg(std::process::id().to_string())
         .arg(dir.path())
@@ -300,4 +303,49 @@ fn a_pausing_sender_over_loopback_is_the_network() {
     let before = d["causes"][0]["before_bps"].as_f64().unwrap();
     assert!(before > 1e6, "lo carried the intake before the pause: {d}");
     assert_eq!(std::fs::metadata(&out_path).unwrap().len(), received);
+    net_in_every_line(&lines, &rec);
+}
+
+/// The live `--json` lines of a watch with `--net lo`: every progress line and the summary carry
+/// the `net` object, and the recording replays to the same receive figures.
+fn net_in_every_line(lines: &[Value], rec: &std::path::Path) {
+    let progress: Vec<&Value> = lines.iter().filter(|v| v["type"] == "progress").collect();
+    assert!(progress.len() > 5, "{progress:?}");
+    for p in &progress {
+        assert_eq!(p["net"]["iface"], "lo", "{p}");
+        assert!(
+            p["net"]["rx_bps"].is_number() && p["net"]["avg_bps"].is_number(),
+            "{p}"
+        );
+    }
+    assert!(
+        progress
+            .iter()
+            .any(|p| p["net"]["rx_bps"].as_f64().unwrap() > 1e6),
+        "the bursts show in rx_bps: {progress:?}"
+    );
+    let summary = lines
+        .iter()
+        .find(|v| v["type"] == "summary")
+        .expect("summary");
+    let live = &summary["net"];
+    assert!(live["avg_bps"].as_f64().unwrap() > 1e6, "{summary}");
+    let out = Command::new(bin())
+        .args(["replay", "--json"])
+        .arg(rec)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let replayed: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    for k in ["iface", "avg_bps", "min_bps", "peak_bps"] {
+        assert_eq!(
+            replayed["net"][k], live[k],
+            "{k}: live {live} replayed {replayed}"
+        );
+    }
 }

@@ -213,6 +213,10 @@ pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
             "recording".into(),
             path.to_string_lossy().into_owned().into(),
         );
+        if let Some(n) = &model.stats().net {
+            let iface = rec.header.watch.as_ref().and_then(|w| w.net.as_deref());
+            m.insert("net".into(), crate::report::json::net_json(iface, n));
+        }
         if let Some(s) = &rec.summary {
             m.insert("files_copied".into(), s.files.into());
             m.insert("files_failed".into(), s.failed.into());

@@ -17,7 +17,7 @@ use crate::config::Display;
 use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::frontend::watch::WatchLines;
-use crate::model::{Cause, Event, EventKind, Model};
+use crate::model::{Cause, Event, EventKind, Model, Stats};
 use crate::present::format::fmt_event_time;
 use crate::present::quote::{file_line, quote, shell_escape};
 use crate::report::json;
@@ -279,21 +279,19 @@ pub(crate) fn run_session(
             if d.json {
                 let cur = sess.progress.current();
                 let eta = model.eta_secs(true).filter(|_| watch.is_none());
-                emit(
-                    &json::progress_json(
-                        elapsed.as_secs_f64(),
-                        watch.map_or(phase.as_str(), |_| "watching"),
-                        &snap,
-                        st.now_bps,
-                        st.avg_bps,
-                        json::ProgressFigures {
-                            eta_secs: eta,
-                            current: cur.as_ref(),
-                            to_flush: model.flush_backlog().filter(|_| watch.is_none()),
-                        },
-                    )
-                    .to_string(),
+                let v = json::progress_json(
+                    elapsed.as_secs_f64(),
+                    watch.map_or(phase.as_str(), |_| "watching"),
+                    &snap,
+                    st.now_bps,
+                    st.avg_bps,
+                    json::ProgressFigures {
+                        eta_secs: eta,
+                        current: cur.as_ref(),
+                        to_flush: model.flush_backlog().filter(|_| watch.is_none()),
+                    },
                 );
+                emit(&with_net(v, watch, &st).to_string());
             } else if let Some(w) = watch {
                 let cur = sess.progress.current();
                 emit(&w.progress_line(
@@ -301,6 +299,7 @@ pub(crate) fn run_session(
                     &snap,
                     cur.as_ref(),
                     (st.now_bps, st.avg_bps),
+                    st.net.as_ref(),
                     d.binary,
                 ));
             } else if phase == Phase::CopyVerify {
@@ -377,7 +376,7 @@ pub(crate) fn run_session(
             m.insert("budget".into(), json::budget_json(model.budget()));
             m.insert("verdict".into(), json!(model.verdict()));
         }
-        emit(&v.to_string());
+        emit(&with_net(v, watch, &st).to_string());
     } else {
         let st = model.stats();
         let mut text = match watch {
@@ -424,6 +423,15 @@ pub(crate) fn run_session(
         }
     }
     outcome
+}
+
+/// `watch --net`: a JSON object with the model's receive figures as its `net` member.
+fn with_net(mut v: serde_json::Value, watch: Option<&WatchLines>, st: &Stats) -> serde_json::Value {
+    if let (serde_json::Value::Object(m), Some(n)) = (&mut v, &st.net) {
+        let iface = watch.and_then(|w| w.target.net.as_deref());
+        m.insert("net".into(), json::net_json(iface, n));
+    }
+    v
 }
 
 /// `--metrics`: hands the endpoint the model's figures.

@@ -33,14 +33,16 @@ pub struct WatchLines {
 }
 
 impl WatchLines {
-    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar); writing
-    /// /srv/share/f.bin at 512 MB" — the file only when a followed writer has one open.
+    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar); eth0 rx
+    /// 99 MB/s now, avg 96 MB/s; writing /srv/share/f.bin at 512 MB" — the receive rate only
+    /// with `--net`, the file only when a followed writer has one open.
     pub fn progress_line(
         &self,
         elapsed: Duration,
         snap: &ProgressSnapshot,
         current: Option<&CurrentFile>,
         rates: (f64, f64),
+        net: Option<&crate::model::NetStats>,
         binary: bool,
     ) -> String {
         let (now_bps, avg_bps) = rates;
@@ -52,6 +54,14 @@ impl WatchLines {
             fmt_bytes_with(snap.bytes_copied, binary),
             self.target.intake
         );
+        if let Some(n) = net {
+            line.push_str(&format!(
+                "; {} rx {} now, avg {}",
+                self.target.net.as_deref().unwrap_or("network"),
+                fmt_rate_with(n.now_bps, binary),
+                fmt_rate_with(n.avg_bps, binary)
+            ));
+        }
         if let Some(c) = current {
             line.push_str(&format!(
                 "; writing {} at {}",
@@ -325,6 +335,42 @@ pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plain_line_says_the_receive_rate() {
+        let lines = WatchLines {
+            target: WatchTarget {
+                path: "/srv/share".into(),
+                intake: "process wchar".into(),
+                net: Some("eth0".into()),
+                ..Default::default()
+            },
+        };
+        let snap = ProgressSnapshot {
+            bytes_copied: 1_200_000_000,
+            ..Default::default()
+        };
+        let net = crate::model::NetStats {
+            now_bps: 99e6,
+            avg_bps: 96e6,
+            min_bps: 0.0,
+            peak_bps: 118e6,
+        };
+        let l = lines.progress_line(
+            Duration::from_secs(12),
+            &snap,
+            None,
+            (98e6, 95e6),
+            Some(&net),
+            false,
+        );
+        assert!(
+            l.ends_with("1.20 GB written (process wchar); eth0 rx 99.0 MB/s now, avg 96.0 MB/s"),
+            "{l}"
+        );
+        let l = lines.progress_line(Duration::ZERO, &snap, None, (0.0, 0.0), None, false);
+        assert!(!l.contains(" rx "), "{l}");
+    }
 
     #[test]
     fn a_watch_ends_on_cancel_duration_or_idle() {

@@ -12,6 +12,7 @@ pub mod budget;
 mod describe;
 mod detect;
 pub mod metrics;
+mod net;
 mod phase;
 pub mod series;
 mod txg;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use backlog::{Backlog, BacklogScope};
 pub use budget::{Budget, Slice};
+pub use net::NetStats;
 pub use series::{Point, Series};
 pub use verdict::{Limit, Verdict};
 
@@ -297,6 +299,8 @@ pub struct Stats {
     /// Every output's "durable" is this number.
     pub durable_bps: Option<f64>,
     pub flush_secs: Option<f64>,
+    /// `watch --net`: the interface's receive figures; None when it was not sampled.
+    pub net: Option<NetStats>,
 }
 
 impl Stats {
@@ -314,6 +318,7 @@ impl Stats {
             stalled_secs_by_cause: Vec::new(),
             durable_bps,
             flush_secs: None,
+            net: None,
         }
     }
 
@@ -461,6 +466,8 @@ pub struct Model {
     latest: Option<Sample>,
     recent: VecDeque<TickInfo>,
     now_ring: VecDeque<SpeedTick>,
+    /// `watch --net`: the receive figures (the chart's rx line is in `series`).
+    net: net::NetTally,
     detector: Detector,
     evidence: Option<Evidence>,
     txgs: TxgTracker,
@@ -532,6 +539,7 @@ impl Model {
             latest: None,
             recent: VecDeque::with_capacity(RECENT_TICKS),
             now_ring: VecDeque::new(),
+            net: net::NetTally::default(),
             evidence: None,
             txgs: TxgTracker::default(),
             first_byte_t: None,
@@ -603,6 +611,9 @@ impl Model {
             self.now_ring.pop_front();
         }
         self.now_ring.push_back(speed);
+        if let Some(b) = tick.net_bps {
+            self.net.fold(tick.t1, tick.dt(), b, KERNEL_WINDOW_NS);
+        }
         self.add_to_budget(&tick);
 
         if let Some(z) = &s.zfs {
@@ -1424,6 +1435,7 @@ impl Model {
                 .flush_done
                 .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),
             flush_secs: self.flush_done.map(|(_, s)| s),
+            net: self.net.stats(),
         }
     }
 

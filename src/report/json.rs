@@ -141,6 +141,19 @@ pub fn stats_json(st: &Stats) -> Value {
     })
 }
 
+/// `watch --net`: the interface's receive figures (the model's [`crate::model::NetStats`]),
+/// `{"iface":"eth0","rx_bps":…,"avg_bps":…,"min_bps":…,"peak_bps":…}`; `rx_bps` is the last
+/// second's. In every progress line and the summary of a watch with `--net`.
+pub fn net_json(iface: Option<&str>, n: &crate::model::NetStats) -> Value {
+    json!({
+        "iface": iface,
+        "rx_bps": n.now_bps.round(),
+        "avg_bps": n.avg_bps.round(),
+        "min_bps": n.min_bps.round(),
+        "peak_bps": n.peak_bps.round(),
+    })
+}
+
 /// The final summary object: the engine's counts and times, the model's speeds and drops
 /// (`st`, the same figures as the TUI header and every export).
 pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {

@@ -238,6 +238,9 @@ pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> St
         "  {what} {} ({extremes}), {durable}\n",
         fmt_rate_with(st.avg_bps, binary),
     );
+    if let Some(n) = &st.net {
+        s.push_str(&format!("  {}\n", net_text(n, binary)));
+    }
     if st.drops > 0 {
         // Causes that round to 0.0 s cost nothing worth naming.
         let lost: Vec<String> = st
@@ -260,6 +263,17 @@ pub fn speeds_text_as(st: &Stats, what: &str, durable: &str, binary: bool) -> St
         ));
     }
     s
+}
+
+/// `watch --net`: "network rx: avg A (min B, peak C)", the model's receive figures worded as
+/// the intake's are, for every text output (summaries, exports).
+pub fn net_text(n: &crate::model::NetStats, binary: bool) -> String {
+    format!(
+        "network rx: avg {} (min {}, peak {})",
+        fmt_rate_with(n.avg_bps, binary),
+        fmt_rate_with(n.min_bps, binary),
+        fmt_rate_with(n.peak_bps, binary)
+    )
 }
 
 /// The end-of-run summary: bytes, files, times, the model's speeds and drops (`st`, the same

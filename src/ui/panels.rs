@@ -213,7 +213,8 @@ fn labeled(label: &str, value: String, gap: &'static str, app: &View) -> Vec<Spa
 }
 
 /// "now 118 MB/s   avg 104 MB/s   peak 121 MB/s   min 40 MB/s   durable 96 MB/s   drops 3 (4.2 s lost)";
-/// where that does not fit, narrower gaps and "drops 3 (4.2 s)" before anything is cut.
+/// where that does not fit, narrower gaps and "drops 3 (4.2 s)" before anything is cut. A
+/// watch with `--net` ends with "rx avg 99 MB/s".
 pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
@@ -235,6 +236,11 @@ pub fn speeds(area: Rect, buf: &mut Buffer, app: &View) {
                 gap,
                 app,
             ));
+        }
+        // `watch --net`: the receive average beside the intake's (its "now" is in the kernel
+        // panel); after the drops, so a narrow terminal cuts it first.
+        if let Some(n) = &s.net {
+            spans.extend(labeled("rx avg", u.rate(n.avg_bps), gap, app));
         }
         // The blank after the last figure is not part of what could be cut.
         spans.pop();

@@ -256,6 +256,29 @@ fn overlay(o: &mut String, runs: &[Run], look: &Look, w: u32, h: u32, top: u32, 
             d.trim_end(),
             2.0 * s
         );
+        // `watch --net`: the run's receive rate, dashed in the run's colour.
+        let mut rx = String::new();
+        for p in &pts {
+            if let Some(v) = p.net_bps {
+                let _ = write!(
+                    rx,
+                    "{}{:.1},{:.1} ",
+                    if rx.is_empty() { "M" } else { "L" },
+                    x(p.t_s),
+                    y(v)
+                );
+            }
+        }
+        if !rx.is_empty() {
+            let _ = writeln!(
+                o,
+                r#"<path class="run-net-line" data-run="{i}" d="{}" fill="none" stroke="{colour}" stroke-width="{:.2}" stroke-dasharray="{:.1} {:.1}"/>"#,
+                rx.trim_end(),
+                1.4 * s,
+                4.0 * s,
+                3.0 * s
+            );
+        }
         let ly = y1 + 44.0 * s + i as f64 * 22.0 * s;
         let _ = writeln!(
             o,
@@ -268,13 +291,20 @@ fn overlay(o: &mut String, runs: &[Run], look: &Look, w: u32, h: u32, top: u32, 
         let st = &run.data.stats;
         let _ = writeln!(
             o,
-            r##"<text class="run-label" x="{:.1}" y="{ly:.1}" font-size="{:.1}" fill="#0f172a">{}  ·  {} average{}  ·  {} drop{}</text>"##,
+            r##"<text class="run-label" x="{:.1}" y="{ly:.1}" font-size="{:.1}" fill="#0f172a">{}  ·  {} average{}{}  ·  {} drop{}</text>"##,
             x0 + 36.0 * s,
             15.0 * s,
             esc(&run.label),
             fmt_rate(st.avg_bps),
             st.durable_bps
                 .map(|d| format!(", {} durable", fmt_rate(d)))
+                .unwrap_or_default(),
+            st.net
+                .map(|n| format!(
+                    ", {} avg {} (dashed)",
+                    run.data.net_label(),
+                    fmt_rate(n.avg_bps)
+                ))
                 .unwrap_or_default(),
             st.drops,
             if st.drops == 1 { "" } else { "s" }
@@ -327,6 +357,18 @@ pub fn render_compare_markdown(runs: &[Run], title: Option<&str>) -> String {
             fmt_mbps(d.stats.peak_bps)
         )
     });
+    if runs.iter().any(|r| r.data.stats.net.is_some()) {
+        row(&mut o, "network rx MB/s avg (min / peak)", &|d| {
+            d.stats.net.map_or("n/a (no --net)".into(), |n| {
+                format!(
+                    "{} ({} / {})",
+                    fmt_mbps(n.avg_bps),
+                    fmt_mbps(n.min_bps),
+                    fmt_mbps(n.peak_bps)
+                )
+            })
+        });
+    }
     row(&mut o, "time", &|d| fmt_secs(d.stats.elapsed_s));
     row(&mut o, "drops", &|d| d.stats.drops.to_string());
     row(&mut o, "time lost", &|d| {

@@ -90,6 +90,17 @@ pub fn render_markdown(data: &ChartData) -> String {
         fmt_mbps(st.min_bps),
         fmt_mbps(st.peak_bps)
     );
+    if let Some(n) = &st.net {
+        // The same figures as every text output's "network rx: avg A (min B, peak C)".
+        let _ = writeln!(
+            o,
+            "| {} avg (min / peak) | {} ({} / {}) | | | |",
+            cell(&data.net_label()),
+            fmt_mbps(n.avg_bps),
+            fmt_mbps(n.min_bps),
+            fmt_mbps(n.peak_bps)
+        );
+    }
     if let Some(note) = st.stall_note() {
         let mut note = note;
         note[..1].make_ascii_uppercase();

@@ -56,6 +56,8 @@ pub struct ChartPoint {
     pub max_bps: f64,
     /// What reached the destination's disks, bytes/s, when known.
     pub device_bps: Option<f64>,
+    /// `watch --net`: what the watched interface received, bytes/s.
+    pub net_bps: Option<f64>,
 }
 
 /// Where the device-rate overlay comes from, for its legend.
@@ -104,6 +106,8 @@ pub struct ChartStats {
     pub elapsed_s: f64,
     /// Seconds until the data was durable (after the flush).
     pub durable_s: Option<f64>,
+    /// `watch --net`: the interface's receive figures (the model's).
+    pub net: Option<crate::model::NetStats>,
 }
 
 /// Everything an export draws.
@@ -122,6 +126,8 @@ pub struct ChartData {
     /// A watch's intake source ("objset nwritten", "process wchar", ...): the run charted
     /// someone else's writes, so the figures are worded as intake, not as a copy's files.
     pub watch: Option<String>,
+    /// `watch --net IFACE`: the interface whose receive rate is drawn (`net_bps`).
+    pub net_iface: Option<String>,
 }
 
 pub use crate::present::markers::MarkerKind;
@@ -158,6 +164,7 @@ impl ChartData {
                 min_bps: p.copy_min_bps,
                 max_bps: p.copy_max_bps,
                 device_bps: p.device_bps,
+                net_bps: p.net_bps,
             })
             .collect();
         let mut points = points;
@@ -189,6 +196,7 @@ impl ChartData {
             failed: summary.map_or(engine.files_failed, |s| s.failed),
             elapsed_s: summary.map_or(st.elapsed_ns as f64 / 1e9, |s| s.elapsed_secs),
             durable_s: summary.and_then(|s| s.durable_secs),
+            net: st.net,
         };
         ChartData {
             title: title_of(header),
@@ -200,6 +208,20 @@ impl ChartData {
             budget: Some(model.budget().clone()),
             verdict: Some(model.verdict()),
             watch: header.watch.as_ref().map(|w| w.intake.clone()),
+            net_iface: header.watch.as_ref().and_then(|w| w.net.clone()),
+        }
+    }
+
+    /// True when the run sampled a network interface: its receive rate is drawn and listed.
+    pub fn has_net(&self) -> bool {
+        self.points.iter().any(|p| p.net_bps.is_some())
+    }
+
+    /// "network rx (lo)", or "network rx" when the interface is not named.
+    pub fn net_label(&self) -> String {
+        match &self.net_iface {
+            Some(i) => format!("network rx ({i})"),
+            None => "network rx".to_string(),
         }
     }
 
@@ -300,6 +322,7 @@ fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<Cha
     for b in 0..buckets {
         let end = (b + 1) as f64 * width;
         let (mut sum, mut dev_sum, mut n, mut dev_n) = (0.0, 0.0, 0usize, 0usize);
+        let (mut net_sum, mut net_n) = (0.0, 0usize);
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         while i < points.len() && (points[i].t_s < end || b + 1 == buckets) {
             let p = &points[i];
@@ -309,6 +332,10 @@ fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<Cha
             if let Some(d) = p.device_bps {
                 dev_sum += d;
                 dev_n += 1;
+            }
+            if let Some(r) = p.net_bps {
+                net_sum += r;
+                net_n += 1;
             }
             n += 1;
             i += 1;
@@ -322,6 +349,7 @@ fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<Cha
             min_bps: lo,
             max_bps: hi,
             device_bps: (dev_n > 0).then(|| dev_sum / dev_n as f64),
+            net_bps: (net_n > 0).then(|| net_sum / net_n as f64),
         });
     }
     out
@@ -631,6 +659,7 @@ mod tests {
             min_bps: v,
             max_bps: v,
             device_bps: None,
+            net_bps: None,
         }
     }
 

@@ -22,6 +22,8 @@ pub const FILL: &str = "#93c5fd";
 const FILL_LINE: &str = "#1d4ed8";
 const ENVELOPE: &str = "#dbeafe";
 const DEVICE: &str = "#d97706";
+/// `watch --net`: the receive rate's line (the TUI draws it magenta too).
+const NETWORK: &str = "#c026d3";
 const AVERAGE: &str = "#15803d";
 const DROP_SHADE: &str = "#fde2e2";
 const FLUSH_SHADE: &str = "#eef2f6";
@@ -257,10 +259,12 @@ pub fn top_value(data: &ChartData) -> f64 {
         .iter()
         .map(|p| p.max_bps)
         .fold(data.stats.avg_bps, f64::max);
+    // The receive rate shares the speed axis and the device's headroom rule.
     let device = data
         .points
         .iter()
-        .filter_map(|p| p.device_bps)
+        .flat_map(|p| [p.device_bps, p.net_bps])
+        .flatten()
         .fold(0.0, f64::max);
     if copy > 0.0 {
         copy.max(device.min(copy * DEVICE_HEADROOM))
@@ -569,6 +573,7 @@ fn series(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
             );
         }
     }
+    net_line(o, &pts, l, sc);
     // Axes on top of the fill so the baseline stays crisp.
     let _ = writeln!(
         o,
@@ -579,6 +584,30 @@ fn series(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
         l.plot_right,
         1.2 * s
     );
+}
+
+/// `watch --net`: the interface's receive rate as a line of its own on the speed axis, clipped
+/// at the top like the device's.
+fn net_line(o: &mut String, pts: &[ChartPoint], l: &Layout, sc: &Scale) {
+    let mut line = String::new();
+    for p in pts {
+        if let Some(v) = p.net_bps {
+            let _ = write!(
+                line,
+                "{}{:.1},{:.1}",
+                if line.is_empty() { "" } else { " " },
+                sc.x(p.t_s),
+                sc.y(v).max(l.plot_top)
+            );
+        }
+    }
+    if !line.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<polyline id="net-series" points="{line}" fill="none" stroke="{NETWORK}" stroke-width="{:.2}" stroke-linejoin="round"/>"#,
+            1.8 * l.s
+        );
+    }
 }
 
 fn average(o: &mut String, data: &ChartData, l: &Layout, sc: &Scale) {
@@ -777,6 +806,7 @@ fn lanes_and_markers(
 enum Swatch {
     Fill,
     Device,
+    Network,
     Average,
     DropSpan,
     Marker(MarkerKind),
@@ -792,6 +822,10 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let mut items: Vec<(Swatch, &str)> = vec![(Swatch::Fill, data.speed_label())];
     if data.device_source != DeviceSource::None {
         items.push((Swatch::Device, &device_label));
+    }
+    let net_label = data.net_label();
+    if data.has_net() {
+        items.push((Swatch::Network, &net_label));
     }
     items.push((Swatch::Average, "average"));
     if data.stats.drops > 0 || data.drops().next().is_some() {
@@ -835,6 +869,16 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
                 let _ = writeln!(
                     o,
                     r#"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{DEVICE}" stroke-width="{:.1}"/>"#,
+                    y - 5.0 * s,
+                    x + 18.0 * s,
+                    y - 5.0 * s,
+                    2.5 * s
+                );
+            }
+            Swatch::Network => {
+                let _ = writeln!(
+                    o,
+                    r#"<line id="net-legend" x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{NETWORK}" stroke-width="{:.1}"/>"#,
                     y - 5.0 * s,
                     x + 18.0 * s,
                     y - 5.0 * s,
@@ -930,13 +974,17 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         "min / peak",
         &format!("{} / {}", fmt_rate(st.min_bps), fmt_rate(st.peak_bps)),
     );
-    pair(
-        o,
-        0,
-        2,
-        "durable (after flush)",
-        &st.durable_bps.map_or("n/a".to_string(), fmt_rate),
-    );
+    match &st.net {
+        // A watch has no flush of its own: its row says what the interface received.
+        Some(n) => pair(o, 0, 2, "network rx avg", &fmt_rate(n.avg_bps)),
+        None => pair(
+            o,
+            0,
+            2,
+            "durable (after flush)",
+            &st.durable_bps.map_or("n/a".to_string(), fmt_rate),
+        ),
+    }
     pair(o, 0, 3, "drops", &format!("{}", st.drops));
 
     heading(o, 1, "Run");
@@ -956,19 +1004,29 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         }
     }
     pair(o, 1, 2, "last byte written", &fmt_secs(st.elapsed_s));
-    pair(
-        o,
-        1,
-        3,
-        "on disk (flushed)",
-        &st.durable_s.map_or("n/a".to_string(), |d| {
-            format!(
-                "{} (+{})",
-                fmt_secs(d),
-                fmt_secs((d - st.elapsed_s).max(0.0))
-            )
-        }),
-    );
+    if let Some(n) = &st.net {
+        pair(
+            o,
+            1,
+            3,
+            "network rx min / peak",
+            &format!("{} / {}", fmt_rate(n.min_bps), fmt_rate(n.peak_bps)),
+        );
+    } else {
+        pair(
+            o,
+            1,
+            3,
+            "on disk (flushed)",
+            &st.durable_s.map_or("n/a".to_string(), |d| {
+                format!(
+                    "{} (+{})",
+                    fmt_secs(d),
+                    fmt_secs((d - st.elapsed_s).max(0.0))
+                )
+            }),
+        );
+    }
 
     // Lost time per cause in red; when the drops cost nothing (the disks kept writing the
     // backlog at their own rate), the stall per cause in grey under "stalled, not lost", so

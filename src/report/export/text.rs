@@ -250,6 +250,13 @@ fn stats(data: &ChartData, width: usize, out: &mut Vec<String>) {
         speed.push(format!("durable {}", fmt_rate(d)));
     }
     out.extend(wrap(&speed, " · ", width));
+    if let Some(n) = &st.net {
+        let words: Vec<String> = crate::report::plain::net_text(n, false)
+            .split(' ')
+            .map(str::to_string)
+            .collect();
+        out.extend(wrap(&words, " ", width));
+    }
     let mut run = vec![
         data.amount_text(fmt_bytes),
         format!("last byte {}", fmt_secs(st.elapsed_s)),
