@@ -349,3 +349,30 @@ fn net_in_every_line(lines: &[Value], rec: &std::path::Path) {
         );
     }
 }
+
+/// The live `--plain` watch: its 2-second lines say the interface's rate and the summary has
+/// the "network rx" line (no sender needed: lo's rate, whatever it is, is printed).
+#[test]
+fn plain_watch_lines_say_the_receive_rate() {
+    if !std::path::Path::new("/sys/class/net/lo/statistics/rx_bytes").exists() {
+        eprintln!("skipped: no /sys/class/net/lo");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["watch", "--plain", "--duration", "3", "--net", "lo"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with('[') && l.contains("] intake "))
+        .unwrap_or_else(|| panic!("a 2-second line: {text}"));
+    assert!(
+        line.contains("; lo rx ") && line.contains(" now, avg "),
+        "{line}"
+    );
+    assert!(text.contains("\n  network rx: avg "), "{text}");
+}
