@@ -139,68 +139,6 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
     assert_eq!(last["bytes_copied"], 40 * 65536, "{last}");
 }
 
-/// A followed dd reaped by a shell that is not followed: /proc/DD/io is gone before the next
-/// tick, and what dd wrote after its last tick comes back from the shell's counter (the
-/// kernel adds a reaped child's to its parent's). Before, 22-190 MB of 210 went missing.
-#[test]
-fn a_writer_reaped_by_an_unfollowed_shell_keeps_its_last_bytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&gate)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let pidfile = dir.path().join("pid");
-    let out = dir.path().join("out");
-    let mut shell = Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "bash -c \"read x < '{g}'; exec dd if=/dev/zero of='{o}' bs=1M count=200 status=none\" & \
-             echo $! > '{p}'; wait; sleep 3",
-            g = gate.display(),
-            o = out.display(),
-            p = pidfile.display()
-        ))
-        .spawn()
-        .unwrap();
-    let pid = loop {
-        if let Some(p) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-        {
-            break p;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let watch = Command::new(bin())
-        .args(["watch", "--json", "--until-idle", "2", "--duration", "60"])
-        .arg("--pid")
-        .arg(pid.to_string())
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Let the watch take its first reading before dd starts writing.
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    std::fs::write(&gate, "go\n").unwrap();
-    let watch = watch.wait_with_output().unwrap();
-    assert!(shell.wait().unwrap().success());
-    let stdout = String::from_utf8_lossy(&watch.stdout);
-    assert!(watch.status.success(), "{stdout}");
-    let summary = json_lines(&watch.stdout)
-        .into_iter()
-        .find(|v| v["type"] == "summary")
-        .unwrap_or_else(|| panic!("a summary line: {stdout}"));
-    assert_eq!(
-        summary["bytes_copied"],
-        200 << 20,
-        "all of dd's 200 MiB, to the byte: {summary}"
-    );
-}
-
 #[test]
 fn watch_refuses_what_it_cannot_watch() {
     let out = Command::new(bin())

@@ -114,10 +114,6 @@ pub struct WriterReader {
     /// What followed children that ended had written, by parent: reaping adds a child's
     /// counters to its parent's (smbd's parent would count each finished connection again).
     reaped: HashMap<u32, u64>,
-    /// The last raw wchar of each followed process's parent that is not followed itself: when
-    /// the child is reaped, the parent's counter jumps by everything the child wrote, which
-    /// recovers what the child wrote after its last tick (/proc/CHILD/io is gone by then).
-    parents: HashMap<u32, u64>,
     positions: HashMap<(u32, u32), u64>,
 }
 
@@ -128,8 +124,6 @@ struct Followed {
     last: u64,
     raw: u64,
     ppid: u32,
-    /// How much `raw` rose at its last reading: bounds the unseen tail recovered at the end.
-    step: u64,
     ended: bool,
 }
 
@@ -143,7 +137,6 @@ impl WriterReader {
             ticks: 0,
             io: HashMap::new(),
             reaped: HashMap::new(),
-            parents: HashMap::new(),
             positions: HashMap::new(),
         }
     }
@@ -164,16 +157,12 @@ impl WriterReader {
             .filter(|p| !self.root.join(format!("proc/{p}")).exists())
             .copied()
             .collect();
-        self.recover_tails(&gone);
         for pid in gone {
             self.ended(pid);
         }
-        // The parents before their children: a child reaped in between is then in the jump.
-        self.note_parents(true);
         for &pid in &pids {
             tick.unreadable |= !self.read_io(pid, first);
         }
-        self.note_parents(false);
         tick.wchar = self.io.values().map(|f| f.last - f.base).sum();
         tick.current = self.current_file(&pids);
         tick.pids = pids;
@@ -191,7 +180,6 @@ impl WriterReader {
             if self.root.join(format!("proc/{pid}")).exists() {
                 return false;
             }
-            self.recover_tails(&[pid]);
             self.ended(pid);
             return true;
         };
@@ -204,7 +192,6 @@ impl WriterReader {
         // What a process wrote before the watch is not intake; one that appeared since (smbd
         // forks one per client) wrote all of it in view.
         let base = if first { io.wchar } else { 0 };
-        let new = !self.io.contains_key(&pid);
         let adjusted = io
             .wchar
             .saturating_sub(self.reaped.get(&pid).copied().unwrap_or(0));
@@ -213,75 +200,11 @@ impl WriterReader {
             last: base,
             raw: io.wchar,
             ppid,
-            step: 0,
             ended: false,
         });
         f.last = f.last.max(adjusted);
-        // A process new since the start wrote all of its counter in view.
-        f.step = io.wchar.saturating_sub(if new { base } else { f.raw });
         f.raw = io.wchar;
         true
-    }
-
-    /// The raw wchar of a process, if readable.
-    fn wchar_of(&self, pid: u32) -> Option<u64> {
-        self.root
-            .read_to_string(format!("proc/{pid}/io"))
-            .ok()
-            .and_then(|t| parse_proc_io(&t))
-            .map(|io| io.wchar)
-    }
-
-    /// Remembers the counters of the live followed processes' parents that are not followed
-    /// (`refresh`: all of them; else only those not known yet, for processes seen first now).
-    fn note_parents(&mut self, refresh: bool) {
-        let parents: Vec<u32> = self
-            .io
-            .values()
-            .filter(|f| !f.ended && f.ppid > 1 && !self.io.contains_key(&f.ppid))
-            .map(|f| f.ppid)
-            .collect();
-        if refresh {
-            self.parents.retain(|p, _| parents.contains(p));
-        }
-        for p in parents {
-            if !refresh && self.parents.contains_key(&p) {
-                continue;
-            }
-            if let Some(w) = self.wchar_of(p) {
-                self.parents.insert(p, w);
-            }
-        }
-    }
-
-    /// Followed processes gone since the last tick, reaped by a parent that is not followed:
-    /// the parent's counter rose by all they wrote (plus its own writes, a shell's or a
-    /// daemon's few bytes), so what rose beyond their last readings is their unseen tail. Each
-    /// child's share is bounded by four times its last tick's writing, so a parent that wrote or
-    /// reaped much else in the same tick cannot inflate it.
-    fn recover_tails(&mut self, gone: &[u32]) {
-        let mut by_parent: HashMap<u32, Vec<u32>> = HashMap::new();
-        for pid in gone {
-            if let Some(f) = self.io.get(pid).filter(|f| !f.ended) {
-                by_parent.entry(f.ppid).or_default().push(*pid);
-            }
-        }
-        for (ppid, children) in by_parent {
-            let (Some(before), Some(now)) = (self.parents.get(&ppid).copied(), self.wchar_of(ppid))
-            else {
-                continue;
-            };
-            let seen: u64 = children.iter().map(|c| self.io[c].raw).sum();
-            let mut tail = now.saturating_sub(before).saturating_sub(seen);
-            for c in children {
-                let f = self.io.get_mut(&c).expect("followed");
-                let add = tail.min(f.step.saturating_mul(4));
-                f.last += add;
-                f.raw += add;
-                tail -= add;
-            }
-            self.parents.insert(ppid, now);
-        }
     }
 
     /// A followed process is gone: its parent's counter will include it once reaped.
@@ -482,40 +405,5 @@ mod tests {
             10_000_007,
             "the child's 10 MB once, and the parent's 7 bytes"
         );
-    }
-
-    #[test]
-    fn a_child_reaped_by_a_parent_not_followed_keeps_its_last_bytes() {
-        // `watch --pid` of a dd run by a shell: dd writes 40 MB more between the last tick and
-        // its exit, then the shell reaps it and /proc/DD/io is gone.
-        let dir = tempfile::tempdir().unwrap();
-        let proc = |pid: u32, ppid: u32, comm: &str, wchar: u64| {
-            let p = dir.path().join(format!("proc/{pid}"));
-            std::fs::create_dir_all(&p).unwrap();
-            std::fs::write(p.join("comm"), format!("{comm}\n")).unwrap();
-            std::fs::write(p.join("stat"), format!("{pid} ({comm}) S {ppid} 1 1 0\n")).unwrap();
-            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
-        };
-        proc(300, 1, "bash", 5_000);
-        proc(301, 300, "dd", 0);
-        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[301], &[]);
-        assert_eq!(r.read().wchar, 0);
-        proc(301, 300, "dd", 30_000_000);
-        assert_eq!(r.read().wchar, 30_000_000);
-        proc(301, 300, "dd", 60_000_000);
-        assert_eq!(r.read().wchar, 60_000_000);
-        // Exit at 100 MB, reaped: the shell's counter rose by all of dd's, and 12 bytes of its own.
-        std::fs::remove_dir_all(dir.path().join("proc/301")).unwrap();
-        proc(300, 1, "bash", 5_000 + 100_000_000 + 12);
-        assert_eq!(r.read().wchar, 100_000_012);
-        // The bound: a tail beyond four times the last tick's writing is not the child's.
-        proc(302, 300, "dd", 0);
-        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[302], &[]);
-        r.read();
-        proc(302, 300, "dd", 1_000_000);
-        r.read();
-        std::fs::remove_dir_all(dir.path().join("proc/302")).unwrap();
-        proc(300, 1, "bash", 500_000_000);
-        assert_eq!(r.read().wchar, 5_000_000);
     }
 }
