@@ -265,6 +265,10 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     });
     t.send("p");
     let took = cancel_and_time(&t, pid);
+    println!(
+        "cancel after STOP/CONT and a pause: process gone {} ms after the second q",
+        took.as_millis()
+    );
     assert!(took < Duration::from_secs(1), "cancel took {took:?}");
     let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
     assert_eq!(code.trim(), "130");
