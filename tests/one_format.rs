@@ -5,7 +5,6 @@
 //! progress lines and summary), and for every committed recording the after-exit summary,
 //! `replay --plain`, the texts of `replay --json`, the Markdown and the text export.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -17,8 +16,6 @@ use copyscope::report::export::markdown::render_markdown;
 use copyscope::report::export::text::render_text;
 use copyscope::report::recording::Replayed;
 use copyscope::report::summary::final_summary;
-use copyscope::ui::theme::Theme;
-use copyscope::ui::view::UiOptions;
 
 const UNITS: [&str; 13] = [
     "B", "kB", "MB", "GB", "TB", "PB", "EB", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
@@ -151,34 +148,8 @@ fn the_checker_rejects_the_old_families() {
     }
 }
 
-fn recordings() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    for dir in [
-        "tests/fixtures/recordings",
-        "tests/fixtures/corpus",
-        "tests/fixtures/verdict",
-        "assets",
-    ] {
-        for e in std::fs::read_dir(root.join(dir)).expect("recording dir") {
-            let p = e.expect("entry").path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 18, "recordings found: {out:?}");
-    out
-}
-
-fn opts() -> UiOptions {
-    UiOptions {
-        theme: Theme::new(false, false),
-        units: Units::Decimal,
-        compact: false,
-    }
-}
+mod util;
+use util::{committed_recordings as recordings, plain_ui_options as opts};
 
 #[test]
 fn every_recordings_texts_follow_the_one_format() {

@@ -15,39 +15,11 @@ use copyscope::report::export::png::{rasterize, render_png};
 use copyscope::report::export::svg::render_svg;
 use copyscope::report::recording::{Recording, Replayed};
 use copyscope::report::summary::final_summary;
-use copyscope::ui::theme::Theme;
-use copyscope::ui::view::UiOptions;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-fn recordings() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    for dir in [
-        "tests/fixtures/recordings",
-        "tests/fixtures/corpus",
-        "tests/fixtures/verdict",
-        "assets",
-    ] {
-        for e in std::fs::read_dir(root.join(dir)).expect("recording dir") {
-            let p = e.expect("entry").path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 18, "recordings found: {out:?}");
-    out
-}
-
-fn opts() -> UiOptions {
-    UiOptions {
-        theme: Theme::new(false, false),
-        units: Units::Decimal,
-        compact: false,
-    }
-}
+mod util;
+use util::{committed_recordings as recordings, plain_ui_options as opts};
 
 /// The TUI's header row (the line with "avg"), drawn wide enough to hold every figure.
 fn tui_header(rec: &Recording) -> String {
@@ -383,10 +355,8 @@ fn a_live_copys_flush_time_is_told_once() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src.bin");
     std::fs::write(&src, vec![7u8; 24 << 20]).unwrap();
-    let bin = std::env::var_os("COPYSCOPE_TEST_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_copyscope")));
-    let plain = Command::new(&bin)
+    let bin = util::bin();
+    let plain = Command::new(bin)
         .args(["--plain", "--bwlimit", "40M"])
         .arg(&src)
         .arg(dir.path().join("a.bin"))
@@ -402,7 +372,7 @@ fn a_live_copys_flush_time_is_told_once() {
             .to_string()
     };
     assert_eq!(after("flushed in "), after(", flush "), "{text}");
-    let json = Command::new(&bin)
+    let json = Command::new(bin)
         .args(["--json", "--bwlimit", "40M"])
         .arg(&src)
         .arg(dir.path().join("b.bin"))

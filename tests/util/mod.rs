@@ -354,3 +354,34 @@ pub fn unprivileged_cmd(dir: &Path, open_dir: bool) -> Command {
         .arg(&exe);
     c
 }
+
+/// Every committed recording (the test fixtures and the README's assets), sorted.
+pub fn committed_recordings() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in [
+        "tests/fixtures/recordings",
+        "tests/fixtures/corpus",
+        "tests/fixtures/verdict",
+        "assets",
+    ] {
+        for e in fs::read_dir(root.join(dir)).expect("recording dir") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 18, "recordings found: {out:?}");
+    out
+}
+
+/// The TUI options the output tests render with: no colour, decimal units, full layout.
+pub fn plain_ui_options() -> copyscope::ui::view::UiOptions {
+    copyscope::ui::view::UiOptions {
+        theme: copyscope::ui::theme::Theme::new(false, false),
+        units: copyscope::present::units::Units::Decimal,
+        compact: false,
+    }
+}
