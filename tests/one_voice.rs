@@ -3,7 +3,7 @@
 //! the same peak, min, average, durable speed, drop count and time lost — the model's
 //! ([`copyscope::model::Stats`]), each written by its own output's formatter.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use copyscope::frontend::replay::{app_at, run_json};
 use copyscope::model::{ModelConfig, Stats};
