@@ -104,6 +104,17 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     // 1. Mid-copy: 1.2 GB onto a 2 GB disk, cancelled after 8 s of copying.
     let big = work.path().join("big.bin");
     write_source(&big, 1200);
+    // Start from a clean page cache: dirty data left by earlier tests (or anything else on
+    // the machine) makes the kernel pace every writer harder, and a write already inside
+    // balance_dirty_pages is not interruptible (up to 200 ms a call; 1.4-1.8 s measured
+    // with a build and a dd writing beside this test). That case is the engine's to fix
+    // (docs/benchmarks.md); this test holds the lab disk at its default limits.
+    assert!(
+        std::process::Command::new("sync")
+            .status()
+            .unwrap()
+            .success()
+    );
     let dst = disk.mnt.join("big-copy.bin");
     let exit = work.path().join("exit1");
     let t = start("slowcancel", &big, &dst, &exit);

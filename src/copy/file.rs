@@ -29,8 +29,11 @@ use crate::present::quote::quote;
 const CFR_CHUNK: u64 = 2 << 20;
 /// Largest single pwrite, whatever `--buffer-size` says: the kernel paces a writer inside
 /// write() (balance_dirty_pages), so a bigger write holds the thread longer before the next
-/// cancel check; 4 MiB is 100 ms at 40 MB/s.
-const MAX_WRITE: usize = 4 << 20;
+/// cancel check. 1 MiB is 25 ms at 40 MB/s; with other writers filling the page cache the
+/// kernel pacing this one far below the disk's speed, a 4 MiB write sat 1.4–1.7 s in
+/// balance_dirty_pages while a cancel waited (writer-truth, the slow-disk cancel test with a
+/// build running beside it).
+const MAX_WRITE: usize = 1 << 20;
 /// Write-behind piece on a nearly full destination (see [`WriteBehind`]): 50 ms at 40 MB/s, so
 /// the kernel holds the thread for about that long per piece (8 MiB pieces let a cancel wait
 /// 1.3 s on the lab disk).
@@ -761,15 +764,17 @@ impl RangeCopy<'_> {
         fit.clamp(MIN_CHUNK.min(max), max)
     }
 
-    /// Folds one write of `n` bytes that started at `since` into the rate. Writes into the
-    /// page cache are fast and move the average up at once; throttled ones bring it down.
+    /// Folds one write of `n` bytes that started at `since` into the rate: a slower write
+    /// brings it down at once, a faster one at most doubles it. Writes into an emptied page
+    /// cache (after a pause, a stop, or the kernel catching up) are fast until the throttle
+    /// bites again; trusting them at once sized the next writes for the cache, not the disk.
     fn measure(&mut self, n: usize, since: Instant) {
         let secs = since.elapsed().as_secs_f64().max(1e-6);
         let r = n as f64 / secs;
-        self.rate = if self.rate <= 0.0 {
+        self.rate = if self.rate <= 0.0 || r < self.rate {
             r
         } else {
-            0.5 * self.rate + 0.5 * r
+            r.min(2.0 * self.rate)
         };
     }
 }
