@@ -160,28 +160,6 @@ fn start_in_shell(tag: &str) -> (Tmux, tempfile::TempDir) {
     (t, tmp)
 }
 
-/// After a resume: the full screen is back (title row and footer drawn, nothing of the
-/// shell's text), and raw mode too: `p` pauses without Enter.
-fn assert_redrawn_and_raw(t: &Tmux, what: &str) {
-    let s = t.wait_for(
-        &format!("the redrawn screen after {what}"),
-        Duration::from_secs(5),
-        |s| s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit"),
-    );
-    assert!(t.alternate_on(), "{what}: alternate screen back\n{s}");
-    assert!(
-        !s.contains("shell$") && !s.contains("Stopped"),
-        "{what}: shell text left on the screen\n{s}"
-    );
-    t.send("p");
-    t.wait_for(
-        &format!("'p' acting without Enter after {what}"),
-        Duration::from_secs(5),
-        |s| s.contains("paused"),
-    );
-    t.send("p");
-}
-
 #[test]
 fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
     need_tmux();
@@ -194,7 +172,7 @@ fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
     assert!(!t.alternate_on(), "Ctrl-Z leaves the alternate screen\n{s}");
     t.send("fg");
     t.send("Enter");
-    assert_redrawn_and_raw(&t, "Ctrl-Z and fg");
+    t.assert_redrawn_and_raw("Ctrl-Z and fg");
     // kill -STOP (cannot be caught: raw mode and the alternate screen stay as they were, the
     // shell takes the terminal back), then fg: the same full redraw.
     let pid = copyscope_pid(tmp.path());
@@ -204,7 +182,7 @@ fn ctrl_z_then_fg_redraws_and_restores_raw_mode() {
     });
     t.send("fg");
     t.send("Enter");
-    assert_redrawn_and_raw(&t, "kill -STOP and fg");
+    t.assert_redrawn_and_raw("kill -STOP and fg");
     t.send("q");
     t.send("q");
     t.wait_for(

@@ -116,6 +116,33 @@ impl Tmux {
     }
 
     /// Waits until the screen satisfies `pred`; panics with the screen on timeout.
+    /// After a suspend and resume: the full screen is back (title row and footer, none of the
+    /// shell's text) and raw mode too: `p` pauses without Enter, and `p` again resumes.
+    pub fn assert_redrawn_and_raw(&self, what: &str) {
+        let s = self.wait_for(
+            &format!("the redrawn screen after {what}"),
+            Duration::from_secs(10),
+            |s| s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit"),
+        );
+        assert!(self.alternate_on(), "{what}: alternate screen back\n{s}");
+        assert!(
+            !s.contains("shell$") && !s.contains("Stopped"),
+            "{what}: shell text left on the screen\n{s}"
+        );
+        self.send("p");
+        self.wait_for(
+            &format!("'p' acting without Enter after {what}"),
+            Duration::from_secs(10),
+            |s| s.contains("paused"),
+        );
+        self.send("p");
+        self.wait_for(
+            &format!("resumed after {what}"),
+            Duration::from_secs(10),
+            |s| s.contains("copying"),
+        );
+    }
+
     pub fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
