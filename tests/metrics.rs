@@ -14,16 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod util;
-use util::bin;
-
-/// A port nobody listens on now (the kernel's pick for port 0, released again).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use util::{bin, free_port, have};
 
 /// `GET path` over a plain TCP connection: (status, headers, body).
 fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String, String)> {
@@ -78,14 +69,6 @@ fn sum(text: &str, name: &str) -> f64 {
         .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
         .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
         .sum()
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// The real `promtool check metrics` on a scrape: no error and no lint remark.

@@ -4,10 +4,12 @@
 //! Needs root (sshd) — CI runs as root and .ci/run installs openssh-server.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod util;
+use util::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
 
@@ -22,14 +24,6 @@ impl Drop for Sshd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn keygen(path: &Path) {

@@ -7,14 +7,7 @@
 use std::process::Command;
 
 mod util;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use util::have;
 
 #[test]
 fn watch_tracks_a_real_samba_upload_and_explains_every_drop() {

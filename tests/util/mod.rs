@@ -385,3 +385,21 @@ pub fn plain_ui_options() -> copyscope::ui::view::UiOptions {
         compact: false,
     }
 }
+
+/// A port nobody listens on now (the kernel's pick for port 0, released again).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The command is on PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
