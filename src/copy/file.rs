@@ -19,8 +19,8 @@ use super::nofollow::{self, Expect, Ident, NodeErr, Pinned};
 use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
 use super::scan::node_error;
 use super::shared::{
-    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, errmsg, is_fatal_dest, is_zfs,
-    timestamps,
+    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, errmsg,
+    is_fatal_dest, is_zfs, timestamps,
 };
 use crate::present::quote::quote;
 
@@ -727,10 +727,10 @@ impl RangeCopy<'_> {
                     Err(e) => Err(DataErr::Read(e)),
                 };
             }
-            let max = if sh.opts.paced() {
-                THROTTLED_CHUNK
-            } else {
-                MAX_WRITE
+            let max = match (sh.opts.bwlimit_bps, sh.opts.paced()) {
+                (Some(bps), _) if bps > 0 => bwlimit_chunk(bps).min(THROTTLED_CHUNK),
+                (_, true) => THROTTLED_CHUNK,
+                _ => MAX_WRITE,
             };
             let len = want.min(self.cap(max.min(self.buf.len())) as u64) as usize;
             let t = Instant::now();
