@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use copyscope::copy::{
     ConflictAnswer, ConflictAsk, ConflictQuestion, Control, CopyJob, CopyOptions, CopyRequest,
-    EngineEvent, OverwritePolicy, Pair, Progress, spawn_engine,
+    EngineEvent, EventSender, OverwritePolicy, Pair, Progress, Stamped, spawn_engine,
 };
 use copyscope::exit::ExitStatus;
 use util::*;
@@ -26,10 +26,10 @@ fn job(src: &Path, dst: &Path, opts: CopyOptions) -> CopyJob {
     .unwrap()
 }
 
-fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Stamped>) -> Vec<EngineEvent> {
     let mut v = Vec::new();
     while let Ok(e) = rx.try_recv() {
-        v.push(e);
+        v.push(e.event);
     }
     v
 }
@@ -45,7 +45,7 @@ fn pause_stops_io_and_resume_finishes() {
     };
     let progress = Arc::new(Progress::default());
     let control = Arc::new(Control::default());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = EventSender::channel(std::time::Instant::now());
     let h = spawn_engine(
         job(&src, &t.path().join("dst"), opts),
         progress.clone(),
@@ -129,7 +129,7 @@ fn run_ask(
         jobs: 1,
         ..CopyOptions::default()
     };
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, _rx) = EventSender::channel(std::time::Instant::now());
     // -T semantics: DEST is the existing directory itself (merge).
     let job = CopyJob::plan(&CopyRequest {
         pairs: vec![Pair {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use copyscope::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
+use copyscope::copy::{ConflictAnswer, EngineEvent, SpaceAnswer, Stamped};
 use copyscope::frontend::replay::{app_at, replay_state, replay_state_streamed};
 use copyscope::frontend::update::{Effect, Event, Signal, State, update};
 use copyscope::model::ModelConfig;
@@ -65,6 +65,11 @@ fn recorded(fx: &[Effect]) -> Vec<EngineEvent> {
         .collect()
 }
 
+/// An engine event as the engine sends it: stamped with its own time.
+fn engine(t_ns: u64, event: EngineEvent) -> Event {
+    Event::Engine(Stamped { t_ns, event })
+}
+
 fn question() -> Event {
     Event::Conflict(ConflictView {
         destination: "'dst/a b'".into(),
@@ -95,7 +100,8 @@ fn one_p_press_is_one_paused_event() {
     );
     assert_eq!(st.app.state, RunState::Paused);
     // An echo of the same pause from the engine is not a second one.
-    assert!(update(&mut st, Event::Engine(EngineEvent::Paused)).is_empty());
+    let now = st.app.now_ns;
+    assert!(update(&mut st, engine(now, EngineEvent::Paused)).is_empty());
     let n = st
         .app
         .model
@@ -109,7 +115,8 @@ fn one_p_press_is_one_paused_event() {
     assert!(fx.contains(&Effect::Resume));
     assert_eq!(recorded(&fx), vec![EngineEvent::Resumed]);
     assert_eq!(st.app.state, RunState::Copying);
-    assert!(update(&mut st, Event::Engine(EngineEvent::Resumed)).is_empty());
+    let now = st.app.now_ns;
+    assert!(update(&mut st, engine(now, EngineEvent::Resumed)).is_empty());
 }
 
 #[test]
@@ -371,8 +378,22 @@ fn samples_engine_events_and_the_end() {
     );
     assert!(fx.iter().all(|f| matches!(f, Effect::Events(_))));
     assert_eq!(st.app.now_ns, t);
-    let fx = update(&mut st, Event::Engine(EngineEvent::FlushStarted));
+    // The engine's flush began 3 ms before that sample was taken (it arrived after it): the
+    // recording and the model place it where the engine said, not at the sample's time.
+    let fx = update(&mut st, engine(t - 3_000_000, EngineEvent::FlushStarted));
     assert_eq!(recorded(&fx), vec![EngineEvent::FlushStarted]);
+    assert!(
+        fx.contains(&Effect::Record {
+            t_ns: t - 3_000_000,
+            event: EngineEvent::FlushStarted
+        }),
+        "{fx:?}"
+    );
+    assert!(
+        st.app.model.events().iter().any(|e| e.t_ns == t - 3_000_000
+            && matches!(e.kind, copyscope::model::EventKind::FlushStarted { .. })),
+        "the model's flush event at the engine's time"
+    );
     assert_eq!(st.app.state, RunState::Flushing);
     let fx = update(&mut st, Event::Finished(RunState::Done));
     assert_eq!(fx, vec![Effect::Draw, Effect::Quit]);

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use copyscope::copy::{
     ConflictAnswer, ConflictAsk, ConflictQuestion, Control, CopyJob, CopyOptions, CopyRequest,
-    EngineEvent, LowSpace, OverwritePolicy, Pair, Progress, SpaceAnswer, spawn_engine,
+    EngineEvent, EventSender, LowSpace, OverwritePolicy, Pair, Progress, SpaceAnswer, Stamped,
+    spawn_engine,
 };
 use copyscope::exit::ExitStatus;
 use util::*;
@@ -28,10 +29,10 @@ fn job(src: &Path, dst: &Path, opts: CopyOptions) -> CopyJob {
     .unwrap()
 }
 
-fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Stamped>) -> Vec<EngineEvent> {
     let mut v = Vec::new();
     while let Ok(e) = rx.try_recv() {
-        v.push(e);
+        v.push(e.event);
     }
     v
 }
@@ -53,7 +54,7 @@ fn totals_are_known_while_the_copy_has_barely_started() {
     };
     let progress = Arc::new(Progress::default());
     let control = Arc::new(Control::default());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = EventSender::channel(std::time::Instant::now());
     let start = Instant::now();
     let h = spawn_engine(
         job(&src, &t.path().join("dst"), opts),
@@ -109,7 +110,7 @@ fn totals_of_a_complete_copy_match_what_was_copied() {
     }
     std::os::unix::fs::symlink("a/b/1", src.join("link")).unwrap();
     let progress = Arc::new(Progress::default());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = EventSender::channel(std::time::Instant::now());
     let out = spawn_engine(
         job(&src, &t.path().join("dst"), CopyOptions::default()),
         progress.clone(),
@@ -203,7 +204,7 @@ fn the_asker_can_cancel_before_a_single_file_is_written() {
         asked: Mutex::new(Vec::new()),
         conflicts: AtomicUsize::new(0),
     });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = EventSender::channel(std::time::Instant::now());
     let out = spawn_engine(
         job(&src, &m.0.join("big"), CopyOptions::default()),
         Arc::new(Progress::default()),
@@ -260,7 +261,7 @@ fn what_an_overwrite_frees_counts_and_continue_copies() {
         conflicts: AtomicUsize::new(0),
     });
     let run = |dst: &Path, opts: CopyOptions| {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, _rx) = EventSender::channel(std::time::Instant::now());
         spawn_engine(
             job(&src, dst, opts),
             Arc::new(Progress::default()),

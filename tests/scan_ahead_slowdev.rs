@@ -14,7 +14,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use copyscope::copy::{
-    Control, CopyJob, CopyOptions, CopyRequest, EngineEvent, Pair, Progress, spawn_engine,
+    Control, CopyJob, CopyOptions, CopyRequest, EngineEvent, EventSender, Pair, Progress,
+    spawn_engine,
 };
 use copyscope::exit::ExitStatus;
 
@@ -59,14 +60,14 @@ fn a_20000_file_tree_onto_the_slow_disk_knows_its_total_within_2_s() {
     .unwrap();
     let progress = Arc::new(Progress::default());
     let control = Arc::new(Control::default());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = EventSender::channel(std::time::Instant::now());
     let start = Instant::now();
     let h = spawn_engine(job, progress.clone(), control.clone(), tx, None);
     let mut scan_done_at = None;
     let mut scan_event = None;
     while start.elapsed() < Duration::from_secs(30) {
         while let Ok(ev) = rx.try_recv() {
-            if let EngineEvent::ScanDone { files, bytes } = ev {
+            if let EngineEvent::ScanDone { files, bytes } = ev.event {
                 scan_event = Some((files, bytes));
             }
         }

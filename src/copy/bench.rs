@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::flush::{Flushed, flush};
 use super::options::SyncMode;
-use super::{Control, CopyOutcome, CurrentFile, EngineEvent, Progress};
+use super::{Control, CopyOutcome, CurrentFile, EngineEvent, EventSender, Progress};
 use crate::exit::ExitStatus;
 
 /// Size of each write and read: large enough that syscalls cost nothing next to the data.
@@ -319,7 +318,7 @@ fn tree_name(i: u64) -> (String, String) {
 struct Run {
     progress: Arc<Progress>,
     control: Arc<Control>,
-    events: UnboundedSender<EngineEvent>,
+    events: EventSender,
     start: Instant,
     limit: Option<Duration>,
     throttle: Option<u64>,
@@ -601,7 +600,7 @@ pub fn spawn_phase(
     size: BenchSize,
     progress: Arc<Progress>,
     control: Arc<Control>,
-    events: UnboundedSender<EngineEvent>,
+    events: EventSender,
 ) -> JoinHandle<CopyOutcome> {
     std::thread::Builder::new()
         .name("copyscope-copy-bench".into())

@@ -55,6 +55,11 @@ struct Census<'a> {
 /// Runs the census over every root and publishes the totals; then the free-space check.
 /// Returns early (totals left incomplete, no `ScanDone`) when the copy is stopped.
 pub(crate) fn census(sh: &Arc<Shared>, roots: &[Root]) {
+    count_and_check(sh, roots);
+    sh.space_pending.store(false, Ordering::SeqCst);
+}
+
+fn count_and_check(sh: &Arc<Shared>, roots: &[Root]) {
     let mut c = Census {
         sh,
         follow_all: sh.opts.dereference == Dereference::Always,

@@ -9,17 +9,16 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use rustix::fs::Mode;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::census::census;
 use super::conflict::ALL_NONE;
 use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
-use super::plan::CopyJob;
+use super::plan::{CopyJob, Root};
 use super::queue::{Popped, QUEUE_LEN, WorkQueue};
 use super::scan::scan;
 use super::shared::{Entry, FileIssue, Shared, errmsg, lock};
-use super::{ConflictAsk, Control, EngineEvent, Progress};
+use super::{ConflictAsk, Control, EngineEvent, EventSender, Progress};
 use crate::exit::ExitStatus;
 
 /// Result of `--verify`.
@@ -70,7 +69,7 @@ pub fn spawn_engine(
     job: CopyJob,
     progress: Arc<Progress>,
     control: Arc<Control>,
-    events: UnboundedSender<EngineEvent>,
+    events: EventSender,
     ask: Option<Arc<dyn ConflictAsk>>,
 ) -> JoinHandle<CopyOutcome> {
     std::thread::Builder::new()
@@ -99,7 +98,7 @@ impl Shared {
     pub(crate) fn new(
         progress: Arc<Progress>,
         control: Arc<Control>,
-        events: UnboundedSender<EngineEvent>,
+        events: EventSender,
         ask: Option<Arc<dyn ConflictAsk>>,
         opts: CopyOptions,
     ) -> Shared {
@@ -124,6 +123,9 @@ impl Shared {
             big_lane: Mutex::new(()),
             pause_announced: AtomicBool::new(false),
             hold: AtomicBool::new(false),
+            space_pending: AtomicBool::new(false),
+            space_budget: AtomicU64::new(u64::MAX),
+            space_claimed: AtomicU64::new(0),
             walked_files: AtomicU64::new(0),
             walked_bytes: AtomicU64::new(0),
             links: Mutex::new(Vec::new()),
@@ -142,6 +144,28 @@ impl Shared {
         }
     }
 }
+/// Nine tenths of the space free on the destination's filesystem now: what files may claim
+/// before the census has checked the totals (every root is copied onto one directory's
+/// filesystem).
+fn space_budget(sh: &Shared, roots: &[Root]) -> u64 {
+    let Some(dest) = roots.first().map(|r| &r.dest) else {
+        return u64::MAX;
+    };
+    let dir = if dest.is_dir() {
+        dest.clone()
+    } else {
+        match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => ".".into(),
+        }
+    };
+    let Ok(v) = rustix::fs::statvfs(&dir) else {
+        return u64::MAX;
+    };
+    let blocks = if sh.is_root { v.f_bfree } else { v.f_bavail };
+    blocks.saturating_mul(v.f_frsize) / 10 * 9
+}
+
 fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
@@ -152,7 +176,7 @@ fn run_engine(
     job: CopyJob,
     progress: Arc<Progress>,
     control: Arc<Control>,
-    events: UnboundedSender<EngineEvent>,
+    events: EventSender,
     ask: Option<Arc<dyn ConflictAsk>>,
 ) -> CopyOutcome {
     raise_nofile_limit();
@@ -176,6 +200,9 @@ fn run_engine(
     // they are known within seconds however long the copy takes. Single files are counted
     // before anything is written: their free-space question comes first.
     let census = if job.roots.iter().any(|r| r.is_dir) {
+        sh.space_budget
+            .store(space_budget(&sh, &job.roots), Ordering::SeqCst);
+        sh.space_pending.store(true, Ordering::SeqCst);
         let csh = sh.clone();
         let roots = job.roots.clone();
         std::thread::Builder::new()

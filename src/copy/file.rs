@@ -404,6 +404,9 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     if e.meta_later {
         sh.walked_bytes.fetch_add(st.data_size(), Ordering::Relaxed);
     }
+    if sh.await_space_check(st.size).is_err() {
+        return;
+    }
     let rel = e.rel();
     let _ = sh.events.send(EngineEvent::FileStarted {
         path: path.clone(),

@@ -101,6 +101,38 @@ pub struct Control {
     pub cancelled: AtomicBool,
 }
 
+/// An engine event with the moment the engine sent it, on the session clock (nanoseconds
+/// since the instant the sampler's `t_ns` also counts from), so the model places a flush's
+/// start or a pause where it happened, not where the frontend next looked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stamped {
+    pub t_ns: u64,
+    pub event: EngineEvent,
+}
+
+/// The engine's end of the event channel: every event is stamped as it is sent.
+#[derive(Debug, Clone)]
+pub struct EventSender {
+    tx: tokio::sync::mpsc::UnboundedSender<Stamped>,
+    start: std::time::Instant,
+}
+
+impl EventSender {
+    /// A channel whose stamps count from `start` (the session's start).
+    pub fn channel(
+        start: std::time::Instant,
+    ) -> (EventSender, tokio::sync::mpsc::UnboundedReceiver<Stamped>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (EventSender { tx, start }, rx)
+    }
+
+    /// Sends `event` stamped now; fails only when the frontend is gone.
+    pub fn send(&self, event: EngineEvent) -> Result<(), EngineEvent> {
+        let t_ns = self.start.elapsed().as_nanos() as u64;
+        self.tx.send(Stamped { t_ns, event }).map_err(|e| e.0.event)
+    }
+}
+
 /// Discrete things the engine reports, in order, over an mpsc channel.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

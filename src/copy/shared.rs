@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{self as rfs, FileType, Mode};
 use rustix::io::Errno;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::options::{CopyOptions, SyncMode};
-use super::{ConflictAsk, Control, CurrentFile, EngineEvent, Progress};
+use super::{ConflictAsk, Control, CurrentFile, EngineEvent, EventSender, Progress};
 
 /// Marker inside every temporary name: `.NAME.copyscope-tmp-XXXXXX` beside the destination.
 pub const TEMP_MARKER: &str = ".copyscope-tmp-";
@@ -166,7 +165,7 @@ pub(crate) type NameKey = (u64, u64, OsString);
 pub(crate) struct Shared {
     pub(crate) progress: Arc<Progress>,
     pub control: Arc<Control>,
-    pub events: UnboundedSender<EngineEvent>,
+    pub events: EventSender,
     pub(crate) ask: Option<Arc<dyn ConflictAsk>>,
     pub opts: CopyOptions,
     pub umask: u32,
@@ -186,6 +185,12 @@ pub(crate) struct Shared {
     pub(crate) pause_announced: AtomicBool,
     /// Set while the free-space question is open: workers wait before their next write.
     pub(crate) hold: AtomicBool,
+    /// Set until the census has compared the totals with the free space.
+    pub(crate) space_pending: AtomicBool,
+    /// Bytes the copy may write before that comparison: most of the space free at the start
+    /// (`u64::MAX` when unknown). Files are claimed against it as they start.
+    pub(crate) space_budget: AtomicU64,
+    pub(crate) space_claimed: AtomicU64,
     /// Entries and bytes the copy's own walk met (the census's totals, as the copy saw them).
     pub(crate) walked_files: AtomicU64,
     pub(crate) walked_bytes: AtomicU64,
@@ -301,6 +306,27 @@ impl Shared {
             }
             return Ok(());
         }
+    }
+
+    /// Before a file of `len` bytes is written: while the census has not yet compared the
+    /// totals with the free space, a file that would take the copy past most of the space
+    /// free at the start waits for that comparison (and its question), so a copy that cannot
+    /// fit is asked about before it fills the disk, while one that fits never waits.
+    pub fn await_space_check(&self, len: u64) -> Result<(), Stopped> {
+        if !self.space_pending.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let claimed = self.space_claimed.fetch_add(len, Ordering::SeqCst) + len;
+        if claimed <= self.space_budget.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        while self.space_pending.load(Ordering::SeqCst) {
+            if self.is_stopped() {
+                return Err(Stopped);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.gate()
     }
 
     /// Called after every chunk written: `--bwlimit` pacing, then the test throttle.

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{BenchRequest, Config};
 use crate::copy::bench::{BenchSize, Phase, Scratch, check_dir, remove_file, spawn_phase};
-use crate::copy::{CopyOutcome, Progress};
+use crate::copy::{CopyOutcome, EventSender, Progress};
 use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session, model_config};
 use crate::frontend::{Frontend, choose_frontend, control_with_signals};
@@ -173,9 +173,9 @@ fn run_phase(
     header.bench = Some(phase.name().to_string());
     let recorder = Recorder::open(Some(recording), &header);
     let progress = Arc::new(Progress::default());
-    let (ev_tx, engine_events) = mpsc::unbounded_channel();
     let (s_tx, samples) = mpsc::unbounded_channel();
     let start = Instant::now();
+    let (ev_tx, engine_events) = EventSender::channel(start);
     let sampler = spawn_sampler(root.clone(), env, progress.clone(), d.interval, start, s_tx);
     let engine = spawn_phase(
         phase,

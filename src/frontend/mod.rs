@@ -2,6 +2,7 @@
 //! between them — the top-level dispatch that runs the command a [`Config`] describes.
 //! The loops here own the model; `ui/` only draws and `report/` only writes files.
 
+pub mod arrivals;
 pub mod bench;
 pub mod caps;
 pub mod demo;

@@ -11,7 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Display;
 use crate::copy::{
-    ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, Progress, spawn_engine,
+    ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, EventSender, Progress, Stamped,
+    spawn_engine,
 };
 use crate::model::{Event, Model, ModelConfig};
 use crate::report::recording::{Header, RecordingError, RecordingWriter, Summary};
@@ -137,8 +138,9 @@ pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
         bytes: o.bytes_copied,
         files: o.files_copied,
         failed: o.failures.len() as u64,
-        elapsed_secs: o.copy_secs,
-        durable_secs: o.flush_secs.map(|f| o.copy_secs + f),
+        // The model's copy and durable times, the ones its speeds divide by (one voice).
+        elapsed_secs: st.copy_secs,
+        durable_secs: st.durable_secs.or(o.flush_secs.map(|f| st.copy_secs + f)),
         to_cache_bps: st.avg_bps,
         durable_bps: st.durable_bps,
         drops: st.drops as u64,
@@ -171,7 +173,7 @@ pub struct Session {
     pub progress: Arc<Progress>,
     pub control: Arc<Control>,
     pub samples: mpsc::UnboundedReceiver<Sample>,
-    pub engine_events: mpsc::UnboundedReceiver<EngineEvent>,
+    pub engine_events: mpsc::UnboundedReceiver<Stamped>,
     /// Resolves with the engine's outcome (a panicking engine reports a crash).
     pub done: oneshot::Receiver<CopyOutcome>,
     pub sampler: SamplerHandle,
@@ -204,9 +206,9 @@ impl Session {
         );
         let recorder = Recorder::open(d.record.as_deref(), &header);
         let progress = Arc::new(Progress::default());
-        let (ev_tx, engine_events) = mpsc::unbounded_channel();
         let (s_tx, samples) = mpsc::unbounded_channel();
         let start = Instant::now();
+        let (ev_tx, engine_events) = EventSender::channel(start);
         let sampler = spawn_sampler(root, &env, progress.clone(), d.interval, start, s_tx);
         let engine = spawn_engine(job, progress.clone(), control.clone(), ev_tx, ask);
         spawn_test_panic();

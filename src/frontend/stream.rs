@@ -14,7 +14,10 @@ use serde_json::json;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::config::Display;
-use crate::copy::{ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot};
+use crate::copy::{
+    ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot, Stamped,
+};
+use crate::frontend::arrivals::{Arrival, in_time_order};
 use crate::frontend::session::{Session, model_config, summary_of};
 use crate::frontend::watch::WatchLines;
 use crate::model::{Cause, Event, EventKind, Model, Stats};
@@ -450,41 +453,53 @@ fn drain(
     phase: &mut Phase,
     snap: &mut ProgressSnapshot,
 ) -> bool {
-    let mut any = false;
-    while let Ok(s) = sess.samples.try_recv() {
-        any = true;
-        sess.recorder.sample(&s);
-        *snap = s.engine;
-        let evs = model.apply(&s);
-        sess.recorder.events(&evs);
-        p.model_events(&evs);
-        p.provisional(model);
-    }
-    while let Ok(ev) = sess.engine_events.try_recv() {
-        any = true;
-        // Stamped with the newest sample's time so the recording replays in lived order.
-        let t = model.latest().map_or(0, |s| s.t_ns);
-        sess.recorder.engine_event(t, &ev);
-        match &ev {
-            EngineEvent::Paused => *phase = Phase::Paused,
-            // --verify reads each file back right after writing it: copying and verifying are
-            // one phase, announced at the start.
-            EngineEvent::VerifyStarted => {
-                p.verify = true;
-                *phase = Phase::CopyVerify;
+    let arrivals = in_time_order(None, &mut sess.samples, &mut sess.engine_events);
+    for a in &arrivals {
+        match a {
+            Arrival::Sample(s) => {
+                sess.recorder.sample(s);
+                *snap = s.engine;
+                let evs = model.apply(s);
+                sess.recorder.events(&evs);
+                p.model_events(&evs);
+                p.provisional(model);
             }
-            EngineEvent::Resumed if p.verify => *phase = Phase::CopyVerify,
-            EngineEvent::Resumed => *phase = Phase::Copying,
-            EngineEvent::FlushStarted => *phase = Phase::Flushing,
-            EngineEvent::FlushDone => *phase = Phase::Done,
-            _ => {}
+            Arrival::Engine(Stamped { t_ns, event }) => {
+                engine_event(sess, model, p, phase, (*t_ns, event))
+            }
         }
-        p.engine_event(t, &ev);
-        let evs = model.engine_events(t, &ev);
-        sess.recorder.events(&evs);
-        p.model_events(&evs);
     }
-    any
+    !arrivals.is_empty()
+}
+
+/// One engine event, at the time the engine sent it, through the recording, the run's
+/// phase, the printer and the model.
+fn engine_event(
+    sess: &mut Session,
+    model: &mut Model,
+    p: &mut Printer,
+    phase: &mut Phase,
+    (t, ev): (u64, &EngineEvent),
+) {
+    sess.recorder.engine_event(t, ev);
+    match ev {
+        EngineEvent::Paused => *phase = Phase::Paused,
+        // --verify reads each file back right after writing it: copying and verifying are
+        // one phase, announced at the start.
+        EngineEvent::VerifyStarted => {
+            p.verify = true;
+            *phase = Phase::CopyVerify;
+        }
+        EngineEvent::Resumed if p.verify => *phase = Phase::CopyVerify,
+        EngineEvent::Resumed => *phase = Phase::Copying,
+        EngineEvent::FlushStarted => *phase = Phase::Flushing,
+        EngineEvent::FlushDone => *phase = Phase::Done,
+        _ => {}
+    }
+    p.engine_event(t, ev);
+    let evs = model.engine_events(t, ev);
+    sess.recorder.events(&evs);
+    p.model_events(&evs);
 }
 
 /// Closes the model (an open drop at the end is still reported).

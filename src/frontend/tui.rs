@@ -18,8 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::copy::{
     ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, LowSpace, Progress,
-    SpaceAnswer,
+    SpaceAnswer, Stamped,
 };
+use crate::frontend::arrivals::{Arrival, in_time_order};
 use crate::frontend::state::App;
 use crate::frontend::update::{Effect, Event as UiEvent, Signal, State, update};
 use crate::model::Event;
@@ -329,7 +330,7 @@ pub fn local_datetime(secs: i64) -> String {
 /// Channels and handles the live loop listens to.
 pub struct LiveIo<T> {
     pub samples: mpsc::UnboundedReceiver<Sample>,
-    pub engine_events: mpsc::UnboundedReceiver<EngineEvent>,
+    pub engine_events: mpsc::UnboundedReceiver<Stamped>,
     pub conflicts: Option<mpsc::UnboundedReceiver<AskRequest>>,
     pub control: Arc<Control>,
     pub progress: Arc<Progress>,
@@ -502,25 +503,19 @@ pub async fn run_live<T>(
                 let last = io.progress.snapshot();
                 let deadline = tokio::time::Instant::now() + FINAL_SAMPLE_WAIT;
                 loop {
-                    while let Ok(s) = io.samples.try_recv() {
-                        let ev = sample_event(&io, &mut *sh.hooks, s);
-                        sh.step(&mut st, ev);
-                    }
+                    feed(&mut sh, &mut st, &mut io, None);
                     let p = &st.app.progress;
                     if p.bytes_copied >= last.bytes_copied && p.files_done >= last.files_done {
                         break;
                     }
                     match tokio::time::timeout_at(deadline, io.samples.recv()).await {
                         Ok(Some(s)) => {
-                            let ev = sample_event(&io, &mut *sh.hooks, s);
-                            sh.step(&mut st, ev);
+                            feed(&mut sh, &mut st, &mut io, Some(Arrival::Sample(Box::new(s))))
                         }
                         _ => break,
                     }
                 }
-                while let Ok(ev) = io.engine_events.try_recv() {
-                    sh.step(&mut st, UiEvent::Engine(ev));
-                }
+                feed(&mut sh, &mut st, &mut io, None);
                 sh.step(&mut st, UiEvent::Finished(end));
                 break;
             }
@@ -529,12 +524,11 @@ pub async fn run_live<T>(
             _ = sigint.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Int)),
             _ = sigcont.recv() => sh.step(&mut st, cont_event()),
             Some(s) = io.samples.recv() => {
-                let ev = sample_event(&io, &mut *sh.hooks, s);
-                sh.step(&mut st, ev);
+                feed(&mut sh, &mut st, &mut io, Some(Arrival::Sample(Box::new(s))));
                 sh.hooks.on_model(&st.app.model);
             }
             Some(ev) = io.engine_events.recv() => {
-                sh.step(&mut st, UiEvent::Engine(ev));
+                feed(&mut sh, &mut st, &mut io, Some(Arrival::Engine(ev)));
                 sh.hooks.on_model(&st.app.model);
             }
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
@@ -586,6 +580,18 @@ pub async fn run_live<T>(
 
 /// A sample as an event, with the engine's current file and verify counter read beside it;
 /// recorded first, as it arrived.
+/// Steps `first` and everything queued on the sample and engine channels, in the order they
+/// happened (see [`in_time_order`]).
+fn feed<T>(sh: &mut Shell, st: &mut State, io: &mut LiveIo<T>, first: Option<Arrival>) {
+    for a in in_time_order(first, &mut io.samples, &mut io.engine_events) {
+        let ev = match a {
+            Arrival::Sample(s) => sample_event(io, &mut *sh.hooks, *s),
+            Arrival::Engine(e) => UiEvent::Engine(e),
+        };
+        sh.step(st, ev);
+    }
+}
+
 fn sample_event<T>(io: &LiveIo<T>, hooks: &mut dyn LiveHooks, s: Sample) -> UiEvent {
     hooks.on_sample(&s);
     UiEvent::Sample {

@@ -7,7 +7,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer};
+use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer, Stamped};
 use crate::frontend::state::{Action, App};
 use crate::model;
 use crate::report::recording::RecordingCursor;
@@ -39,8 +39,8 @@ pub enum Event {
         current: Option<FileProgress>,
         verified: Option<u64>,
     },
-    /// An event from the copy engine.
-    Engine(EngineEvent),
+    /// An event from the copy engine, stamped when the engine sent it.
+    Engine(Stamped),
     /// The engine asks what to do with an existing destination.
     Conflict(ConflictView),
     /// The engine asks whether to copy although the destination has too little free space
@@ -339,10 +339,9 @@ impl State {
         }
     }
 
-    /// Feeds an engine event (from the engine or made by the user) to the model and the
-    /// recording.
-    fn engine(&mut self, ev: EngineEvent, fx: &mut Vec<Effect>) {
-        let t = self.app.now_ns;
+    /// Feeds an engine event (from the engine, stamped when it was sent, or made by the user
+    /// now) to the model and the recording.
+    fn engine(&mut self, t: u64, ev: EngineEvent, fx: &mut Vec<Effect>) {
         let evs = self.app.on_engine(t, &ev);
         fx.push(Effect::Record { t_ns: t, event: ev });
         if !evs.is_empty() {
@@ -363,7 +362,7 @@ impl State {
             (Effect::Resume, EngineEvent::Resumed)
         };
         fx.push(effect);
-        self.engine(event, fx);
+        self.engine(self.app.now_ns, event, fx);
     }
 }
 
@@ -412,15 +411,21 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         }
         // The engine never pauses on its own; a pause or resume it echoes was already
         // recorded when the key was pressed, and is not recorded twice.
-        Event::Engine(EngineEvent::Paused) if st.paused => {}
-        Event::Engine(EngineEvent::Resumed) if !st.paused => {}
-        Event::Engine(ev) => {
+        Event::Engine(Stamped {
+            event: EngineEvent::Paused,
+            ..
+        }) if st.paused => {}
+        Event::Engine(Stamped {
+            event: EngineEvent::Resumed,
+            ..
+        }) if !st.paused => {}
+        Event::Engine(Stamped { t_ns, event: ev }) => {
             match ev {
                 EngineEvent::Paused => st.paused = true,
                 EngineEvent::Resumed => st.paused = false,
                 _ => {}
             }
-            st.engine(ev, &mut fx);
+            st.engine(t_ns, ev, &mut fx);
         }
         Event::Conflict(c) => {
             if st.cancelled {

@@ -299,6 +299,11 @@ pub struct Stats {
     /// Every output's "durable" is this number.
     pub durable_bps: Option<f64>,
     pub flush_secs: Option<f64>,
+    /// The copy phase's length (pauses excluded): what `avg_bps` divides by, and every
+    /// output's "copy" time.
+    pub copy_secs: f64,
+    /// Until the data was on disk (pauses excluded): what `durable_bps` divides by.
+    pub durable_secs: Option<f64>,
     /// `watch --net`: the interface's receive figures; None when it was not sampled.
     pub net: Option<NetStats>,
 }
@@ -318,6 +323,8 @@ impl Stats {
             stalled_secs_by_cause: Vec::new(),
             durable_bps,
             flush_secs: None,
+            copy_secs: 0.0,
+            durable_secs: None,
             net: None,
         }
     }
@@ -1004,8 +1011,11 @@ impl Model {
     }
 
     /// Ends detection for good: the copy phase is over (flush, verify, fatal, all bytes written).
+    /// The earliest evidence wins: a sample sees the last byte at its tick, the engine's flush
+    /// event says when the last write returned.
     fn end_copy(&mut self, t: u64, out: &mut Vec<Event>) {
-        if self.copy_end.is_some() {
+        if let Some(end) = self.copy_end.as_mut() {
+            *end = (*end).min(t);
             return;
         }
         self.copy_end = Some(t);
@@ -1407,7 +1417,9 @@ impl Model {
         } else {
             self.early_peak_bps
         };
-        let min_bps = self.min_bps.or(self.early_min_bps).unwrap_or(0.0);
+        // With no second of its own to measure (a copy shorter than a tick), the run's one
+        // rate is its average: min = average = peak, not "min 0 MB/s".
+        let min_bps = self.min_bps.or(self.early_min_bps).unwrap_or(avg_bps);
         // min ≤ average ≤ peak, always: min is the floor outside drops and peak a smoothed
         // second, while the average also counts what is neither (the seconds before a watched
         // writer starts, a stop too short to be a drop, a burst before the first reference
@@ -1435,6 +1447,10 @@ impl Model {
                 .flush_done
                 .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),
             flush_secs: self.flush_done.map(|(_, s)| s),
+            copy_secs: copy_ns as f64 / 1e9,
+            durable_secs: self
+                .flush_done
+                .map(|(t, _)| t.saturating_sub(self.paused_ns) as f64 / 1e9),
             net: self.net.stats(),
         }
     }

@@ -234,7 +234,14 @@ pub(crate) fn judge(i: &Input) -> Verdict {
             text: format!(
                 "Unknown: {} lasted {}, too short to name a limit.",
                 Who::of(i.env).run,
-                fmt_secs(copy_secs)
+                // A copy shorter than a tick has no tick in its budget: the copy phase's span
+                // (the "copy" time every output prints) says how long; a watch's writers ran
+                // for what the budget measured.
+                fmt_secs(if i.env.watched.is_some() {
+                    copy_secs
+                } else {
+                    i.span.copy_end as f64 / 1e9
+                })
             ),
         };
     }

@@ -124,13 +124,21 @@ pub fn fmt_rate_pair(from: f64, to: f64) -> String {
     format!("{} → {} {}/s", show(from), show(to), unit(i, false))
 }
 
-/// A duration: `0.4 s`, `4.2 s`, `42 s`, `76 s`, `2 min 05 s`, `1 h 02 min`.
+/// A duration: `37 ms` (below 0.05 s, so a copy shorter than a tick is not "0.0 s"), `0.4 s`,
+/// `4.2 s`, `42 s`, `76 s`, `2 min 05 s`, `1 h 02 min`.
 pub fn fmt_secs(secs: f64) -> String {
     if !secs.is_finite() || secs < 0.0 {
         return "n/a".to_string();
     }
     let tenths = (secs * 10.0).round();
-    if tenths < 100.0 {
+    if secs > 0.0 && tenths < 1.0 {
+        let ms = (secs * 1000.0).round();
+        if ms < 1.0 {
+            "<1 ms".to_string()
+        } else {
+            format!("{ms:.0} ms")
+        }
+    } else if tenths < 100.0 {
         format!("{:.1} s", tenths / 10.0)
     } else if secs.round() < 100.0 {
         format!("{secs:.0} s")
@@ -272,7 +280,10 @@ mod tests {
 
     #[test]
     fn durations_counts_clock() {
-        assert_eq!(fmt_secs(0.04), "0.0 s");
+        assert_eq!(fmt_secs(0.04), "40 ms");
+        assert_eq!(fmt_secs(0.0004), "<1 ms");
+        assert_eq!(fmt_secs(0.0), "0.0 s");
+        assert_eq!(fmt_secs(0.05), "0.1 s");
         assert_eq!(fmt_secs(1.44), "1.4 s");
         assert_eq!(fmt_secs(9.96), "10 s");
         assert_eq!(fmt_secs(12.4), "12 s");

@@ -154,7 +154,7 @@ pub fn net_json(iface: Option<&str>, n: &crate::model::NetStats) -> Value {
     })
 }
 
-/// The final summary object: the engine's counts and times, the model's speeds and drops
+/// The final summary object: the engine's counts, the model's times, speeds and drops
 /// (`st`, the same figures as the TUI header and every export).
 pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
     json!({
@@ -164,7 +164,8 @@ pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
         "files_copied": o.files_copied,
         "bytes_copied": o.bytes_copied,
         "bytes_cloned": o.bytes_cloned,
-        "copy_s": round3(o.copy_secs),
+        // The model's copy time (what to_cache_bps divides by), the engine's where none ran.
+        "copy_s": round3(if st.bytes > 0 { st.copy_secs } else { o.copy_secs }),
         // The model's flush time (its flush_done event's), the engine's where no model ran.
         "flush_s": o.flush_secs.map(|e| round3(st.flush_secs.unwrap_or(e))),
         "flush_abandoned": o.flush_abandoned,

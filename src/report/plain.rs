@@ -316,7 +316,12 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
         o.files_copied,
         if o.files_copied == 1 { "" } else { "s" },
         if reads { "read" } else { "copy" },
-        fmt_secs(o.copy_secs)
+        // The model's copy time, which its speeds divide by; the engine's where none ran.
+        fmt_secs(if st.bytes > 0 {
+            st.copy_secs
+        } else {
+            o.copy_secs
+        })
     ));
     // The model's flush time, as its "flushed in" event said it (one voice); the engine's own
     // measure where no model ran.

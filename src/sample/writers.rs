@@ -64,6 +64,12 @@ pub fn parse_ppid(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The state letter from `/proc/PID/stat` (`R`, `S`, `D`, `Z` …).
+pub fn parse_state(stat: &str) -> Option<char> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().next()?.chars().next()
+}
+
 /// The process's name from `/proc/PID/comm`.
 pub fn parse_comm(text: &str) -> &str {
     text.strip_suffix('\n').unwrap_or(text)
@@ -117,6 +123,12 @@ pub struct WriterReader {
     positions: HashMap<(u32, u32), u64>,
 }
 
+/// One read of a followed process.
+struct Reading {
+    io: ProcIo,
+    ppid: u32,
+}
+
 /// The counters of one followed process.
 #[derive(Debug, Clone, Copy)]
 struct Followed {
@@ -160,8 +172,29 @@ impl WriterReader {
         for pid in gone {
             self.ended(pid);
         }
-        for &pid in &pids {
-            tick.unreadable |= !self.read_io(pid, first);
+        let readings: Vec<(u32, Option<Reading>)> =
+            pids.iter().map(|&pid| (pid, self.read_raw(pid))).collect();
+        // The kernel adds a child's counters to its parent's when it reaps it, and removes
+        // the child from /proc only after that: a parent read in between already holds the
+        // child's bytes (an 800 MB Samba upload was counted twice). So every followed process
+        // that is dead (a zombie) or gone by now is ended before any parent's figure is
+        // adjusted: at worst a parent is undercounted for a tick, never the child counted twice.
+        let dead: Vec<u32> = (self.io.iter())
+            .filter(|(_, f)| !f.ended)
+            .map(|(pid, _)| *pid)
+            .filter(|pid| !self.alive(*pid))
+            .collect();
+        let (dying, living): (Vec<_>, Vec<_>) = readings
+            .into_iter()
+            .partition(|(pid, _)| dead.contains(pid));
+        for (pid, reading) in dying {
+            self.account(pid, reading, first);
+        }
+        for pid in dead {
+            self.ended(pid);
+        }
+        for (pid, reading) in living {
+            tick.unreadable |= !self.account(pid, reading, first);
         }
         tick.wchar = self.io.values().map(|f| f.last - f.base).sum();
         tick.current = self.current_file(&pids);
@@ -169,26 +202,44 @@ impl WriterReader {
         tick
     }
 
-    /// Reads `pid`'s write counter; false when the process exists but cannot be read.
-    fn read_io(&mut self, pid: u32, first: bool) -> bool {
+    /// `pid`'s write counter and parent, if it can be read.
+    fn read_raw(&self, pid: u32) -> Option<Reading> {
         let io = self
             .root
             .read_to_string(format!("proc/{pid}/io"))
             .ok()
-            .and_then(|t| parse_proc_io(&t));
-        let Some(io) = io else {
-            if self.root.join(format!("proc/{pid}")).exists() {
-                return false;
-            }
-            self.ended(pid);
-            return true;
-        };
+            .and_then(|t| parse_proc_io(&t))?;
         let ppid = self
             .root
             .read_to_string(format!("proc/{pid}/stat"))
             .ok()
             .and_then(|t| parse_ppid(&t))
             .unwrap_or(0);
+        Some(Reading { io, ppid })
+    }
+
+    /// Running (not a zombie, not gone).
+    fn alive(&self, pid: u32) -> bool {
+        self.root
+            .read_to_string(format!("proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| parse_state(&t))
+            .is_some_and(|s| !matches!(s, 'Z' | 'X' | 'x'))
+    }
+
+    /// Takes `pid`'s reading into the intake; false when the process exists but could not
+    /// be read.
+    fn account(&mut self, pid: u32, reading: Option<Reading>, first: bool) -> bool {
+        if self.io.get(&pid).is_some_and(|f| f.ended) {
+            return true; // a zombie's counters were final when it was ended
+        }
+        let Some(Reading { io, ppid }) = reading else {
+            if self.root.join(format!("proc/{pid}")).exists() {
+                return false;
+            }
+            self.ended(pid);
+            return true;
+        };
         // What a process wrote before the watch is not intake; one that appeared since (smbd
         // forks one per client) wrote all of it in view.
         let base = if first { io.wchar } else { 0 };
@@ -405,5 +456,40 @@ mod tests {
             10_000_007,
             "the child's 10 MB once, and the parent's 7 bytes"
         );
+    }
+
+    /// The kernel's order when smbd reaps a connection's process: the child's counters are
+    /// added to the parent's first, and the child leaves /proc after — a read in between sees
+    /// the bytes in both. Seen for real: an 800 MB upload counted as 1.60 GB.
+    #[test]
+    fn a_child_being_reaped_is_not_counted_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = |pid: u32, ppid: u32, state: char, wchar: u64| {
+            let p = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("comm"), "smbd\n").unwrap();
+            let stat = format!("{pid} (smbd) {state} {ppid} 1 1 0\n");
+            std::fs::write(p.join("stat"), stat).unwrap();
+            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
+        };
+        proc(4200, 1, 'S', 50);
+        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &["smbd".to_string()]);
+        assert_eq!(r.read().wchar, 0);
+        proc(4242, 4200, 'S', 9_000_000);
+        for _ in 0..COMM_RESCAN_TICKS {
+            r.read();
+        }
+        assert_eq!(r.read().wchar, 9_000_000);
+        // Exited after 1 MB more; being reaped: its bytes are in the parent's counter already
+        // while its /proc entry (a zombie's) is still there.
+        proc(4242, 4200, 'Z', 10_000_000);
+        proc(4200, 1, 'S', 50 + 10_000_000);
+        assert_eq!(r.read().wchar, 10_000_000, "once, while being reaped");
+        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
+        proc(4200, 1, 'S', 50 + 10_000_000 + 7);
+        for _ in 0..=COMM_RESCAN_TICKS {
+            assert!(r.read().wchar <= 10_000_007);
+        }
+        assert_eq!(r.read().wchar, 10_000_007);
     }
 }

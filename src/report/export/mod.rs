@@ -177,8 +177,8 @@ impl ChartData {
         };
         let st = model.stats();
         let engine = model.latest().map(|s| s.engine).unwrap_or_default();
-        // Speeds, drops and time lost are the model's (the same numbers the TUI header and the
-        // summaries print); the engine's summary only supplies its counts and clock times.
+        // Speeds, times, drops and time lost are the model's (the same numbers the TUI header
+        // and the summaries print); the engine's summary only supplies its counts.
         let stats = ChartStats {
             avg_bps: st.avg_bps,
             min_bps: st.min_bps,
@@ -194,8 +194,14 @@ impl ChartData {
             bytes: summary.map_or(st.bytes, |s| s.bytes),
             files: summary.map_or(engine.files_done, |s| s.files),
             failed: summary.map_or(engine.files_failed, |s| s.failed),
-            elapsed_s: summary.map_or(st.elapsed_ns as f64 / 1e9, |s| s.elapsed_secs),
-            durable_s: summary.and_then(|s| s.durable_secs),
+            // The model's copy and durable times (what its speeds divide by); a watch has no
+            // copy phase of its own: its length.
+            elapsed_s: if header.watch.is_some() || st.bytes == 0 {
+                st.elapsed_ns as f64 / 1e9
+            } else {
+                st.copy_secs
+            },
+            durable_s: st.durable_secs.or(summary.and_then(|s| s.durable_secs)),
             net: st.net,
         };
         ChartData {
