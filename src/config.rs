@@ -537,6 +537,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         copy_file_range: !c.no_copy_file_range,
         throttle_bps,
         bwlimit_bps: c.bwlimit.as_deref().map(parse_rate).transpose()?,
+        bwlimit_is_demo_pace: false,
         one_file_system: c.one_file_system,
         only_newer: c.update && overwrite == OverwritePolicy::Ask,
         exclude: c.exclude.clone(),

@@ -138,6 +138,15 @@ fn runs_every_phase_and_leaves_dir_as_it_was() {
             !s.contains("--no-sync") && !s.contains("speed to cache"),
             "{name}: {s}"
         );
+        // Its verdict speaks of the read, not of a copy.
+        let verdict = s
+            .lines()
+            .find(|l| l.trim_start().starts_with("verdict:"))
+            .unwrap_or_else(|| panic!("{name}: no verdict in {s}"));
+        assert!(
+            !verdict.contains("copy") && !verdict.contains("writer"),
+            "{name}: {verdict}"
+        );
     }
     let s = section("write random");
     assert!(

@@ -75,7 +75,9 @@ fn every_window_of_a_second_stays_within_two_percent_of_the_limit() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     let size = 20_000_000u64;
-    let data: Vec<u8> = (0..size).map(|i| ((i * 2_654_435_761) >> 13) as u8).collect();
+    let data: Vec<u8> = (0..size)
+        .map(|i| ((i * 2_654_435_761) >> 13) as u8)
+        .collect();
     std::fs::write(&src, &data).unwrap();
     let dst = t.path().join("dst");
     let limit = 10e6;

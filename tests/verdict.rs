@@ -235,6 +235,33 @@ fn a_rate_limited_copy_names_its_own_limit() {
     );
 }
 
+/// The demo paces itself so its chart can be watched: the verdict names that pace as the
+/// demo's, not as a `--bwlimit` the user never typed. A real run: 2 MB paced at 1 MB/s.
+#[test]
+fn the_demo_names_its_own_pace() {
+    let t = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_copyscope"))
+        .args(["demo", "--size", "2", "--json"])
+        .env("TMPDIR", t.path())
+        .env_remove("COPYSCOPE_TEST_THROTTLE_BPS")
+        .output()
+        .expect("copyscope runs");
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let end = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .expect("a summary");
+    let text = end["verdict"]["text"].as_str().unwrap_or_default();
+    assert_eq!(end["verdict"]["limit"], "rate_limit", "{end}");
+    assert!(
+        text.starts_with("Limited by the demo's pace, 1.00 MB/s (its own rate limit"),
+        "{text}"
+    );
+    assert!(!text.contains("--bwlimit 1"), "{text}");
+}
+
 /// A copy without a limit has no rate-limit share and is never called rate-limited.
 #[test]
 fn an_unlimited_recording_has_no_rate_limit_share() {

@@ -90,6 +90,8 @@ pub struct CopyOptions {
     pub throttle_bps: Option<u64>,
     /// `--bwlimit`: the engine paces its writes to this many bytes per second.
     pub bwlimit_bps: Option<u64>,
+    /// The limit is `copyscope demo`'s own pace, not one the user set: the verdict says so.
+    pub bwlimit_is_demo_pace: bool,
     /// `-i -u` (cp): only a source newer than the destination is asked about; the others are
     /// skipped without a question.
     pub only_newer: bool,
@@ -124,6 +126,7 @@ impl Default for CopyOptions {
             copy_file_range: true,
             throttle_bps: None,
             bwlimit_bps: None,
+            bwlimit_is_demo_pace: false,
             only_newer: false,
             one_file_system: false,
             exclude: Vec::new(),

@@ -163,6 +163,10 @@ fn run_phase(
 ) -> CopyOutcome {
     let d = &config.display;
     let source = format!("bench: {}", phase.name());
+    let env = &Environment {
+        reads_only: !phase.writes(),
+        ..env.clone()
+    };
     let mut header = Header::for_this_run(
         std::env::args().collect(),
         vec![source.clone()],

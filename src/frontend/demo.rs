@@ -168,6 +168,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         options: CopyOptions {
             throttle_bps: test_pace,
             bwlimit_bps: pace,
+            bwlimit_is_demo_pace: pace.is_some(),
             ..CopyOptions::default()
         },
     };

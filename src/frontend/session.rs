@@ -197,6 +197,7 @@ impl Session {
         let src_paths: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
         let mut env = probe_environment(&root, &src_paths, Path::new(&dest));
         env.rate_limit_bps = job.options.bwlimit_bps.filter(|b| *b > 0);
+        env.rate_limit_is_demo_pace = job.options.bwlimit_is_demo_pace;
         let header = Header::for_this_run(
             std::env::args().collect(),
             sources,

@@ -177,6 +177,15 @@ struct Who {
 
 impl Who {
     fn of(env: &Environment) -> Who {
+        if env.reads_only {
+            return Who {
+                agent: "the reader".into(),
+                writer: "the reader".into(),
+                run: "the read",
+                held: "the read",
+                unsampled: "the reader's threads were not sampled".into(),
+            };
+        }
         let Some(w) = &env.watched else {
             return Who {
                 agent: "the copier".into(),
@@ -382,6 +391,10 @@ fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
     let avg = i.stats.avg_bps;
     let rate = i.env.rate_limit_bps.map(|b| b as f64);
     let head = match i.env.rate_limit_bps {
+        Some(r) if i.env.rate_limit_is_demo_pace => format!(
+            "Limited by the demo's pace, {} (its own rate limit, as --bwlimit sets)",
+            fmt_rate(r as f64)
+        ),
         // As the user likely typed it: `--bwlimit 10M` is 10 MiB/s, which is 10.5 MB/s.
         Some(r) if r % 1024 == 0 => format!(
             "Limited by --bwlimit {} ({})",

@@ -210,6 +210,12 @@ pub struct Environment {
     /// it when the writer waited for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_bps: Option<u64>,
+    /// A bench phase that only reads (it writes nothing): the verdict speaks of "the read".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_only: bool,
+    /// That limit is the demo's pace (the user typed no `--bwlimit`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_limit_is_demo_pace: bool,
     /// `copyscope watch`: whose writes were measured, so the verdict speaks of them and not of
     /// a copier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
