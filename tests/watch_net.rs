@@ -236,7 +236,15 @@ fn a_pausing_sender_over_loopback_is_the_network() {
         eprintln!("skipped: no /sys/class/net/lo");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    // Received into tmpfs where there is one: the destination has no disk that other work on
+    // the machine (a parallel build) could keep busy — a busy disk rightly excludes the
+    // network, which made this test fail 2 times in 16 under heavy builds writing to /tmp's
+    // disk.
+    let dir = tempfile::Builder::new()
+        .prefix("copyscope-net-")
+        .tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let out_path = dir.path().join("received.bin");
