@@ -5,22 +5,36 @@
 //! writeback inside one write). Cancel during the final flush of a complete copy: exit 0, the
 //! file complete, "all files complete; flush not awaited". Ctrl-Z then `fg`, `kill -STOP` then
 //! `fg`, and `kill -STOP` then `kill -CONT`: the screen redrawn whole, raw mode back (a key
-//! acts without Enter), the copy stopped while suspended.
+//! acts without Enter), the copy stopped while suspended. Under other writers' load (dd
+//! writers filling the page cache for the same disk), cancelled at the moment the copier is
+//! held in balance_dirty_pages: q, q in the TUI (with --record) and SIGTERM in --json mode,
+//! each gone within 1 s, exit 130, no temporary, the terminal and the outputs ended cleanly.
 //!
 //! Needs root, /dev/fuse, loop devices, qemu-storage-daemon and mkfs.ext4 (.ci/run installs
 //! the packages); where the machine cannot provide them the test says why and skips.
 
 mod slowdev;
 mod tmux;
+mod util;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use slowdev::slow_disk;
 use tmux::{Tmux, wait_file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
+
+/// One slow-disk test at a time: the kernel's dirty limits are global, so one test's copy
+/// would be the other's load.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn write_source(path: &Path, mb: usize) {
     let mut data = vec![0u8; 1 << 20];
@@ -89,6 +103,7 @@ fn cancel_and_time(t: &Tmux, pid: i32) -> Duration {
 
 #[test]
 fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
+    let _one = serial();
     let work = tempfile::Builder::new()
         .prefix("copyscope-slowdev-")
         .tempdir_in("/var/tmp")
@@ -284,6 +299,226 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
     assert_eq!(code.trim(), "130");
     assert!(temps(&disk.mnt).is_empty(), "{:?}", temps(&disk.mnt));
+}
+
+/// Other writers on the same disk: `n` dd processes writing `mb` MB of zeros between them, as
+/// a second copy or a backup beside copyscope would. Stopped and their files removed on drop.
+struct Writers {
+    children: Vec<Child>,
+    files: Vec<PathBuf>,
+}
+
+impl Writers {
+    fn start(dir: &Path, n: usize, mb: usize) -> Writers {
+        let files: Vec<PathBuf> = (0..n).map(|k| dir.join(format!("other-{k}"))).collect();
+        let children = files
+            .iter()
+            .map(|f| {
+                Command::new("dd")
+                    .arg("if=/dev/zero")
+                    .arg(format!("of={}", f.display()))
+                    .args(["bs=1M", &format!("count={}", mb / n), "status=none"])
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("dd")
+            })
+            .collect();
+        Writers { children, files }
+    }
+}
+
+impl Drop for Writers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for f in &self.files {
+            let _ = fs::remove_file(f);
+        }
+        // Their dirty pages go with the files; what is under writeback is waited for here, so
+        // the next case starts from a synced page cache.
+        let _ = Command::new("sync").status();
+    }
+}
+
+/// The copier thread's kernel wait channel (`/proc/PID/task/TID/wchan`), if it has one.
+fn copier_wchan(pid: i32) -> Option<String> {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .find_map(|t| {
+            let comm = fs::read_to_string(t.path().join("comm")).ok()?;
+            if !comm.starts_with("copyscope-copy") {
+                return None;
+            }
+            fs::read_to_string(t.path().join("wchan")).ok()
+        })
+}
+
+/// Waits until the copier has sat in balance_dirty_pages for 50 ms on end: the moment a
+/// cancel used to wait for (the kernel's dirty throttling sleeps until the write is paced,
+/// and no signal but SIGKILL ends that sleep). True if it happened within `timeout`.
+fn wait_until_throttled(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        if copier_wchan(pid).is_some_and(|w| w == "balance_dirty_pages") {
+            let t = *since.get_or_insert_with(Instant::now);
+            if t.elapsed() >= Duration::from_millis(50) {
+                return true;
+            }
+        } else {
+            since = None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// How long after `from` the process `pid` was gone (reaped: its /proc entry removed).
+fn gone_after(pid: i32, from: Instant) -> Duration {
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            from.elapsed() < Duration::from_secs(60),
+            "copyscope never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    from.elapsed()
+}
+
+#[test]
+fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
+    let _one = serial();
+    let work = tempfile::Builder::new()
+        .prefix("copyscope-slowload-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let disk = match slow_disk(
+        &work.path().join("disk"),
+        &["tmux", "python3", "dd", "stty"],
+    ) {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!(
+                "SKIPPED cancel_answers_within_a_second_while_other_writers_load_the_disk: {why}"
+            );
+            return;
+        }
+    };
+    let big = work.path().join("big.bin");
+    write_source(&big, 1200);
+    assert!(Command::new("sync").status().unwrap().success());
+
+    // 1. The TUI, recording: four writers fill the page cache for the disk first, so the
+    // kernel paces the copy far below the disk's speed; q, q once the copier is held.
+    let load = Writers::start(&disk.mnt, 4, 1500);
+    std::thread::sleep(Duration::from_secs(2));
+    let dst = disk.mnt.join("loaded-copy.bin");
+    let exit = work.path().join("exit-tui");
+    let stty = work.path().join("stty-after");
+    let rec = work.path().join("run.jsonl");
+    let cmd = format!(
+        "env TERM=xterm-256color {BIN} --record {} {} {}; echo $? > {}; stty -a > {}; sleep 120",
+        rec.display(),
+        big.display(),
+        dst.display(),
+        exit.display(),
+        stty.display()
+    );
+    let t = Tmux::start("slowload", 100, 30, &cmd, &[]);
+    t.wait_for("the copying screen", Duration::from_secs(30), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    std::thread::sleep(Duration::from_secs(8));
+    let pid = pid_of_copy("loaded-copy.bin").expect("copyscope runs");
+    t.send("q");
+    t.wait_for("the cancel question", Duration::from_secs(5), |s| {
+        s.to_lowercase().contains("cancel")
+    });
+    assert!(
+        wait_until_throttled(pid, Duration::from_secs(30)),
+        "the copier was never held in balance_dirty_pages: no load to cancel under"
+    );
+    t.send("q");
+    let took = gone_after(pid, Instant::now());
+    eprintln!(
+        "cancel under load (TUI): process gone {:.0} ms after the second q",
+        took.as_secs_f64() * 1e3
+    );
+    let code = wait_file(&exit, Duration::from_secs(30)).expect("exit code");
+    assert_eq!(code.trim(), "130");
+    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+    let left = util::temp_leftovers(&disk.mnt);
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+    assert!(!dst.exists(), "no file under the real name");
+    // The terminal as the shell gets it back: main screen, cursor shown, cooked mode.
+    let modes = wait_file(&stty, Duration::from_secs(30)).expect("stty -a");
+    assert!(!t.alternate_on(), "the alternate screen was left");
+    assert!(t.cursor_shown(), "the cursor is shown");
+    for m in [" icanon", " echo "] {
+        assert!(modes.contains(m), "raw mode left on ({m} missing): {modes}");
+    }
+    let history = t.capture_history();
+    assert!(history.contains("cancelled"), "{history}");
+    assert_recording_ends(&rec, 130);
+    drop(t);
+    drop(load);
+
+    // 2. --json, SIGTERM: the same, and the stream ends with its summary object.
+    let load = Writers::start(&disk.mnt, 4, 1500);
+    std::thread::sleep(Duration::from_secs(2));
+    let dst = disk.mnt.join("json-copy.bin");
+    let out = fs::File::create(work.path().join("json.out")).unwrap();
+    let mut child = Command::new(BIN)
+        .arg("--json")
+        .arg(&big)
+        .arg(&dst)
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(10));
+    let pid = child.id() as i32;
+    assert!(
+        wait_until_throttled(pid, Duration::from_secs(30)),
+        "the copier was never held in balance_dirty_pages: no load to cancel under"
+    );
+    let sent = Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    eprintln!(
+        "cancel under load (--json, SIGTERM): process gone {:.0} ms after the signal",
+        took.as_secs_f64() * 1e3
+    );
+    assert_eq!(status.code(), Some(130));
+    assert!(took < Duration::from_secs(1), "SIGTERM took {took:?}");
+    let left = util::temp_leftovers(&disk.mnt);
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+    assert!(!dst.exists(), "no file under the real name");
+    let text = fs::read_to_string(work.path().join("json.out")).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("JSON lines")).expect("a whole line");
+    assert_eq!(last["exit_code"], 130, "{last}");
+    drop(load);
+}
+
+/// A recording that ended cleanly: every line whole JSON, the last its summary with `code`.
+fn assert_recording_ends(rec: &Path, code: i64) {
+    let text = fs::read_to_string(rec).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let last = lines.last().expect("a recording");
+    assert_eq!(last["type"], "summary", "{last}");
+    assert_eq!(last["exit_code"], code, "{last}");
 }
 
 /// Every thread of `pid` is stopped, and it writes nothing over a second (its wchar stays):

@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::fs::Mode;
 
@@ -139,6 +140,9 @@ impl Shared {
             verify_on_zfs: AtomicBool::new(false),
             made_names: None,
             unfinished: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            next_in_flight: AtomicU64::new(0),
+            abandoned: AtomicBool::new(false),
             flink_empty_path: AtomicBool::new(true),
             opts,
         }
@@ -219,12 +223,18 @@ fn run_engine(
     let jobs = sh.opts.jobs.max(1);
     let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, jobs));
     let mut workers = Vec::new();
+    // Each worker holds a sender until it ends: the channel closes when all have ended.
+    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
     for i in 0..jobs {
         let wsh = sh.clone();
         let q = queue.clone();
+        let tx = ended_tx.clone();
         let w = std::thread::Builder::new()
             .name(format!("copyscope-copy-{i}"))
-            .spawn(move || worker(&wsh, &q));
+            .spawn(move || {
+                worker(&wsh, &q);
+                drop(tx);
+            });
         match w {
             Ok(h) => workers.push(h),
             Err(e) if workers.is_empty() => {
@@ -240,15 +250,23 @@ fn run_engine(
             }
         }
     }
+    drop(ended_tx);
     if !workers.is_empty() {
         scan(&sh, &job.roots, &queue);
     }
-    for w in workers {
-        if w.join().is_err() {
-            sh.fatal("a copy worker crashed".into());
+    let abandoned = !workers_ended(&sh, &ended);
+    if abandoned {
+        // A worker is held in the kernel past the grace: its files are given up, and the
+        // exit that follows the cancel ends the held thread (see `abandon_in_flight`).
+        sh.abandon_in_flight();
+    } else {
+        for w in workers {
+            if w.join().is_err() {
+                sh.fatal("a copy worker crashed".into());
+            }
         }
     }
-    if let Some(c) = census
+    if let Some(c) = census.filter(|_| !abandoned)
         && c.join().is_err()
     {
         sh.fatal("the scan crashed".into());
@@ -351,6 +369,35 @@ fn run_engine(
         sync: sh.opts.sync,
         flush_abandoned,
         verify,
+    }
+}
+
+/// How long a confirmed cancel waits for the workers to stop on their own. A write the
+/// kernel is pacing (balance_dirty_pages) cannot be interrupted; with other writers on the
+/// same slow disk one sat there 1.4-1.9 s (writer-truth), past the 1 s a cancel must answer in.
+const CANCEL_GRACE: Duration = Duration::from_millis(250);
+/// How often the wait for the workers looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(25);
+
+/// Waits until every worker has ended (true), or, once the copy is cancelled, at most
+/// [`CANCEL_GRACE`] more (false: a worker is still held).
+fn workers_ended(sh: &Shared, ended: &Receiver<()>) -> bool {
+    let mut cancelled_at: Option<Instant> = None;
+    loop {
+        let wait = match cancelled_at {
+            Some(t) => match CANCEL_GRACE.checked_sub(t.elapsed()) {
+                Some(left) => left,
+                None => return false,
+            },
+            None => CANCEL_POLL,
+        };
+        match ended.recv_timeout(wait) {
+            Err(RecvTimeoutError::Disconnected) => return true,
+            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+        }
+        if cancelled_at.is_none() && sh.control.cancelled.load(Ordering::SeqCst) {
+            cancelled_at = Some(Instant::now());
+        }
     }
 }
 

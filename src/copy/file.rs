@@ -145,26 +145,39 @@ impl Temp<'_> {
 /// stdin, a pipe, until we close that after our descriptor, and its exit does the waiting.
 /// It is reaped by init once copyscope has exited. Without data on the filesystem, or if
 /// `cat` cannot be started, the descriptor is simply closed here.
-fn release_elsewhere(fd: OwnedFd) {
+pub(crate) fn release_elsewhere(fd: OwnedFd) {
+    let _ = spawn_holder(fd);
+}
+
+/// [`release_elsewhere`] while other descriptors of the file stay open here (a worker held in
+/// the kernel keeps its own until the process exits): the child's stdin pipe is left open, so
+/// it holds the file until this process has exited. The exit drops every reference of ours
+/// (close_files) before the pipe's release wakes the child (deferred to task work), so the
+/// child's is the last and the wait for the pages under writeback is the child's, not ours.
+pub(crate) fn release_after_exit(fd: OwnedFd) {
+    if let Some(mut child) = spawn_holder(fd) {
+        std::mem::forget(child.stdin.take());
+    }
+}
+
+/// Starts the `cat` that holds `fd` (as its stderr) until its stdin, a pipe, is closed.
+fn spawn_holder(fd: OwnedFd) -> Option<std::process::Child> {
     use std::process::{Command, Stdio};
     if !rfs::fstat(&fd).is_ok_and(|s| s.st_blocks > 0) {
-        return;
+        return None;
     }
     // By absolute path: a root copy does not run whatever `cat` its PATH finds first.
-    let Some(cat) = ["/bin/cat", "/usr/bin/cat"]
+    let cat = ["/bin/cat", "/usr/bin/cat"]
         .into_iter()
-        .find(|p| Path::new(p).exists())
-    else {
-        return;
-    };
+        .find(|p| Path::new(p).exists())?;
     // spawn drops our copy of the descriptor once the child holds its own; the child's stdin
-    // closes after that, with `child`.
-    let child = Command::new(cat)
+    // closes when the returned `Child` (or its stdin) is dropped.
+    Command::new(cat)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::from(fd))
-        .spawn();
-    drop(child);
+        .spawn()
+        .ok()
 }
 
 /// Makes a temporary object with `make(name)`, retrying on a name clash.
@@ -421,13 +434,25 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         Ok(s) => s,
         Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
     };
+    let name = match &tmp {
+        Staged::Named(t, _) => Some(t.name.as_os_str()),
+        Staged::Unnamed(_) => None,
+    };
+    let flight = match sh.stage_in_flight(&e.parent, name, &dst) {
+        Ok(f) => f,
+        Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
+    };
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
     let res = copy_contents(sh, &src, &dst, &st, &rel, e.parent.cfr_ok, buf);
     drop(lane);
     let written = match res {
         Ok(n) => n,
-        Err(DataErr::Stop) => return tmp.abandon(dst),
+        Err(DataErr::Stop) => {
+            // The registry's descriptor first: the holder child's must be the last one.
+            drop(flight);
+            return tmp.abandon(dst);
+        }
         Err(DataErr::Read(err)) => {
             return sh.fail(
                 &path,
@@ -494,13 +519,18 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             Err(DataErr::Write(err)) => return sh.dest_error(&path, "verify", err),
         }
     }
-    let id = match tmp {
+    // Never after a cancel gave the in-flight files up (their names are gone, their
+    // descriptors handed away): a file put in place then would outlive the cancel.
+    let placed = sh.place_in_flight(&flight, || match tmp {
         Staged::Named(tmp, id) => place(sh, &path, tmp, e, id, &target).map(|()| Some(id)),
         Staged::Unnamed(dir) => link_unnamed(sh, dir, &dst, &e.dst_name).map(|()| None),
-    };
-    let id = match id {
-        Ok(id) => id,
-        Err(err) => return node_error(sh, &path, "cannot put the finished file in place", err),
+    });
+    let id = match placed {
+        None => return,
+        Some(Ok(id)) => id,
+        Some(Err(err)) => {
+            return node_error(sh, &path, "cannot put the finished file in place", err);
+        }
     };
     if let Some(made) = &e.made {
         let ino = id

@@ -3,7 +3,7 @@
 //! small helpers (errno words, timestamps) every part of the engine uses.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -211,6 +211,34 @@ pub(crate) struct Shared {
     pub(crate) flink_empty_path: AtomicBool,
     /// Directories waiting for their final metadata (keyed by node address).
     pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
+    /// The destination files being written, for a cancel that cannot wait for their workers
+    /// (see [`Shared::abandon_in_flight`]); keyed by [`InFlight::id`].
+    pub(crate) in_flight: Mutex<HashMap<u64, Staging>>,
+    pub(crate) next_in_flight: AtomicU64,
+    /// Set by [`Shared::abandon_in_flight`]: no file may be put in place after it.
+    pub(crate) abandoned: AtomicBool,
+}
+
+/// A destination file being written: a descriptor of its own (a dup, so the registry can
+/// hand it away whatever its worker does) and its temporary name, if it has one (an
+/// `O_TMPFILE` file has none).
+pub(crate) struct Staging {
+    pub(crate) dir: Arc<DirNode>,
+    pub(crate) name: Option<OsString>,
+    pub(crate) fd: OwnedFd,
+}
+
+/// A worker's entry in [`Shared::in_flight`], removed when dropped (the file was put in
+/// place, or given up by its worker).
+pub(crate) struct InFlight<'a> {
+    sh: &'a Shared,
+    pub(crate) id: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        lock(&self.sh.in_flight).remove(&self.id);
+    }
 }
 
 /// How far behind its schedule a `--bwlimit` writer may fall and still catch up: a sleep
@@ -602,6 +630,57 @@ impl Shared {
             if let Some(m) = n.meta {
                 self.finalize_dir(&n, &m, false);
             }
+        }
+    }
+
+    /// Registers a destination file being written (see [`Staging`]).
+    pub(crate) fn stage_in_flight(
+        &self,
+        dir: &Arc<DirNode>,
+        name: Option<&OsStr>,
+        fd: &OwnedFd,
+    ) -> Result<InFlight<'_>, Errno> {
+        let dup = fd
+            .try_clone()
+            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::MFILE))?;
+        let id = self.next_in_flight.fetch_add(1, Ordering::Relaxed);
+        let staging = Staging {
+            dir: dir.clone(),
+            name: name.map(OsStr::to_os_string),
+            fd: dup,
+        };
+        lock(&self.in_flight).insert(id, staging);
+        Ok(InFlight { sh: self, id })
+    }
+
+    /// Runs `place` (the rename or link that gives a finished file its name) unless a cancel
+    /// has abandoned the in-flight files: under the registry's lock, so the two exclude each
+    /// other. None when the file was abandoned.
+    pub(crate) fn place_in_flight<R>(&self, f: &InFlight, place: impl FnOnce() -> R) -> Option<R> {
+        let mut reg = lock(&self.in_flight);
+        if self.abandoned.load(Ordering::SeqCst) {
+            return None;
+        }
+        let r = place();
+        reg.remove(&f.id);
+        Some(r)
+    }
+
+    /// A confirmed cancel whose workers are still held in the kernel (a write inside
+    /// balance_dirty_pages sleeps until it is done, and only SIGKILL ends that sleep): every
+    /// in-flight file loses its temporary name at once and its last descriptor goes to
+    /// `release_elsewhere`, so the process can exit (killing the held threads) without a
+    /// partial file left under any name and without waiting for the pages under writeback.
+    /// Nothing is put in place after this.
+    pub(crate) fn abandon_in_flight(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        let staged: Vec<Staging> = lock(&self.in_flight).drain().map(|(_, s)| s).collect();
+        for s in staged {
+            if let Some(name) = &s.name {
+                // unlinkat never follows: at worst it removes what someone put under our name.
+                let _ = rfs::unlinkat(&s.dir.dst, name, rfs::AtFlags::empty());
+            }
+            super::file::release_after_exit(s.fd);
         }
     }
 

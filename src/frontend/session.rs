@@ -120,8 +120,13 @@ impl Recorder {
         }
     }
 
-    /// Writes the summary line and closes the file; returns the first error, if any.
+    /// Writes the summary line and closes the file; returns the first error, if any. A
+    /// temporary recording is removed unread, so it gets no summary and no sync (its fsync
+    /// on a busy root disk held a cancel's exit for up to 0.3 s).
     pub fn finish(mut self, summary: &Summary) -> Option<String> {
+        if self._temp.is_some() {
+            return self.failed;
+        }
         if let Some(w) = self.writer.take()
             && let Err(e) = w.finish(summary)
         {

@@ -92,6 +92,23 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).trim() == "1"
     }
 
+    /// tmux's own view of whether the pane shows its cursor.
+    pub fn cursor_shown(&self) -> bool {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "display",
+                "-p",
+                "-t",
+                &self.name,
+                "#{cursor_flag}",
+            ])
+            .output()
+            .expect("display");
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
     /// Writes `text` to the pane's terminal as output, the way a `wall` message or a
     /// background job draws over a full-screen program.
     pub fn write_over(&self, text: &str) {
