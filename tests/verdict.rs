@@ -229,19 +229,25 @@ fn a_rate_limited_copy_names_its_own_limit() {
         .expect("a rate-limit slice");
     // Copying 30 MB takes well under 0.5 s on any disk here; the rest is pacing.
     assert!(share >= 0.6, "{share}: {}", end["budget"]);
-    assert!(
-        text.contains(&format!("{:.0} % of the time", share * 100.0)),
-        "{text}"
-    );
+    // The text rounds the exact share, the JSON carries it to 3 decimals: 0.965 may be said
+    // as 96 or 97 %.
+    let said: f64 = text
+        .split(" % of the time")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no share in {text}"));
+    assert!((said - share * 100.0).abs() <= 1.0, "{share}: {text}");
 }
 
 /// The demo paces itself so its chart can be watched: the verdict names that pace as the
-/// demo's, not as a `--bwlimit` the user never typed. A real run: 2 MB paced at 1 MB/s.
+/// demo's, not as a `--bwlimit` the user never typed. A real run: 3 MB paced at 1 MB/s (2 MB
+/// lasted 2.00 s, on the edge of the 2 s a verdict needs, and came out "too short" 3 times in 5).
 #[test]
 fn the_demo_names_its_own_pace() {
     let t = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_copyscope"))
-        .args(["demo", "--size", "2", "--json"])
+        .args(["demo", "--size", "3", "--json"])
         .env("TMPDIR", t.path())
         .env_remove("COPYSCOPE_TEST_THROTTLE_BPS")
         .output()
