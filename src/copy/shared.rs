@@ -249,9 +249,11 @@ impl Drop for InFlight<'_> {
 const BWLIMIT_SLACK: Duration = Duration::from_millis(8);
 
 /// The `--bwlimit` chunk: 2 ms of the limit (so one chunk written before its sleep adds at
-/// most 0.2 % to a 1 s window), at least 512 bytes, at most 64 KiB.
+/// most 0.2 % to a 1 s window), at least 512 bytes, at most 64 KiB, and whole 4 KiB pages
+/// from 4 KiB up (so every write starts and ends on a page boundary).
 pub(crate) fn bwlimit_chunk(bps: u64) -> usize {
-    (bps / 500).clamp(512, 64 << 10) as usize
+    let c = (bps / 500).clamp(512, 64 << 10) as usize;
+    if c >= 4096 { c & !4095 } else { c }
 }
 
 /// The copy was cancelled or stopped by a fatal error.
@@ -724,4 +726,20 @@ pub(crate) fn is_zfs(fd: &OwnedFd) -> bool {
     const ZFS_SUPER_MAGIC: i64 = 0x2fc1_2fc1;
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
     rfs::fstatfs(fd).is_ok_and(|s| s.f_type as i64 == ZFS_SUPER_MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bwlimit_chunk;
+
+    #[test]
+    fn bwlimit_chunks_are_at_most_2_ms_of_the_limit_and_whole_pages() {
+        for bps in [1_000, 100_000, 1_000_000, 10_000_000, 10 << 20, 150_000_000] {
+            let c = bwlimit_chunk(bps);
+            assert!(c == 512 || c as u64 * 500 <= bps, "{bps}: {c}");
+            assert!(c < 4096 || c.is_multiple_of(4096), "{bps}: {c}");
+            assert!((512..=64 << 10).contains(&c), "{bps}: {c}");
+        }
+        assert_eq!(bwlimit_chunk(10_000_000), 16 << 10);
+    }
 }
