@@ -523,12 +523,10 @@ pub async fn run_live<T>(
             _ = sighup.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Hup)),
             _ = sigint.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Int)),
             _ = sigcont.recv() => sh.step(&mut st, cont_event()),
+            // Engine events are taken with each sample (and at each frame), in time order: a
+            // tree's two events per file would otherwise wake this loop per file.
             Some(s) = io.samples.recv() => {
                 feed(&mut sh, &mut st, &mut io, Some(Arrival::Sample(Box::new(s))));
-                sh.hooks.on_model(&st.app.model);
-            }
-            Some(ev) = io.engine_events.recv() => {
-                feed(&mut sh, &mut st, &mut io, Some(Arrival::Engine(ev)));
                 sh.hooks.on_model(&st.app.model);
             }
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
@@ -563,6 +561,7 @@ pub async fn run_live<T>(
                     .cancelled
                     .load(Ordering::SeqCst)
                     .then(|| io.progress.in_write.load(Ordering::Relaxed));
+                feed(&mut sh, &mut st, &mut io, None);
                 let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
                 last_tick = std::time::Instant::now();
                 sh.step(&mut st, UiEvent::Tick { elapsed_ns, cancelling });
