@@ -6,8 +6,8 @@
 //! file complete, "all files complete; flush not awaited". Ctrl-Z then `fg`, `kill -STOP` then
 //! `fg`, and `kill -STOP` then `kill -CONT`: the screen redrawn whole, raw mode back (a key
 //! acts without Enter), the copy stopped while suspended. Under other writers' load (dd
-//! writers filling the page cache for the same disk), cancelled at the moment the copier is
-//! held in balance_dirty_pages: q, q in the TUI (with --record) and SIGTERM in --json mode,
+//! writers filling the page cache for the same disk, its speed then dropped to 2 MB/s),
+//! cancelled at the moment the copier is held in balance_dirty_pages: q, q in the TUI (with --record) and SIGTERM in --json mode,
 //! each gone within 1 s, exit 130, no temporary, the terminal and the outputs ended cleanly.
 //!
 //! Needs root, /dev/fuse, loop devices, qemu-storage-daemon and mkfs.ext4 (.ci/run installs
@@ -89,8 +89,9 @@ fn cancel_and_time(t: &Tmux, pid: i32) -> Duration {
     t.wait_for("the cancel question", Duration::from_secs(5), |s| {
         s.to_lowercase().contains("cancel")
     });
-    t.send("q");
+    // From before the key is handed to tmux: the time the user waits includes its delivery.
     let sent = Instant::now();
+    t.send("q");
     while Path::new(&format!("/proc/{pid}")).exists() {
         assert!(
             sent.elapsed() < Duration::from_secs(60),
@@ -359,21 +360,57 @@ fn copier_wchan(pid: i32) -> Option<String> {
 /// Waits until the copier has sat in balance_dirty_pages for 50 ms on end: the moment a
 /// cancel used to wait for (the kernel's dirty throttling sleeps until the write is paced,
 /// and no signal but SIGKILL ends that sleep). True if it happened within `timeout`.
-fn wait_until_throttled(pid: i32, timeout: Duration) -> bool {
+/// Err: how often each wait channel was seen instead.
+fn wait_until_throttled(pid: i32, timeout: Duration) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     let mut since: Option<Instant> = None;
+    let mut seen = std::collections::BTreeMap::<String, u32>::new();
     while Instant::now() < deadline {
-        if copier_wchan(pid).is_some_and(|w| w == "balance_dirty_pages") {
+        let w = copier_wchan(pid).unwrap_or_else(|| "(no copier)".into());
+        if w == "balance_dirty_pages" {
             let t = *since.get_or_insert_with(Instant::now);
             if t.elapsed() >= Duration::from_millis(50) {
-                return true;
+                return Ok(());
             }
         } else {
             since = None;
         }
+        *seen.entry(w).or_default() += 1;
         std::thread::sleep(Duration::from_millis(5));
     }
-    false
+    Err(format!("{seen:?}"))
+}
+
+/// The moment to cancel: the disk's speed drops to 2 MB/s (its share when other writers take
+/// the rest; slowdev's throttle, a real device slowing down) and the copier has sat in
+/// balance_dirty_pages for 50 ms, so the write it is in cannot end for seconds. Without the
+/// drop that write ended by itself within ~200 ms and the build without the abandon (issue 11's
+/// gap) passed 6 of 6 runs here; with it, it waited 5.1 s in one write (writer-truth). At 2 MB/s
+/// the ext4 journal's commit can hold the copier instead (do_get_write_access, uninterruptible:
+/// no exit ends it, so it is not the case tested here); then the disk gets its speed back for a
+/// few seconds and the drop is tried again. The disk is back at 40 MB/s when the returned guard
+/// is dropped (also on a failed assert, so the writers' cleanup and the unmount do not crawl).
+fn held_by_the_kernel(disk: &slowdev::SlowDisk, pid: i32) -> Slowed<'_> {
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        disk.set_mbps(2);
+        let slowed = Slowed(disk);
+        match wait_until_throttled(pid, Duration::from_secs(10)) {
+            Ok(()) => return slowed,
+            Err(s) => seen.push(s),
+        }
+        drop(slowed);
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    panic!("the copier was never held in balance_dirty_pages for 50 ms: {seen:?}");
+}
+
+struct Slowed<'a>(&'a slowdev::SlowDisk);
+
+impl Drop for Slowed<'_> {
+    fn drop(&mut self) {
+        self.0.set_mbps(40);
+    }
 }
 
 /// How long after `from` the process `pid` was gone (reaped: its /proc entry removed).
@@ -437,12 +474,11 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     t.wait_for("the cancel question", Duration::from_secs(5), |s| {
         s.to_lowercase().contains("cancel")
     });
-    assert!(
-        wait_until_throttled(pid, Duration::from_secs(30)),
-        "the copier was never held in balance_dirty_pages: no load to cancel under"
-    );
+    let slowed = held_by_the_kernel(&disk, pid);
+    let sent = Instant::now();
     t.send("q");
-    let took = gone_after(pid, Instant::now());
+    let took = gone_after(pid, sent);
+    drop(slowed);
     eprintln!(
         "cancel under load (TUI): process gone {:.0} ms after the second q",
         took.as_secs_f64() * 1e3
@@ -481,10 +517,7 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
         .unwrap();
     std::thread::sleep(Duration::from_secs(10));
     let pid = child.id() as i32;
-    assert!(
-        wait_until_throttled(pid, Duration::from_secs(30)),
-        "the copier was never held in balance_dirty_pages: no load to cancel under"
-    );
+    let slowed = held_by_the_kernel(&disk, pid);
     let sent = Instant::now();
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(pid).unwrap(),
@@ -493,6 +526,7 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     .unwrap();
     let status = child.wait().unwrap();
     let took = sent.elapsed();
+    drop(slowed);
     eprintln!(
         "cancel under load (--json, SIGTERM): process gone {:.0} ms after the signal",
         took.as_secs_f64() * 1e3

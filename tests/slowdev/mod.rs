@@ -34,6 +34,20 @@ impl Drop for SlowDisk {
     }
 }
 
+impl SlowDisk {
+    /// Changes the disk's write speed while it runs (slowdev.sh set): a real, timed drop.
+    pub fn set_mbps(&self, mbps: u32) {
+        let st = Command::new("bash")
+            .arg("tests/slowdev/slowdev.sh")
+            .arg("set")
+            .arg(&self.dir)
+            .args(["--mbps", &mbps.to_string()])
+            .status()
+            .expect("slowdev.sh set");
+        assert!(st.success(), "slowdev.sh set --mbps {mbps}");
+    }
+}
+
 /// Brings up a 40 MB/s, 2 GB ext4 disk, or says why it cannot.
 pub fn slow_disk(dir: &Path, more_tools: &[&str]) -> Result<SlowDisk, String> {
     if !rustix::process::geteuid().is_root() {
