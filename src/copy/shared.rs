@@ -730,7 +730,100 @@ pub(crate) fn is_zfs(fd: &OwnedFd) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::bwlimit_chunk;
+    use super::*;
+
+    fn shared() -> Shared {
+        let (tx, _rx) = crate::copy::EventSender::channel(Instant::now());
+        Shared::new(
+            Arc::new(Progress::default()),
+            Arc::new(Control::default()),
+            tx,
+            None,
+            CopyOptions::default(),
+        )
+    }
+
+    fn dir(path: &Path) -> Arc<DirNode> {
+        let open = || {
+            rfs::open(
+                path,
+                rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+        };
+        Arc::new(DirNode {
+            src: open().unwrap(),
+            dst: open().unwrap(),
+            pending: AtomicUsize::new(1),
+            meta: None,
+            finalize: false,
+            fresh: false,
+            parent: None,
+            src_display: path.to_path_buf(),
+            dst_display: path.to_path_buf(),
+            rel: PathBuf::new(),
+            cfr_ok: false,
+            tmpfile_ok: AtomicBool::new(true),
+        })
+    }
+
+    fn temp_file(d: &DirNode, name: &str) -> OwnedFd {
+        let flags = rfs::OFlags::RDWR | rfs::OFlags::CREATE | rfs::OFlags::EXCL;
+        let fd = rfs::openat(&d.dst, name, flags, Mode::from_raw_mode(0o600)).unwrap();
+        rustix::io::write(&fd, &[7u8; 65536]).unwrap();
+        fd
+    }
+
+    #[test]
+    fn an_abandoned_file_loses_its_temporary_name_and_is_never_placed() {
+        let t = tempfile::tempdir().unwrap();
+        let sh = shared();
+        let d = dir(t.path());
+        let name = ".a.copyscope-tmp-000001";
+        let fd = temp_file(&d, name);
+        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd).unwrap();
+        sh.abandon_in_flight();
+        assert!(
+            !t.path().join(name).exists(),
+            "the temporary name is removed"
+        );
+        assert!(lock(&sh.in_flight).is_empty());
+        let placed = sh.place_in_flight(&flight, || panic!("placed after the abandon"));
+        assert!(placed.is_none());
+        // The worker's own descriptor still works: a held write that returns writes nowhere
+        // visible, and its close is not the last (the holder has one).
+        rustix::io::write(&fd, b"late").unwrap();
+    }
+
+    #[test]
+    fn a_placed_file_leaves_the_registry_and_is_not_abandoned() {
+        let t = tempfile::tempdir().unwrap();
+        let sh = shared();
+        let d = dir(t.path());
+        let name = ".b.copyscope-tmp-000002";
+        let fd = temp_file(&d, name);
+        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd).unwrap();
+        let placed = sh.place_in_flight(&flight, || {
+            rfs::renameat(&d.dst, name, &d.dst, "b").map(|()| 1)
+        });
+        assert_eq!(placed.map(Result::unwrap), Some(1));
+        assert!(lock(&sh.in_flight).is_empty());
+        sh.abandon_in_flight();
+        assert!(t.path().join("b").exists(), "a placed file stays");
+        drop(flight);
+    }
+
+    #[test]
+    fn a_worker_that_gives_up_on_its_own_leaves_the_registry() {
+        let t = tempfile::tempdir().unwrap();
+        let sh = shared();
+        let d = dir(t.path());
+        let fd = temp_file(&d, "c");
+        let flight = sh.stage_in_flight(&d, None, &fd).unwrap();
+        assert_eq!(lock(&sh.in_flight).len(), 1);
+        drop(flight);
+        assert!(lock(&sh.in_flight).is_empty());
+    }
 
     #[test]
     fn bwlimit_chunks_are_at_most_2_ms_of_the_limit_and_whole_pages() {
