@@ -77,23 +77,16 @@ impl Tmux {
 
     /// tmux's own view of whether the pane is on the alternate screen.
     pub fn alternate_on(&self) -> bool {
-        let out = Command::new("tmux")
-            .args([
-                "-L",
-                &self.socket,
-                "display",
-                "-p",
-                "-t",
-                &self.name,
-                "#{alternate_on}",
-            ])
-            .output()
-            .expect("display");
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
+        self.pane_flag("#{alternate_on}")
     }
 
     /// tmux's own view of whether the pane shows its cursor.
     pub fn cursor_shown(&self) -> bool {
+        self.pane_flag("#{cursor_flag}")
+    }
+
+    /// A pane flag of tmux's format language (`#{…}`), true when it is "1".
+    fn pane_flag(&self, format: &str) -> bool {
         let out = Command::new("tmux")
             .args([
                 "-L",
@@ -102,7 +95,7 @@ impl Tmux {
                 "-p",
                 "-t",
                 &self.name,
-                "#{cursor_flag}",
+                format,
             ])
             .output()
             .expect("display");
