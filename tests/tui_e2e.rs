@@ -379,3 +379,71 @@ fn sets_a_colour(s: &str) -> bool {
         })
     })
 }
+
+/// The run's recording when no `--record` was given: `s` saves it (a whole recording, read
+/// back here), yet it has no name of its own, so a SIGKILLed run leaves nothing in TMPDIR
+/// (each one used to leave a /tmp/copyscope-run-* directory).
+#[test]
+fn s_saves_the_unnamed_recording_and_sigkill_leaves_no_temporary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tmpdir, shots) = (tmp.path().join("tmpdir"), tmp.path().join("shots"));
+    fs::create_dir_all(&tmpdir).unwrap();
+    fs::create_dir_all(&shots).unwrap();
+    let flags = format!("--screenshot {}", shots.display());
+    let tmpdir_s = tmpdir.display().to_string();
+    let c = TmuxCopy::start(
+        "unnamed",
+        (100, 30),
+        48,
+        &flags,
+        "6000000",
+        &[("TMPDIR", &tmpdir_s)],
+    );
+    c.t.wait_for("the copying screen", Duration::from_secs(20), |s| {
+        s.contains("copying") && s.contains("MB/s")
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    c.t.send("s");
+    c.t.wait_for("the screenshot message", Duration::from_secs(20), |s| {
+        s.contains(".jsonl")
+    });
+    let saved: Vec<_> = fs::read_dir(&shots)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let rec = copyscope::report::recording::Recording::load(&saved[0]).expect("a recording");
+    assert!(rec.samples.len() >= 5, "{} samples", rec.samples.len());
+    let pid = copyscope_pid(&c.dst).expect("copyscope runs");
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(c.exit_code(Duration::from_secs(30)), "137");
+    let left: Vec<_> = fs::read_dir(&tmpdir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    if !unnamed_files_work(&tmpdir) {
+        // The product falls back to a temporary directory there (removed on every exit but
+        // SIGKILL's).
+        eprintln!(
+            "SKIPPED the SIGKILL check: no O_TMPFILE on {}",
+            tmpdir.display()
+        );
+        return;
+    }
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
+fn unnamed_files_work(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+        .is_ok()
+}

@@ -202,10 +202,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         let mut sess = crate::frontend::session::Session::start(
             &config.display,
             job,
-            sources,
-            dest,
+            (sources, dest),
             control,
             None,
+            true,
         );
         if let Some(n) = &note {
             sess.env.notes.insert(0, n.clone());

@@ -192,7 +192,7 @@ pub fn run_copy_tui(
         fs: String::new(),
     };
     let limit_bps = job.options.bwlimit_bps.map(|b| b as f64);
-    let mut sess = Session::start(d, job, sources, dest, control.clone(), ask);
+    let mut sess = Session::start(d, job, (sources, dest), control.clone(), ask, true);
     sess.metrics = metrics;
     let mut app = new_app(d, &sess, ui_header);
     app.limit_bps = limit_bps;

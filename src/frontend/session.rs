@@ -45,14 +45,40 @@ pub fn fs_label(env: &Environment) -> String {
 /// error stops recording (and is reported at the end); it never stops the copy.
 pub struct Recorder {
     writer: Option<RecordingWriter>,
+    /// Written only for the TUI's `s` to save: removed unread otherwise.
+    temporary: bool,
     /// Holds the temporary directory alive (removed when the recorder is dropped).
     _temp: Option<tempfile::TempDir>,
     failed: Option<String>,
 }
 
 impl Recorder {
-    /// Opens the recording: `record` if given, else a temporary file.
+    /// No recording: a plain or JSON copy without `--record` has no `s` key to save one
+    /// (writing the temporary file anyway serialised two JSON lines per file of a tree into
+    /// a file nobody read: most of the copy's user time over 10 000 small files).
+    pub fn none() -> Recorder {
+        Recorder {
+            writer: None,
+            temporary: false,
+            _temp: None,
+            failed: None,
+        }
+    }
+
+    /// Opens the recording: `record` if given, else a temporary file — unnamed where the
+    /// filesystem allows (a SIGKILLed run left its /tmp/copyscope-run-* directory behind),
+    /// else in a temporary directory.
     pub fn open(record: Option<&Path>, header: &Header) -> Recorder {
+        if record.is_none()
+            && let Ok(w) = RecordingWriter::create_unnamed(&std::env::temp_dir(), header)
+        {
+            return Recorder {
+                writer: Some(w),
+                temporary: true,
+                _temp: None,
+                failed: None,
+            };
+        }
         let (path, temp) = match record {
             Some(p) => (p.to_path_buf(), None),
             None => match tempfile::Builder::new().prefix("copyscope-run-").tempdir() {
@@ -60,6 +86,7 @@ impl Recorder {
                 Err(e) => {
                     return Recorder {
                         writer: None,
+                        temporary: true,
                         _temp: None,
                         failed: Some(format!(
                             "cannot create a temporary recording: {}",
@@ -72,11 +99,13 @@ impl Recorder {
         match RecordingWriter::create(&path, header) {
             Ok(w) => Recorder {
                 writer: Some(w),
+                temporary: record.is_none(),
                 _temp: temp,
                 failed: None,
             },
             Err(e) => Recorder {
                 writer: None,
+                temporary: record.is_none(),
                 _temp: temp,
                 failed: Some(e.to_string()),
             },
@@ -124,7 +153,7 @@ impl Recorder {
     /// temporary recording is removed unread, so it gets no summary and no sync (its fsync
     /// on a busy root disk held a cancel's exit for up to 0.3 s).
     pub fn finish(mut self, summary: &Summary) -> Option<String> {
-        if self._temp.is_some() {
+        if self.temporary {
             return self.failed;
         }
         if let Some(w) = self.writer.take()
@@ -189,14 +218,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// Probes the destination, opens the recording, starts the sampler and the engine.
+    /// Probes the destination, opens the recording (with `savable`, a temporary one when no
+    /// `--record` was asked for: the TUI's `s` saves it), starts the sampler and the engine.
     pub fn start(
         d: &Display,
         job: CopyJob,
-        sources: Vec<String>,
-        dest: String,
+        (sources, dest): (Vec<String>, String),
         control: Arc<Control>,
         ask: Option<Arc<dyn ConflictAsk>>,
+        savable: bool,
     ) -> Session {
         let root = SysRoot::new(d.sys_root.clone());
         let src_paths: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
@@ -210,7 +240,10 @@ impl Session {
             env.clone(),
             d.interval.as_millis() as u64,
         );
-        let recorder = Recorder::open(d.record.as_deref(), &header);
+        let recorder = match &d.record {
+            None if !savable => Recorder::none(),
+            record => Recorder::open(record.as_deref(), &header),
+        };
         let progress = Arc::new(Progress::default());
         let (s_tx, samples) = mpsc::unbounded_channel();
         let start = Instant::now();

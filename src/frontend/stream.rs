@@ -235,7 +235,7 @@ pub fn run_copy(
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
     let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
-    let mut sess = Session::start(d, job, sources, dest, control, ask);
+    let mut sess = Session::start(d, job, (sources, dest), control, ask, false);
     sess.metrics = metrics;
     run_session(d, sess, p, asking, None)
 }

@@ -902,6 +902,33 @@ impl RecordingWriter {
         Ok(writer)
     }
 
+    /// A recording with no name, in `dir` (`O_TMPFILE`): nothing is left behind however the
+    /// process ends, even by SIGKILL; [`RecordingWriter::save_copy_to`] still copies it, through
+    /// its descriptor's /proc link.
+    pub fn create_unnamed(dir: &Path, header: &Header) -> Result<RecordingWriter, RecordingError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(dir)
+            .map_err(|error| RecordingError::Io {
+                path: dir.to_path_buf(),
+                error,
+            })?;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let mut writer = RecordingWriter {
+            path,
+            out: BufWriter::with_capacity(64 * 1024, file),
+            last_flush_ns: 0,
+        };
+        writer.write_line(&LineRef::Header(header))?;
+        writer.flush()?;
+        Ok(writer)
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
