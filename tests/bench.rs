@@ -240,10 +240,7 @@ fn q_q_in_the_tui_cancels_and_cleans_up() {
         s.contains("write zeros") && s.contains("MB/s")
     });
     assert!(screen.contains("copyscope"), "{screen}");
-    tm.send("q");
-    tm.wait_for("the cancel question", Duration::from_secs(5), |s| {
-        s.contains("Cancel")
-    });
+    tm.ask_to_cancel();
     tm.send("q");
     let rc = wait_file(&exit_file, Duration::from_secs(20)).expect("bench exited");
     assert_eq!(rc.trim(), "130");
@@ -399,10 +396,7 @@ fn s_in_the_bench_tui_writes_where_a_copys_s_does() {
                 names(&cwd)
             );
         }
-        tm.send("q");
-        tm.wait_for("the cancel question", Duration::from_secs(5), |s| {
-            s.contains("Cancel")
-        });
+        tm.ask_to_cancel();
         tm.send("q");
         let rc = wait_file(&exit_file, Duration::from_secs(20)).expect("bench exited");
         assert_eq!(rc.trim(), "130");

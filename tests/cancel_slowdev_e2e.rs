@@ -85,10 +85,7 @@ fn start(tag: &str, src: &Path, dst: &Path, exit: &Path) -> Tmux {
 
 /// Sends q twice and returns how long after the second the process was gone.
 fn cancel_and_time(t: &Tmux, pid: i32) -> Duration {
-    t.send("q");
-    t.wait_for("the cancel question", Duration::from_secs(5), |s| {
-        s.to_lowercase().contains("cancel")
-    });
+    t.ask_to_cancel();
     // From before the key is handed to tmux: the time the user waits includes its delivery.
     let sent = Instant::now();
     t.send("q");
@@ -273,17 +270,7 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     t.write_over("\r\ngarbage written while stopped\r\n");
     rustix::process::kill_process(p, rustix::process::Signal::CONT).unwrap();
     // Until the redraw, the screen still shows the old frame with the garbage over it.
-    let s = t.wait_for("the redrawn screen", Duration::from_secs(10), |s| {
-        s.lines().next().is_some_and(|l| l.contains("copyscope"))
-            && s.contains("q quit")
-            && !s.contains("garbage")
-    });
-    assert!(t.alternate_on(), "{s}");
-    t.send("p");
-    t.wait_for("'p' acting without Enter", Duration::from_secs(10), |s| {
-        s.contains("paused")
-    });
-    t.send("p");
+    t.assert_redrawn_and_raw("kill -STOP and kill -CONT");
     let took = cancel_and_time(&t, pid);
     println!(
         "cancel after STOP/CONT and a pause: process gone {} ms after the second q",
@@ -535,10 +522,7 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     });
     std::thread::sleep(Duration::from_secs(8));
     let pid = pid_of_copy("loaded-copy.bin").expect("copyscope runs");
-    t.send("q");
-    t.wait_for("the cancel question", Duration::from_secs(5), |s| {
-        s.to_lowercase().contains("cancel")
-    });
+    t.ask_to_cancel();
     let slowed = held_by_the_kernel(&disk, pid);
     let sent = Instant::now();
     t.send("q");

@@ -164,10 +164,8 @@ fn pause_resume_and_cancel_in_tmux() {
         s.contains("copying")
     });
 
-    t.send("q");
-    t.wait_for("the cancel question", Duration::from_secs(5), |s| {
-        s.contains("Cancel the copy?")
-    });
+    let s = t.ask_to_cancel();
+    assert!(s.contains("Cancel the copy?"), "{s}");
     t.send("q");
     assert_eq!(
         c.exit_code(Duration::from_secs(20)),

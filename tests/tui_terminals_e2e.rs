@@ -222,16 +222,7 @@ fn kill_stop_then_cont_redraws_without_a_shell() {
     t.write_over("\r\ngarbage written while stopped\r\n");
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
     // Until the redraw, the screen still shows the old frame with the garbage over it.
-    let s = t.wait_for("the redrawn screen", Duration::from_secs(5), |s| {
-        s.lines().next().is_some_and(|l| l.contains("copyscope"))
-            && s.contains("q quit")
-            && !s.contains("garbage")
-    });
-    assert!(t.alternate_on(), "{s}");
-    t.send("p");
-    t.wait_for("'p' acting", Duration::from_secs(5), |s| {
-        s.contains("paused")
-    });
+    t.assert_redrawn_and_raw("kill -STOP and kill -CONT");
 }
 
 /// The copyscope this test started: the newest with our binary as argv[0] and `tmp` among its

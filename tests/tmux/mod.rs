@@ -125,14 +125,27 @@ impl Tmux {
             .expect("write to the pane's tty");
     }
 
+    /// Presses `q` once and waits for the cancel question; returns that screen.
+    pub fn ask_to_cancel(&self) -> String {
+        self.send("q");
+        self.wait_for("the cancel question", Duration::from_secs(5), |s| {
+            s.contains("Cancel")
+        })
+    }
+
     /// Waits until the screen satisfies `pred`; panics with the screen on timeout.
     /// After a suspend and resume: the full screen is back (title row and footer, none of the
-    /// shell's text) and raw mode too: `p` pauses without Enter, and `p` again resumes.
+    /// shell's text, nothing written over it meanwhile — see `write_over`) and raw mode too:
+    /// `p` pauses without Enter, and `p` again resumes.
     pub fn assert_redrawn_and_raw(&self, what: &str) {
         let s = self.wait_for(
             &format!("the redrawn screen after {what}"),
             Duration::from_secs(10),
-            |s| s.lines().next().is_some_and(|l| l.contains("copyscope")) && s.contains("q quit"),
+            |s| {
+                s.lines().next().is_some_and(|l| l.contains("copyscope"))
+                    && s.contains("q quit")
+                    && !s.contains("garbage")
+            },
         );
         assert!(self.alternate_on(), "{what}: alternate screen back\n{s}");
         assert!(
