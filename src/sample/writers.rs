@@ -179,11 +179,19 @@ impl WriterReader {
         // child's bytes (an 800 MB Samba upload was counted twice). So every followed process
         // that is dead (a zombie) or gone by now is ended before any parent's figure is
         // adjusted: at worst a parent is undercounted for a tick, never the child counted twice.
-        let dead: Vec<u32> = (self.io.iter())
-            .filter(|(_, f)| !f.ended)
-            .map(|(pid, _)| *pid)
-            .filter(|pid| !self.alive(*pid))
-            .collect();
+        // Only a followed process's children can be in a followed counter twice: only they are
+        // looked at again.
+        let mut children: Vec<u32> =
+            (self.io.iter())
+                .filter(|(_, f)| !f.ended && pids.contains(&f.ppid))
+                .map(|(pid, _)| *pid)
+                .chain(readings.iter().filter_map(|(pid, r)| {
+                    r.as_ref().filter(|r| pids.contains(&r.ppid)).map(|_| *pid)
+                }))
+                .collect();
+        children.sort_unstable();
+        children.dedup();
+        let dead: Vec<u32> = children.into_iter().filter(|p| !self.alive(*p)).collect();
         let (dying, living): (Vec<_>, Vec<_>) = readings
             .into_iter()
             .partition(|(pid, _)| dead.contains(pid));
