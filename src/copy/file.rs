@@ -7,6 +7,7 @@ use std::num::NonZeroU64;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -431,17 +432,14 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     }
 
     let (tmp, dst) = match stage(e, &st, &target) {
-        Ok(s) => s,
+        Ok((tmp, fd)) => (tmp, Arc::new(fd)),
         Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
     };
     let name = match &tmp {
         Staged::Named(t, _) => Some(t.name.as_os_str()),
         Staged::Unnamed(_) => None,
     };
-    let flight = match sh.stage_in_flight(&e.parent, name, &dst) {
-        Ok(f) => f,
-        Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
-    };
+    let flight = sh.stage_in_flight(&e.parent, name, &dst);
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
     let res = copy_contents(sh, &src, &dst, &st, &rel, e.parent.cfr_ok, buf);
@@ -449,9 +447,12 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let written = match res {
         Ok(n) => n,
         Err(DataErr::Stop) => {
-            // The registry's descriptor first: the holder child's must be the last one.
             drop(flight);
-            return tmp.abandon(dst);
+            return match Arc::try_unwrap(dst) {
+                Ok(fd) => tmp.abandon(fd),
+                // A cancel's abandon holds it for the moment and hands it away itself.
+                Err(_) => drop(tmp),
+            };
         }
         Err(DataErr::Read(err)) => {
             return sh.fail(
@@ -521,7 +522,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     }
     // Never after a cancel gave the in-flight files up (their names are gone, their
     // descriptors handed away): a file put in place then would outlive the cancel.
-    let placed = sh.place_in_flight(&flight, || match tmp {
+    let placed = sh.place_in_flight(flight, || match tmp {
         Staged::Named(tmp, id) => place(sh, &path, tmp, e, id, &target).map(|()| Some(id)),
         Staged::Unnamed(dir) => link_unnamed(sh, dir, &dst, &e.dst_name).map(|()| None),
     });

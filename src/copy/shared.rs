@@ -7,7 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{self as rfs, FileType, Mode};
@@ -212,20 +212,24 @@ pub(crate) struct Shared {
     /// Directories waiting for their final metadata (keyed by node address).
     pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
     /// The destination files being written, for a cancel that cannot wait for their workers
-    /// (see [`Shared::abandon_in_flight`]); keyed by [`InFlight::id`].
-    pub(crate) in_flight: Mutex<HashMap<u64, Staging>>,
+    /// (see [`Shared::abandon_in_flight`]), with their [`InFlight::id`]. At most one per
+    /// worker: a short list, locked only to add or remove one (never across a syscall).
+    pub(crate) in_flight: Mutex<Vec<(u64, Staging)>>,
     pub(crate) next_in_flight: AtomicU64,
+    /// Held shared while a finished file is put in place, exclusively by the abandon: the two
+    /// exclude each other without the workers' places waiting on one another.
+    pub(crate) placing: RwLock<()>,
     /// Set by [`Shared::abandon_in_flight`]: no file may be put in place after it.
     pub(crate) abandoned: AtomicBool,
 }
 
-/// A destination file being written: a descriptor of its own (a dup, so the registry can
-/// hand it away whatever its worker does) and its temporary name, if it has one (an
-/// `O_TMPFILE` file has none).
+/// A destination file being written: its worker's descriptor (shared, so the registry can
+/// hand a dup of it away whatever its worker does, without a dup per file) and its temporary
+/// name, if it has one (an `O_TMPFILE` file has none).
 pub(crate) struct Staging {
     pub(crate) dir: Arc<DirNode>,
     pub(crate) name: Option<OsString>,
-    pub(crate) fd: OwnedFd,
+    pub(crate) fd: Arc<OwnedFd>,
 }
 
 /// A worker's entry in [`Shared::in_flight`], removed when dropped (the file was put in
@@ -237,7 +241,10 @@ pub(crate) struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        lock(&self.sh.in_flight).remove(&self.id);
+        let mut reg = lock(&self.sh.in_flight);
+        if let Some(i) = reg.iter().position(|(id, _)| *id == self.id) {
+            reg.swap_remove(i);
+        }
     }
 }
 
@@ -640,49 +647,49 @@ impl Shared {
         &self,
         dir: &Arc<DirNode>,
         name: Option<&OsStr>,
-        fd: &OwnedFd,
-    ) -> Result<InFlight<'_>, Errno> {
-        let dup = fd
-            .try_clone()
-            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::MFILE))?;
+        fd: &Arc<OwnedFd>,
+    ) -> InFlight<'_> {
         let id = self.next_in_flight.fetch_add(1, Ordering::Relaxed);
         let staging = Staging {
             dir: dir.clone(),
             name: name.map(OsStr::to_os_string),
-            fd: dup,
+            fd: fd.clone(),
         };
-        lock(&self.in_flight).insert(id, staging);
-        Ok(InFlight { sh: self, id })
+        lock(&self.in_flight).push((id, staging));
+        InFlight { sh: self, id }
     }
 
     /// Runs `place` (the rename or link that gives a finished file its name) unless a cancel
-    /// has abandoned the in-flight files: under the registry's lock, so the two exclude each
-    /// other. None when the file was abandoned.
-    pub(crate) fn place_in_flight<R>(&self, f: &InFlight, place: impl FnOnce() -> R) -> Option<R> {
-        let mut reg = lock(&self.in_flight);
+    /// has abandoned the in-flight files; the two exclude each other through `placing`. None
+    /// when the file was abandoned.
+    pub(crate) fn place_in_flight<R>(&self, f: InFlight, place: impl FnOnce() -> R) -> Option<R> {
+        let _shared = self.placing.read().unwrap_or_else(|e| e.into_inner());
         if self.abandoned.load(Ordering::SeqCst) {
             return None;
         }
         let r = place();
-        reg.remove(&f.id);
+        drop(f);
         Some(r)
     }
 
     /// A confirmed cancel whose workers are still held in the kernel (a write inside
     /// balance_dirty_pages sleeps until it is done, and only SIGKILL ends that sleep): every
-    /// in-flight file loses its temporary name at once and its last descriptor goes to
-    /// `release_elsewhere`, so the process can exit (killing the held threads) without a
+    /// in-flight file loses its temporary name at once and a dup of its descriptor goes to
+    /// `release_after_exit`, so the process can exit (killing the held threads) without a
     /// partial file left under any name and without waiting for the pages under writeback.
     /// Nothing is put in place after this.
     pub(crate) fn abandon_in_flight(&self) {
+        let _exclusive = self.placing.write().unwrap_or_else(|e| e.into_inner());
         self.abandoned.store(true, Ordering::SeqCst);
-        let staged: Vec<Staging> = lock(&self.in_flight).drain().map(|(_, s)| s).collect();
+        let staged: Vec<Staging> = lock(&self.in_flight).drain(..).map(|(_, s)| s).collect();
         for s in staged {
             if let Some(name) = &s.name {
                 // unlinkat never follows: at worst it removes what someone put under our name.
                 let _ = rfs::unlinkat(&s.dir.dst, name, rfs::AtFlags::empty());
             }
-            super::file::release_after_exit(s.fd);
+            if let Ok(dup) = s.fd.try_clone() {
+                super::file::release_after_exit(dup);
+            }
         }
     }
 
@@ -780,19 +787,19 @@ mod tests {
         let sh = shared();
         let d = dir(t.path());
         let name = ".a.copyscope-tmp-000001";
-        let fd = temp_file(&d, name);
-        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd).unwrap();
+        let fd = Arc::new(temp_file(&d, name));
+        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd);
         sh.abandon_in_flight();
         assert!(
             !t.path().join(name).exists(),
             "the temporary name is removed"
         );
         assert!(lock(&sh.in_flight).is_empty());
-        let placed = sh.place_in_flight(&flight, || panic!("placed after the abandon"));
+        let placed = sh.place_in_flight(flight, || panic!("placed after the abandon"));
         assert!(placed.is_none());
         // The worker's own descriptor still works: a held write that returns writes nowhere
         // visible, and its close is not the last (the holder has one).
-        rustix::io::write(&fd, b"late").unwrap();
+        rustix::io::write(&*fd, b"late").unwrap();
     }
 
     #[test]
@@ -801,16 +808,15 @@ mod tests {
         let sh = shared();
         let d = dir(t.path());
         let name = ".b.copyscope-tmp-000002";
-        let fd = temp_file(&d, name);
-        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd).unwrap();
-        let placed = sh.place_in_flight(&flight, || {
+        let fd = Arc::new(temp_file(&d, name));
+        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd);
+        let placed = sh.place_in_flight(flight, || {
             rfs::renameat(&d.dst, name, &d.dst, "b").map(|()| 1)
         });
         assert_eq!(placed.map(Result::unwrap), Some(1));
         assert!(lock(&sh.in_flight).is_empty());
         sh.abandon_in_flight();
         assert!(t.path().join("b").exists(), "a placed file stays");
-        drop(flight);
     }
 
     #[test]
@@ -818,8 +824,8 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let sh = shared();
         let d = dir(t.path());
-        let fd = temp_file(&d, "c");
-        let flight = sh.stage_in_flight(&d, None, &fd).unwrap();
+        let fd = Arc::new(temp_file(&d, "c"));
+        let flight = sh.stage_in_flight(&d, None, &fd);
         assert_eq!(lock(&sh.in_flight).len(), 1);
         drop(flight);
         assert!(lock(&sh.in_flight).is_empty());
