@@ -8,6 +8,14 @@ use copyscope::config::Config;
 use copyscope::exit::ExitStatus;
 
 fn main() -> ExitCode {
+    use copyscope::copy::writeback;
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == writeback::CHILD_ARG)
+    {
+        return writeback::child_main().into();
+    }
+    writeback::allow_child();
     let cli = Cli::parse();
     let config = match Config::try_from(cli) {
         Ok(c) => c,

@@ -23,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use slowdev::slow_disk;
+use slowdev::{slow_disk, slow_disk_of};
 use tmux::{Tmux, wait_file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
@@ -194,6 +194,10 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     // 3. Ctrl-Z then fg, and kill -STOP then fg, in a shell with job control: the screen comes
     // back whole, raw mode too (a key acts without Enter), and the copy does not go on while
     // suspended (as the ? help and the README say).
+    // Part 2's complete copy goes, so the 1.2 GB fits again (else copyscope rightly asks
+    // about the space before it writes a byte).
+    fs::remove_file(disk.mnt.join("flush-copy.bin")).unwrap();
+    assert!(Command::new("sync").status().unwrap().success());
     let dst = disk.mnt.join("suspend-copy.bin");
     let t = Tmux::start("slowsusp", 100, 30, "bash --norc --noprofile -i", &[]);
     std::thread::sleep(Duration::from_millis(300));
@@ -284,6 +288,12 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
 
 /// Other writers on the same disk: `n` dd processes writing `mb` MB of zeros between them, as
 /// a second copy or a backup beside copyscope would. Stopped and their files removed on drop.
+/// What the four other writers would write in all, beside the copy under test: more than
+/// the kernel lets be dirty (a fifth of the memory, 3.6 GB on a 24 GiB machine), so they
+/// keep the page cache at its limit and the kernel paces every writer, the copy too; they
+/// are stopped long before they finish.
+const WRITERS_MB: usize = 16_000;
+
 struct Writers {
     children: Vec<Child>,
     files: Vec<PathBuf>,
@@ -427,7 +437,9 @@ const JOURNAL_WAITS: [&str; 5] = [
 ];
 
 /// The threads of `pid` in uninterruptible sleep, with their kernel stacks (wchan when the
-/// stack cannot be read): "" when none is; None once the process is a zombie or gone.
+/// stack cannot be read): "" when none is; None once the process is gone, or a zombie with
+/// no thread left in the kernel. (A zombie leader whose copy thread is still held is not
+/// gone: the shell cannot reap it until that thread ends.)
 fn held_threads(pid: i32) -> Option<String> {
     let state = |stat: &str| {
         stat.rsplit(')')
@@ -437,9 +449,7 @@ fn held_threads(pid: i32) -> Option<String> {
             .map(str::to_string)
     };
     let main = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    if state(&main).as_deref() == Some("Z") {
-        return None;
-    }
+    let zombie = state(&main).as_deref() == Some("Z");
     let mut held = String::new();
     for t in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let stat = fs::read_to_string(t.path().join("stat")).unwrap_or_default();
@@ -455,7 +465,7 @@ fn held_threads(pid: i32) -> Option<String> {
             stack.trim()
         ));
     }
-    Some(held)
+    (!zombie || !held.is_empty()).then_some(held)
 }
 
 /// DESIGN §10: gone within 1 s of the cancel. Past that only while the kernel held a thread
@@ -484,7 +494,12 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
         .prefix("copyscope-slowload-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let disk = match slow_disk(
+    // 24 GB (sparse: only what reaches the disk takes space): the copy fits beside the
+    // writers (on the 2 GB disk copyscope rightly asks about the space before writing a byte),
+    // and the dirty data stays under half of the free space, where ext4 would hold every
+    // writer in a whole-disk writeback (`ext4_nonda_switch`) instead of pacing it.
+    let disk = match slow_disk_of(
+        "24G",
         &work.path().join("disk"),
         &["tmux", "python3", "dd", "stty"],
     ) {
@@ -502,8 +517,8 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
 
     // 1. The TUI, recording: four writers fill the page cache for the disk first, so the
     // kernel paces the copy far below the disk's speed; q, q once the copier is held.
-    let load = Writers::start(&disk.mnt, 4, 1500);
-    std::thread::sleep(Duration::from_secs(2));
+    let load = Writers::start(&disk.mnt, 4, WRITERS_MB);
+    std::thread::sleep(Duration::from_secs(4));
     let dst = disk.mnt.join("loaded-copy.bin");
     let exit = work.path().join("exit-tui");
     let stty = work.path().join("stty-after");
@@ -552,8 +567,8 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     drop(load);
 
     // 2. --json, SIGTERM: the same, and the stream ends with its summary object.
-    let load = Writers::start(&disk.mnt, 4, 1500);
-    std::thread::sleep(Duration::from_secs(2));
+    let load = Writers::start(&disk.mnt, 4, WRITERS_MB);
+    std::thread::sleep(Duration::from_secs(4));
     let dst = disk.mnt.join("json-copy.bin");
     let out = fs::File::create(work.path().join("json.out")).unwrap();
     let mut child = Command::new(BIN)

@@ -23,6 +23,7 @@ use super::shared::{
     DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, errmsg,
     is_fatal_dest, is_zfs, timestamps,
 };
+use super::writeback::WriteBehind;
 use crate::present::quote::quote;
 
 /// Largest single copy_file_range call: small enough that progress moves every sampler
@@ -35,10 +36,6 @@ const CFR_CHUNK: u64 = 2 << 20;
 /// balance_dirty_pages while a cancel waited (writer-truth, the slow-disk cancel test with a
 /// build running beside it).
 const MAX_WRITE: usize = 1 << 20;
-/// Write-behind piece on a nearly full destination (see [`WriteBehind`]): 50 ms at 40 MB/s, so
-/// the kernel holds the thread for about that long per piece (8 MiB pieces let a cancel wait
-/// 1.3 s on the lab disk).
-const KICK: u64 = 2 << 20;
 /// Chunk size under the test throttle, so a signal lands mid-file.
 const THROTTLED_CHUNK: usize = 64 << 10;
 /// How long one write may hold the thread in the kernel at the rate the destination takes
@@ -824,64 +821,6 @@ fn write_all_at(dst: &OwnedFd, data: &[u8], off: u64) -> Result<(), Errno> {
         }
     }
     Ok(())
-}
-
-/// Write-behind on a nearly full destination. Filesystems that allocate late (ext4 delalloc,
-/// XFS, btrfs) force a writeback of everything dirty on the filesystem, inside whichever
-/// write() notices that free space runs short (ext4: `ext4_nonda_switch`). Measured on a
-/// 40 MB/s disk with 1.1 GB dirty: one 128 KiB pwrite took 28 s, uninterruptible, so a cancel
-/// waited that long. Here, once this file's unsubmitted data reaches half of the free space,
-/// it is handed to writeback in [`KICK`] pieces with a cancel check between them: the copy
-/// slows to the disk's speed (as the kernel would make it anyway) but stays cancellable.
-struct WriteBehind {
-    /// Start of the data not yet handed to writeback by us.
-    from: u64,
-    /// Offset at which free space is looked at again (see [`WriteBehind::recheck_after`]).
-    next_check: u64,
-}
-
-/// Most bytes written between two looks at the free space, however much is free.
-const MAX_RECHECK: u64 = 64 << 20;
-
-impl WriteBehind {
-    fn new(start: u64) -> Self {
-        WriteBehind {
-            from: start,
-            next_check: start + KICK,
-        }
-    }
-
-    /// Bytes that may be written before free space is looked at again: an eighth of the margin
-    /// left before the pending data reaches half of the free space (so other writers may use
-    /// up five times what this file writes meanwhile), at least [`KICK`], at most
-    /// [`MAX_RECHECK`]. With gigabytes free that is one `statfs` per 64 MiB instead of one
-    /// per chunk.
-    fn recheck_after(pending: u64, free: u64) -> u64 {
-        (free.saturating_sub(pending.saturating_mul(2)) / 8).clamp(KICK, MAX_RECHECK)
-    }
-
-    fn after_write(&mut self, sh: &Shared, dst: &OwnedFd, off: u64) -> Result<(), Stopped> {
-        if off < self.next_check.max(self.from + KICK) {
-            return Ok(());
-        }
-        let pending = off - self.from;
-        let free = match rfs::fstatvfs(dst) {
-            Ok(v) => v.f_bfree.saturating_mul(v.f_frsize),
-            Err(_) => return Ok(()),
-        };
-        self.next_check = off + Self::recheck_after(pending, free);
-        if pending.saturating_mul(2) < free {
-            return Ok(());
-        }
-        while self.from + KICK <= off {
-            sh.gate()?;
-            // DONTNEED starts writeback of the range's dirty pages (and drops the clean ones,
-            // which this copy does not read again).
-            let _ = rfs::fadvise(dst, self.from, NonZeroU64::new(KICK), rfs::Advice::DontNeed);
-            self.from += KICK;
-        }
-        Ok(())
-    }
 }
 
 /// Hashes the source and the fsynced copy after dropping the copy's cached pages, so the

@@ -52,9 +52,15 @@ impl SysRoot {
         self.0.join(rel)
     }
 
-    /// Reads a whole (small) file under the root.
+    /// Reads a whole (small) file under the root, to EOF. Not `fs::read_to_string`: that
+    /// stats the file to size its buffer, and /proc and /sys files say size 0 or 4096
+    /// whatever they hold (one syscall per read wasted, many times a second).
     pub fn read_to_string(&self, rel: impl AsRef<Path>) -> io::Result<String> {
-        std::fs::read_to_string(self.join(rel))
+        use std::io::Read;
+        let file = std::fs::File::open(self.join(rel))?;
+        let mut text = String::with_capacity(4096);
+        file.take(u64::MAX).read_to_string(&mut text)?;
+        Ok(text)
     }
 
     /// Reads a one-value file (sysctl, module parameter) and trims it.

@@ -11,8 +11,15 @@ use serde::{Deserialize, Serialize};
 use super::root::SysRoot;
 
 /// Thread names (comm, at most 15 bytes) of the threads that move the data: the engine thread
-/// and its copy workers (`copyscope-engine`, `copyscope-copy-N`, src/copy/engine.rs).
-pub const COPIER_COMM_PREFIXES: [&str; 2] = ["copyscope-engi", "copyscope-copy"];
+/// and its copy workers (`copyscope-engine`, `copyscope-copy-N`, src/copy/engine.rs), and the
+/// write-behind child that submits a nearly full destination's writeback for them
+/// (src/copy/writeback.rs; a process of its own, so its thread is read from its own task
+/// directory).
+pub const COPIER_COMM_PREFIXES: [&str; 3] = [
+    "copyscope-engi",
+    "copyscope-copy",
+    crate::copy::writeback::CHILD_COMM,
+];
 
 /// What one thread was doing at the instant it was sampled, best evidence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -241,6 +248,8 @@ pub struct ThreadReader {
     seen: HashMap<u32, (u64, u64)>,
     /// Watch mode: every thread of these processes instead of this process's copy threads.
     followed: Option<Vec<u32>>,
+    /// The copy's helper processes to read beside `self` (the write-behind children).
+    helpers: fn() -> Vec<u32>,
 }
 
 impl ThreadReader {
@@ -249,7 +258,14 @@ impl ThreadReader {
             root: root.clone(),
             seen: HashMap::new(),
             followed: None,
+            helpers: crate::copy::writeback::children,
         }
+    }
+
+    /// Reads these helper processes' threads beside `self` (tests: a fixture's pids).
+    pub fn with_helpers(mut self, helpers: fn() -> Vec<u32>) -> Self {
+        self.helpers = helpers;
+        self
     }
 
     /// Watch mode: read every thread of `pids` (the writers followed) from now on.
@@ -260,7 +276,9 @@ impl ThreadReader {
     /// The task directories to read: `proc/self` or each followed process.
     fn processes(&self) -> Vec<String> {
         match &self.followed {
-            None => vec!["self".to_string()],
+            None => std::iter::once("self".to_string())
+                .chain((self.helpers)().iter().map(u32::to_string))
+                .collect(),
             Some(pids) => pids.iter().map(u32::to_string).collect(),
         }
     }
@@ -463,5 +481,42 @@ mod tests {
         assert_eq!(s.held_in.as_deref(), Some("balance_dirty_pages"));
         assert!(s.stacks_readable);
         assert_eq!((s.run_ns, s.runq_wait_ns), (30, 15));
+    }
+
+    /// A copy waiting for its write-behind child is explained by where the child waits: the
+    /// child's thread (its own process) is read beside this process's copy threads.
+    #[test]
+    fn the_write_behind_childs_wait_explains_the_copy_waiting_for_it() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = t.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("proc/self/task/10/stat", "10 (copyscope-copy-0) S 1 2 3");
+        put("proc/self/task/10/schedstat", "100 20 3");
+        put("proc/self/task/10/wchan", "do_sys_poll");
+        put("proc/4242/task/4242/stat", "4242 (copyscope-wback) D 1 2 3");
+        put("proc/4242/task/4242/schedstat", "5 1 1");
+        put("proc/4242/task/4242/wchan", "rq_qos_wait");
+        put(
+            "proc/4242/task/4242/stack",
+            "[<0>] rq_qos_wait+0xd5/0x180\n[<0>] wbt_wait+0xb0/0x110\n\
+             [<0>] generic_fadvise+0x1c2/0x2c0\n",
+        );
+        let root = SysRoot::new(t.path());
+        let s = ThreadReader::new(&root)
+            .with_helpers(|| vec![4242])
+            .read()
+            .unwrap();
+        assert_eq!((s.threads, s.active), (2, 1));
+        assert_eq!(s.count(WaitClass::WritebackWait), 1);
+        assert_eq!(s.held_in.as_deref(), Some("rq_qos_wait"));
+        assert_eq!((s.run_ns, s.runq_wait_ns), (105, 21));
+        let alone = ThreadReader::new(&root)
+            .with_helpers(Vec::new)
+            .read()
+            .unwrap();
+        assert_eq!(alone.count(WaitClass::WritebackWait), 0);
     }
 }

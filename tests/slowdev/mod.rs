@@ -50,6 +50,14 @@ impl SlowDisk {
 
 /// Brings up a 40 MB/s, 2 GB ext4 disk, or says why it cannot.
 pub fn slow_disk(dir: &Path, more_tools: &[&str]) -> Result<SlowDisk, String> {
+    slow_disk_of("2G", dir, more_tools)
+}
+
+/// [`slow_disk`] of another size (a sparse image: only what is written takes space). On a
+/// small disk ext4 makes a writer wait, uninterruptibly, for the writeback of everything
+/// dirty once the dirty data passes half of the free space (`ext4_nonda_switch`); a test that
+/// loads the disk with other writers but is not about a nearly full disk needs a big one.
+pub fn slow_disk_of(size: &str, dir: &Path, more_tools: &[&str]) -> Result<SlowDisk, String> {
     if !rustix::process::geteuid().is_root() {
         return Err("not root (loop devices and mount need root; CI runs as root)".into());
     }
@@ -68,7 +76,7 @@ pub fn slow_disk(dir: &Path, more_tools: &[&str]) -> Result<SlowDisk, String> {
         .arg("tests/slowdev/slowdev.sh")
         .arg("up")
         .arg(dir)
-        .args(["--mbps", "40", "--size", "2G"])
+        .args(["--mbps", "40", "--size", size])
         .output()
         .map_err(|e| format!("slowdev.sh: {e}"))?;
     let disk = SlowDisk {
