@@ -21,7 +21,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 
 use super::options::{Dereference, OverwritePolicy};
 use super::plan::Root;
-use super::scan::read_names;
+use super::scan::read_typed;
 use super::shared::{Meta, Shared};
 use super::{EngineEvent, LowSpace, SpaceAnswer};
 
@@ -138,7 +138,8 @@ struct Level {
     src: OwnedFd,
     dst: Option<OwnedFd>,
     rel: PathBuf,
-    names: Vec<OsString>,
+    /// Entry names with the type `getdents` gave.
+    names: Vec<(OsString, FileType)>,
     next: usize,
     id: (u64, u64),
 }
@@ -269,7 +270,7 @@ impl Census<'_> {
             .map(PathBuf::from)
             .unwrap_or_else(|| root.source.clone());
         let root_rel = rel.clone();
-        let names = read_names(&src).unwrap_or_default();
+        let names = read_typed(&src).unwrap_or_default();
         let mut stack = vec![Level {
             src,
             dst,
@@ -287,26 +288,34 @@ impl Census<'_> {
                 stack.pop();
                 continue;
             }
-            let name = top.names[top.next].clone();
+            let (name, kind) = top.names[top.next].clone();
             top.next += 1;
-            let meta = match rfs::statat(&top.src, &name, stat_flags) {
-                Ok(s) => Meta::from_stat(&s),
-                Err(_) => {
-                    // The copy reports it as a failure; it is one entry of the total.
-                    sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
-                    continue;
+            // A directory's own metadata only serves the symlink-loop check (-L) and
+            // --one-file-system: otherwise getdents' type spares a stat per directory.
+            let dir_by_type =
+                kind == FileType::Directory && !self.follow_all && !sh.opts.one_file_system;
+            let meta = if dir_by_type {
+                None
+            } else {
+                match rfs::statat(&top.src, &name, stat_flags) {
+                    Ok(s) => Some(Meta::from_stat(&s)),
+                    Err(_) => {
+                        // The copy reports it as a failure; it is one entry of the total.
+                        sh.progress.files_total.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                 }
             };
-            let is_dir = meta.file_type() == FileType::Directory;
+            let is_dir = meta.is_none_or(|m| m.file_type() == FileType::Directory);
             let rel = top.rel.join(&name);
             if sh.excluded(&root_rel, &rel, is_dir) {
                 continue;
             }
-            if !is_dir {
-                self.count(&meta, dev, top.dst.as_ref(), &name);
+            if let Some(m) = meta.filter(|_| !is_dir) {
+                self.count(&m, dev, top.dst.as_ref(), &name);
                 continue;
             }
-            let id = (meta.dev, meta.ino);
+            let id = meta.map_or((0, 0), |m| (m.dev, m.ino));
             if self.follow_all && stack.iter().any(|l| l.id == id) {
                 continue; // a symlink loop: the copy reports it
             }
@@ -314,11 +323,11 @@ impl Census<'_> {
             let Some(child) = open_dir_at(&top.src, &name, self.follow_all) else {
                 continue;
             };
-            let other_fs = sh.opts.one_file_system && meta.dev != smeta.dev;
+            let other_fs = sh.opts.one_file_system && meta.is_some_and(|m| m.dev != smeta.dev);
             let names = if other_fs {
                 Vec::new()
             } else {
-                read_names(&child).unwrap_or_default()
+                read_typed(&child).unwrap_or_default()
             };
             let dst = top.dst.as_ref().and_then(|d| open_dir_at(d, &name, false));
             stack.push(Level {

@@ -22,13 +22,8 @@ use super::shared::{
     DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock,
 };
 
-/// Directory entry names, sorted so the copy order is predictable.
-pub(crate) fn read_names(fd: &OwnedFd) -> Result<Vec<OsString>, Errno> {
-    Ok(read_typed(fd)?.into_iter().map(|(n, _)| n).collect())
-}
-
 /// Directory entry names with the type `getdents` gave (`d_type`; `Unknown` on file systems
-/// that do not fill it), sorted by name.
+/// that do not fill it), sorted by name so the copy order is predictable.
 /// Reads `fd` itself from its current offset (freshly opened: the start), with no second
 /// descriptor (`Dir::read_from` reopens the directory: an openat, fcntl and close more).
 pub(crate) fn read_typed(fd: &OwnedFd) -> Result<Vec<(OsString, FileType)>, Errno> {
