@@ -217,12 +217,15 @@ impl WriterReader {
             .read_to_string(format!("proc/{pid}/io"))
             .ok()
             .and_then(|t| parse_proc_io(&t))?;
+        // No reading without the parent: a child reaped between the two reads had its bytes
+        // added to its parent's counter, and without knowing that parent they would be
+        // counted again (once here, once in the parent's counter: one 64 KiB `head` too many
+        // in tests/watch.rs under load).
         let ppid = self
             .root
             .read_to_string(format!("proc/{pid}/stat"))
             .ok()
-            .and_then(|t| parse_ppid(&t))
-            .unwrap_or(0);
+            .and_then(|t| parse_ppid(&t))?;
         Some(Reading { io, ppid })
     }
 
@@ -464,6 +467,37 @@ mod tests {
             10_000_007,
             "the child's 10 MB once, and the parent's 7 bytes"
         );
+    }
+
+    /// A child read between its reaping and its leaving /proc: its counters are readable, its
+    /// stat (and so its parent) is not. It is not counted: its bytes are in its parent's.
+    #[test]
+    fn a_child_whose_parent_cannot_be_read_is_left_to_its_parents_counter() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = |pid: u32, stat: Option<u32>, wchar: u64| {
+            let p = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("comm"), "cswatchwr\n").unwrap();
+            if let Some(ppid) = stat {
+                let line = format!("{pid} (cswatchwr) S {ppid} 1 1 0\n");
+                std::fs::write(p.join("stat"), line).unwrap();
+            }
+            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
+        };
+        proc(4200, Some(1), 50);
+        let comms = ["cswatchwr".to_string()];
+        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &comms);
+        assert_eq!(r.read().wchar, 0);
+        proc(4242, None, 65536);
+        for _ in 0..COMM_RESCAN_TICKS {
+            r.read();
+        }
+        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
+        proc(4200, Some(1), 50 + 65536);
+        for _ in 0..=COMM_RESCAN_TICKS {
+            r.read();
+        }
+        assert_eq!(r.read().wchar, 65536, "the child's bytes once");
     }
 
     /// The kernel's order when smbd reaps a connection's process: the child's counters are
