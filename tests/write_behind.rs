@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
 use copyscope::copy::writeback::CHILD_ARG;
-use util::{Mount, bin, is_root};
+use util::{Mount, bin, copyscope, data, is_root, os, text};
 
 /// The child reads "OFFSET LENGTH" lines, submits each range of the file it holds as its
 /// stderr, answers one byte per line, ignores lines it cannot read, and ends with its input.
@@ -59,22 +59,15 @@ fn a_copy_onto_a_nearly_full_file_system_is_whole_and_leaves_no_child() {
         return;
     };
     let src = t.path().join("src.bin");
-    let data: Vec<u8> = (0..40u32 << 20)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
+    let data = data(40 << 20, 7);
     std::fs::write(&src, &data).unwrap();
     let dst = m.0.join("copy.bin");
-    let out = Command::new(bin())
-        .args(["--plain", "--no-sync"])
-        .arg(&src)
-        .arg(&dst)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = copyscope(&[
+        os("--no-sync").as_os_str(),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
     assert!(std::fs::read(&dst).unwrap() == data, "the copy is whole");
     let children: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
