@@ -126,7 +126,9 @@ impl Submitter {
             self.await_ack(sh)?;
         }
         let requests = self.requests.as_mut().ok_or(None)?;
-        writeln!(requests, "{off} {len}").map_err(|_| None)?;
+        // One write per request: `writeln!` on an unbuffered pipe is a write per fragment.
+        let line = format!("{off} {len}\n");
+        requests.write_all(line.as_bytes()).map_err(|_| None)?;
         self.outstanding += 1;
         Ok(())
     }
