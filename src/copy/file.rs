@@ -651,7 +651,8 @@ fn copy_contents(
         size: st.size,
         use_cfr: cfr_ok && sh.opts.copy_file_range && !sh.opts.paced(),
         buf,
-        behind: WriteBehind::new(0),
+        // A large file of a copy that ends with a flush: the disk starts while the copy goes.
+        behind: WriteBehind::new(0, sh.opts.sync != SyncMode::None && st.size >= LARGE_FILE),
         rate: 0.0,
     };
     if !st.is_sparse() {
