@@ -4,7 +4,7 @@
 //! classification are pure; [`ThreadReader`] only reads files and keeps the run-queue totals
 //! monotonic across threads that come and go.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -250,6 +250,10 @@ pub struct ThreadReader {
     followed: Option<Vec<u32>>,
     /// The copy's helper processes to read beside `self` (the write-behind children).
     helpers: fn() -> Vec<u32>,
+    /// Threads of this process seen with another name than a copier's (the sampler, the
+    /// scan, the terminal's threads): a thread keeps its name, so their stat is not read
+    /// again while they live (four syscalls per thread and tick, a third of the sampler's).
+    not_copiers: HashSet<(String, u32)>,
 }
 
 impl ThreadReader {
@@ -259,6 +263,7 @@ impl ThreadReader {
             seen: HashMap::new(),
             followed: None,
             helpers: crate::copy::writeback::children,
+            not_copiers: HashSet::new(),
         }
     }
 
@@ -288,6 +293,7 @@ impl ThreadReader {
     pub fn read(&mut self) -> Option<ThreadSample> {
         let mut views = Vec::new();
         let mut any_dir = false;
+        let mut listed = HashSet::new();
         for proc in self.processes() {
             let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{proc}/task"))) else {
                 continue;
@@ -301,11 +307,21 @@ impl ThreadReader {
                 else {
                     continue;
                 };
-                if let Some(v) = self.read_thread(&proc, tid) {
-                    views.push(v);
+                let key = (proc.clone(), tid);
+                if !self.not_copiers.contains(&key) {
+                    match self.read_thread(&proc, tid) {
+                        Thread::Copier(v) => views.push(v),
+                        Thread::Other => {
+                            self.not_copiers.insert(key.clone());
+                        }
+                        Thread::Gone => {}
+                    }
                 }
+                listed.insert(key);
             }
         }
+        // A thread id seen again after its thread ended is another thread.
+        self.not_copiers.retain(|k| listed.contains(k));
         if !any_dir && self.followed.is_none() {
             return None;
         }
@@ -324,37 +340,52 @@ impl ThreadReader {
         Some(s)
     }
 
-    fn read_thread(&self, proc: &str, tid: u32) -> Option<ThreadView> {
+    fn read_thread(&self, proc: &str, tid: u32) -> Thread {
         let base = format!("proc/{proc}/task/{tid}");
         let read = |f: &str| self.root.read_to_string(format!("{base}/{f}")).ok();
-        let (comm, state) = parse_task_stat(&read("stat")?)?;
+        let Some((comm, state)) = read("stat").as_deref().and_then(parse_task_stat) else {
+            return Thread::Gone;
+        };
         // A followed writer's threads all count: its thread names are its own.
         if self.followed.is_none() && !is_copier(&comm) {
-            return None;
+            return Thread::Other;
         }
         let (run_ns, wait_ns) = read("schedstat")
             .and_then(|t| parse_schedstat(&t))
             .unwrap_or((0, 0));
         // The stack is only worth reading for a thread that is not running.
         let blocked = state != 'R';
-        Some(ThreadView {
+        let wchan = if blocked {
+            read("wchan").unwrap_or_default()
+        } else {
+            String::new()
+        };
+        // Asleep on a futex is idle in user space (a lock, a condvar, the work queue): no
+        // kernel wait to name, so its stack is not read.
+        let idle = state == 'S' && wchan.contains("futex");
+        Thread::Copier(ThreadView {
             tid,
             comm,
             state,
             run_ns,
             wait_ns,
-            wchan: if blocked {
-                read("wchan").unwrap_or_default()
-            } else {
-                String::new()
-            },
-            stack: if blocked {
+            stack: if blocked && !idle {
                 read("stack").unwrap_or_default()
             } else {
                 String::new()
             },
+            wchan,
         })
     }
+}
+
+/// What [`ThreadReader::read_thread`] found.
+enum Thread {
+    Copier(ThreadView),
+    /// Not one of the copy's threads (its name says so).
+    Other,
+    /// Ended, or its stat is unreadable.
+    Gone,
 }
 
 /// The per-tick summary of some copy threads (run-queue sums are those of `views`).
@@ -383,6 +414,13 @@ pub fn summarize(views: &[ThreadView]) -> ThreadSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes a fixture file under `root`, making its directories.
+    fn put_file(root: &std::path::Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
 
     const DIRTY_STACK: &str = "[<0>] balance_dirty_pages+0x2c4/0xb80\n\
         [<0>] balance_dirty_pages_ratelimited_flags+0x2a1/0x3b0\n\
@@ -486,13 +524,48 @@ mod tests {
     /// A copy waiting for its write-behind child is explained by where the child waits: the
     /// child's thread (its own process) is read beside this process's copy threads.
     #[test]
+    fn another_threads_stat_is_read_once_while_it_lives() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| put_file(t.path(), rel, text);
+        put("proc/self/task/10/stat", "10 (copyscope-copy-0) R 1 2 3");
+        put("proc/self/task/11/stat", "11 (copyscope-sampl) R 1 2 3");
+        let root = SysRoot::new(t.path());
+        let mut reader = ThreadReader::new(&root).with_helpers(Vec::new);
+        assert_eq!(reader.read().unwrap().threads, 1);
+        // Its stat is not read again: a thread keeps its name.
+        put("proc/self/task/11/stat", "11 (copyscope-copy-1) R 1 2 3");
+        assert_eq!(reader.read().unwrap().threads, 1);
+        // Once the id has left the task list, a thread that gets it is read afresh.
+        std::fs::remove_dir_all(t.path().join("proc/self/task/11")).unwrap();
+        assert_eq!(reader.read().unwrap().threads, 1);
+        put("proc/self/task/11/stat", "11 (copyscope-copy-1) R 1 2 3");
+        assert_eq!(reader.read().unwrap().threads, 2);
+    }
+
+    #[test]
+    fn a_copy_thread_asleep_on_a_futex_is_idle_and_its_stack_is_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| put_file(t.path(), rel, text);
+        put("proc/self/task/10/stat", "10 (copyscope-copy-0) S 1 2 3");
+        put("proc/self/task/10/wchan", "futex_do_wait");
+        // A stack that would name a wait if it were read (it is not: a futex is user space).
+        put("proc/self/task/10/stack", "[<0>] zil_commit+0x1/0x2\n");
+        put("proc/self/task/11/stat", "11 (copyscope-copy-1) S 1 2 3");
+        put("proc/self/task/11/wchan", "cv_wait_common");
+        put("proc/self/task/11/stack", "[<0>] zil_commit+0x1/0x2\n");
+        let s = ThreadReader::new(&SysRoot::new(t.path()))
+            .with_helpers(Vec::new)
+            .read()
+            .unwrap();
+        assert_eq!((s.threads, s.active), (2, 1));
+        assert_eq!(s.count(WaitClass::Sleeping), 1);
+        assert_eq!(s.count(WaitClass::ZilCommit), 1);
+    }
+
+    #[test]
     fn the_write_behind_childs_wait_explains_the_copy_waiting_for_it() {
         let t = tempfile::tempdir().unwrap();
-        let put = |rel: &str, text: &str| {
-            let p = t.path().join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let put = |rel: &str, text: &str| put_file(t.path(), rel, text);
         put("proc/self/task/10/stat", "10 (copyscope-copy-0) S 1 2 3");
         put("proc/self/task/10/schedstat", "100 20 3");
         put("proc/self/task/10/wchan", "do_sys_poll");
