@@ -61,6 +61,23 @@ fn pid_of_copy(marker: &str) -> Option<i32> {
     })
 }
 
+/// Waits (up to 60 s) until the file system of `dir` has `bytes` free.
+fn wait_for_free(dir: &Path, bytes: u64) {
+    let start = Instant::now();
+    loop {
+        let st = rustix::fs::statvfs(dir).unwrap();
+        let free = st.f_bavail * st.f_frsize;
+        if free >= bytes {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{free} B free after 60 s, {bytes} B needed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn temps(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
         .map(|rd| {
@@ -260,6 +277,10 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
 
     // 4. kill -STOP then kill -CONT with no shell in between (copyscope is the pane's only
     // program): the same full redraw over what was written meanwhile, keys act at once.
+    // Part 3's abandoned file is freed once its last descriptor closes (a `cat` holds it until
+    // the kernel has let go of its pages): until then the 1.2 GB would not fit, and copyscope
+    // rightly asks about the space before writing (1.24 GB free for 1.26 GB, once).
+    wait_for_free(&disk.mnt, fs::metadata(&big).unwrap().len() * 21 / 20);
     let dst = disk.mnt.join("stopcont-copy.bin");
     let exit = work.path().join("exit4");
     let t = start("slowstopcont", &big, &dst, &exit);
