@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use copyscope::copy::writeback::CHILD_ARG;
+use copyscope::sample::mountinfo::{find_mount, parse_mountinfo};
 use util::{Mount, bin, copyscope, data, is_root, os, text};
 
 /// The child reads "OFFSET LENGTH" lines, submits each range of the file it holds as its
@@ -84,25 +85,20 @@ fn a_copy_onto_a_nearly_full_file_system_is_whole_and_leaves_no_child() {
     assert!(children.is_empty(), "children left: {children:?}");
 }
 
-/// The block device under the mount `mnt` ("loop3").
+/// The `major:minor` of the block device under the mount `mnt` (the library's mountinfo
+/// parser, as the copy's header finds "ext4 /dev/loop3").
 fn device_of(mnt: &Path) -> String {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mnt = mnt.canonicalize().unwrap();
-    let source = info
-        .lines()
-        .find(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
-        .and_then(|l| l.split(" - ").nth(1))
-        .and_then(|rest| rest.split(' ').nth(1))
-        .expect("the slow disk's mount")
-        .to_string();
-    source.trim_start_matches("/dev/").to_string()
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mounts = parse_mountinfo(&text);
+    let m = find_mount(&mounts, &mnt.canonicalize().unwrap()).expect("the slow disk's mount");
+    format!("{}:{}", m.major, m.minor)
 }
 
-/// Bytes the block device under the mount `mnt` has written (/sys/block/DEV/stat, field 7 in
-/// 512-byte sectors).
+/// Bytes the block device under the mount `mnt` has written (its stat's field 7, in 512-byte
+/// sectors).
 fn device_written(mnt: &Path) -> u64 {
     let dev = device_of(mnt);
-    let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let stat = std::fs::read_to_string(format!("/sys/dev/block/{dev}/stat")).unwrap();
     let sectors: u64 = stat.split_whitespace().nth(6).unwrap().parse().unwrap();
     sectors * 512
 }
@@ -169,9 +165,7 @@ struct Share {
 
 impl Share {
     fn raise(mnt: &Path) -> Option<Share> {
-        let dev = device_of(mnt);
-        let id = std::fs::read_to_string(format!("/sys/block/{dev}/dev")).ok()?;
-        let bdi = PathBuf::from(format!("/sys/class/bdi/{}", id.trim()));
+        let bdi = PathBuf::from(format!("/sys/class/bdi/{}", device_of(mnt)));
         let mut share = Share { set: Vec::new() };
         for (knob, value) in [("max_ratio", "100"), ("min_ratio", "50")] {
             let path = bdi.join(knob);

@@ -34,8 +34,9 @@ const MAX_RECHECK: u64 = 64 << 20;
 /// its thread in `do_get_write_access`). The file's early write-behind stops there.
 const SLOW_PIECE: Duration = Duration::from_millis(100);
 
-/// Pieces handed to the child and not yet submitted by it: the copy runs at most this far
-/// ahead of the writeback it asked for (as it did when it submitted them itself).
+/// Pieces handed to the child and not yet answered (a nearly full destination's piece is
+/// answered once submitted, an early one once the piece before it reached the disk): the copy
+/// runs at most this far ahead of the writeback it asked for.
 const MAX_OUTSTANDING: usize = 2;
 
 /// The hidden first argument that makes the binary a write-behind child.
@@ -45,9 +46,9 @@ pub const CHILD_ARG: &str = "__copyscope-write-behind";
 /// knows [`CHILD_ARG`] (in a test harness it is the harness).
 static CHILD_ALLOWED: AtomicBool = AtomicBool::new(false);
 
-/// The thread name of a write-behind child (15 bytes, the most a comm holds): the thread
-/// sampler counts it among the copy's threads, so a copy waiting for its child's submission
-/// is explained by where the child waits (`rq_qos_wait`, …), as when it submitted itself.
+/// The thread name of a write-behind child (15 bytes, the most a comm holds): once a copy
+/// thread has waited for it (see [`children`]) the thread sampler counts it among the copy's
+/// threads, so that wait is explained by where the child waits (`rq_qos_wait`, …).
 pub const CHILD_COMM: &str = "copyscope-wback";
 
 /// Pids of the children a copy thread is waiting for now.

@@ -253,7 +253,7 @@ pub struct ThreadReader {
     /// Threads of this process seen with another name than a copier's (the sampler, the
     /// scan, the terminal's threads): a thread keeps its name, so their stat is not read
     /// again while they live (four syscalls per thread and tick, a third of the sampler's).
-    not_copiers: HashSet<(String, u32)>,
+    not_copiers: HashSet<u32>,
 }
 
 impl ThreadReader {
@@ -307,17 +307,17 @@ impl ThreadReader {
                 else {
                     continue;
                 };
-                let key = (proc.clone(), tid);
-                if !self.not_copiers.contains(&key) {
+                // Thread ids are unique on the machine, whichever process holds them.
+                if !self.not_copiers.contains(&tid) {
                     match self.read_thread(&proc, tid) {
                         Thread::Copier(v) => views.push(v),
                         Thread::Other => {
-                            self.not_copiers.insert(key.clone());
+                            self.not_copiers.insert(tid);
                         }
                         Thread::Gone => {}
                     }
                 }
-                listed.insert(key);
+                listed.insert(tid);
             }
         }
         // A thread id seen again after its thread ended is another thread.
