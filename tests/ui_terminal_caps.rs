@@ -204,3 +204,27 @@ fn the_overwrite_dialog_fits_a_small_terminal() {
     }
     insta::assert_snapshot!("overwrite_dialog_40x12", s);
 }
+
+/// The plain end-of-copy summary in LANG=C (a copy piped to a file, an old terminal over SSH):
+/// ASCII only, the time line's legend included.
+#[test]
+fn lang_c_plain_summary_is_ascii() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src.bin");
+    std::fs::write(&src, vec![5u8; 1 << 20]).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_copyscope"))
+        .env_remove("LC_ALL")
+        .env_remove("LC_CTYPE")
+        .env("LANG", "C")
+        // 0.5 s of copying, so the summary has a time line.
+        .env("COPYSCOPE_TEST_THROTTLE_BPS", "2000000")
+        .arg("--plain")
+        .arg(&src)
+        .arg(t.path().join("dst.bin"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("time: ["), "{text}");
+    assert!(out.stdout.is_ascii(), "LANG=C prints ASCII only:\n{text}");
+}

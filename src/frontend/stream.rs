@@ -432,7 +432,11 @@ pub(crate) fn run_session(
                 crate::report::plain::reads(header.bench.as_deref()),
             ),
         };
-        let bar = model.budget().text_bar(40);
+        let mut bar = model.budget().text_bar(40);
+        if d.ascii {
+            // Its legend's separators are middle dots: not in a non-UTF-8 locale.
+            bar = crate::present::text::asciify(&bar);
+        }
         if !bar.is_empty() {
             text.push_str(&format!(
                 "  time: {bar}
