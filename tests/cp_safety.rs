@@ -442,7 +442,9 @@ fn directories_get_their_modes_after_an_interrupted_copy() {
         write(&src.join(format!("b_busy/f{i}")), &data(512 << 10, i));
     }
     write(&src.join("c_never/x"), b"x");
-    for (p, m) in [("a_done", 0o751), ("b_busy", 0o755), ("c_never", 0o705)] {
+    // c_never is group-writable, so it is made 0700 and opened up at the end; the others
+    // are made with their final modes.
+    for (p, m) in [("a_done", 0o751), ("b_busy", 0o755), ("c_never", 0o775)] {
         fs::set_permissions(src.join(p), fs::Permissions::from_mode(m)).unwrap();
         set_mtime(&src.join(p), 1_000_000_000);
     }
@@ -484,6 +486,77 @@ fn directories_get_their_modes_after_an_interrupted_copy() {
         temp_leftovers(&dst).is_empty(),
         "{:?}",
         temp_leftovers(&dst)
+    );
+}
+
+/// Issue 14 (syscalls per file) with DESIGN §11: a directory is made with its final mode when
+/// that lets nobody else write in it (no fchmod later, as `cp -r`); one others may write in,
+/// or one we could not write in ourselves, stays 0700 until its content is copied. At the
+/// end every directory has the source's mode, setgid and sticky bits included.
+#[test]
+fn directories_others_may_write_in_stay_closed_until_copied() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    let modes = [
+        ("plain", 0o755),
+        ("private", 0o700),
+        ("group_rw", 0o775),
+        ("shared", 0o777),
+        ("sticky", 0o1777),
+        ("setgid", 0o2755),
+        ("read_only", 0o555),
+    ];
+    for (i, (p, _)) in modes.iter().enumerate() {
+        for j in 0..3 {
+            write(
+                &src.join(p).join(format!("f{j}")),
+                &data(256 << 10, (i * 3 + j) as u64),
+            );
+        }
+    }
+    for (p, m) in modes {
+        fs::set_permissions(src.join(p), fs::Permissions::from_mode(m)).unwrap();
+    }
+    fs::set_permissions(&src, fs::Permissions::from_mode(0o755)).unwrap();
+    let dst = t.path().join("dst");
+    let mut r = start_json(
+        &[
+            OsStr::new("-j"),
+            OsStr::new("1"),
+            src.as_os_str(),
+            dst.as_os_str(),
+        ],
+        2 << 20,
+    );
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 100_000);
+    let um = umask();
+    let mid: Vec<(&str, Option<u32>)> = modes
+        .iter()
+        .map(|(p, _)| {
+            (
+                *p,
+                fs::symlink_metadata(dst.join(p))
+                    .ok()
+                    .map(|m| m.mode() & 0o7777),
+            )
+        })
+        .collect();
+    let (code, out, err) = r.finish();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for (p, m) in modes {
+        let opened_at_once = m & 0o722 == 0o700 && m & !um == m && m & 0o6000 == 0;
+        match mid.iter().find(|(q, _)| *q == p).unwrap().1 {
+            Some(seen) if opened_at_once => assert_eq!(seen, m, "{p} while copying"),
+            Some(seen) if m & 0o022 != 0 || m & 0o700 != 0o700 => {
+                assert_eq!(seen, 0o700, "{p} while copying")
+            }
+            _ => {}
+        }
+        assert_eq!(mode(&dst.join(p)), m, "{p} at the end");
+    }
+    assert!(
+        mid.iter().filter(|(_, m)| m.is_some()).count() >= 4,
+        "{mid:?}"
     );
 }
 

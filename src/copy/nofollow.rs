@@ -116,18 +116,21 @@ fn new_node_owner(dir: BorrowedFd<'_>, near: &OsStr) -> Result<u32, Errno> {
 
 /// Checks that a directory this run just made and opened (`O_NOFOLLOW`) is still the one
 /// it made: owned by us, not a directory someone else made after removing ours.
+/// Returns the mode bits it has.
 pub(crate) fn check_made_dir(
     parent: BorrowedFd<'_>,
     name: &OsStr,
     fd: &OwnedFd,
-) -> Result<(), NodeErr> {
+) -> Result<u32, NodeErr> {
     let euid = euid();
+    let st = rfs::fstat(fd)?;
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    let uid = rfs::fstat(fd)?.st_uid as u32;
+    let uid = st.st_uid as u32;
     if uid != euid && new_node_owner(parent, name)? != uid {
         return Err(NodeErr::Replaced);
     }
-    Ok(())
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Ok(st.st_mode as u32 & 0o7777)
 }
 
 /// `/proc/self/fd/N`: the kernel resolves it to the very inode the descriptor holds, so a

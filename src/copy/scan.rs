@@ -63,42 +63,91 @@ fn display_parent(p: &Path) -> PathBuf {
     p.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
+/// A destination directory opened for the copy, and what this run did to it.
+struct DestDir {
+    fd: OwnedFd,
+    /// This run made it.
+    created: bool,
+    /// Made with the mode it ends with, so nothing sets its mode later.
+    mode_set: bool,
+}
+
+impl DestDir {
+    /// Whether its owner, mode, extended attributes or mtime are set after its last child.
+    fn finalize(&self, sh: &Shared) -> bool {
+        let o = &sh.opts;
+        o.preserve_owner || (self.created && (!self.mode_set || o.preserve_mode_time || o.xattrs))
+    }
+}
+
+/// The mode a directory this run makes starts with: the one it ends with when that lets
+/// nobody else write in it, lets us write in it, and neither its owner nor its ACL change
+/// later (as `cp -r` makes it: no fchmod at the end); otherwise 0700, so nobody enters it
+/// before its owner, ACL and mode are final (as `cp -p` does).
+fn mkdir_mode(sh: &Shared, final_mode: Option<u32>) -> u32 {
+    match final_mode {
+        Some(m) if !sh.opts.preserve_owner && !sh.opts.xattrs && m & 0o722 == 0o700 => m & 0o1777,
+        _ => 0o700,
+    }
+}
+
 /// Opens a destination directory `name` in `parent` without following a symlink; one this
 /// run just made must still be the directory it made (ours, not one someone swapped in).
-fn open_made_dir(parent: BorrowedFd<'_>, name: &OsStr, made: bool) -> Result<OwnedFd, NodeErr> {
+/// `final_mode` is the mode the directory ends with, to tell whether it has it already.
+fn open_made_dir(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    created: bool,
+    final_mode: Option<u32>,
+) -> Result<DestDir, NodeErr> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rfs::openat(parent, name, flags, Mode::empty())?;
-    if made {
-        nofollow::check_made_dir(parent, name, &fd)?;
+    let mut mode_set = false;
+    if created {
+        let mode = nofollow::check_made_dir(parent, name, &fd)?;
+        mode_set = final_mode == Some(mode);
     }
-    Ok(fd)
+    Ok(DestDir {
+        fd,
+        created,
+        mode_set,
+    })
 }
 
 /// The destination directory of a tree root: the path the user named is resolved as cp
 /// resolves it (its parent may be a symlink), the last name is made and opened
 /// relative to the parent, without following. Returns the directory and whether this run
 /// made it.
-fn open_root_dest(root: &Root) -> Result<(OwnedFd, bool), (&'static str, NodeErr)> {
+fn open_root_dest(
+    sh: &Shared,
+    root: &Root,
+    smeta: &Meta,
+) -> Result<DestDir, (&'static str, NodeErr)> {
     let open_err = |e| ("cannot open directory", e);
+    let existing = |fd| DestDir {
+        fd,
+        created: false,
+        mode_set: false,
+    };
     if root.dest_exists {
         return open_dir(&root.dest, true)
-            .map(|d| (d, false))
+            .map(existing)
             .map_err(|e| open_err(e.into()));
     }
     let Some(name) = root.dest.file_name() else {
         return open_dir(&root.dest, true)
-            .map(|d| (d, false))
+            .map(existing)
             .map_err(|e| open_err(e.into()));
     };
     let parent = open_dir(&parent_of(&root.dest), true).map_err(|e| open_err(e.into()))?;
-    let made = match rfs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+    let final_mode = sh.dir_mode(smeta, true);
+    let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
+    let made = match rfs::mkdirat(&parent, name, mode) {
         Ok(()) => true,
         Err(Errno::EXIST) => false,
         Err(e) => return Err(("cannot create directory", e.into())),
     };
-    open_made_dir(parent.as_fd(), name, made)
-        .map(|d| (d, made))
-        .map_err(open_err)
+    open_made_dir(parent.as_fd(), name, made, final_mode).map_err(open_err)
 }
 
 /// Reports a failed operation on a destination node.
@@ -177,6 +226,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool 
         meta: None,
         finalize: false,
         fresh: false,
+        mode_set: false,
         parent: None,
         src_display: display_parent(&root.source),
         dst_display: display_parent(&root.dest),
@@ -290,13 +340,19 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
             return true;
         }
     };
-    let (dst, created) = match open_root_dest(root) {
+    let dest = match open_root_dest(sh, root, &smeta) {
         Ok(d) => d,
         Err((what, e)) => {
             node_error(sh, &root.dest, what, e);
             return !sh.is_stopped();
         }
     };
+    let finalize = dest.finalize(sh);
+    let DestDir {
+        fd: dst,
+        created,
+        mode_set,
+    } = dest;
     if created {
         sh.dir_created(&root.source);
     }
@@ -325,8 +381,9 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
         dst,
         pending: AtomicUsize::new(1),
         meta: Some(smeta),
-        finalize: created || sh.opts.preserve_owner,
+        finalize,
         fresh: created,
+        mode_set,
         parent: None,
         src_display: root.source.clone(),
         dst_display: root.dest.clone(),
@@ -475,7 +532,9 @@ fn enter_dir(
         }
     };
     let dst_path = node.dst_display.join(name);
-    let created = match rfs::mkdirat(&node.dst, name, Mode::from_raw_mode(0o700)) {
+    let final_mode = sh.dir_mode(&meta, true);
+    let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
+    let created = match rfs::mkdirat(&node.dst, name, mode) {
         Ok(()) => {
             sh.dir_created(path);
             true
@@ -498,7 +557,7 @@ fn enter_dir(
             return None;
         }
     };
-    let dst = match open_made_dir(node.dst.as_fd(), name, created) {
+    let dest = match open_made_dir(node.dst.as_fd(), name, created, final_mode) {
         Ok(f) => f,
         Err(e) => {
             node_error(sh, &dst_path, "cannot open directory", e);
@@ -508,11 +567,12 @@ fn enter_dir(
     node.hold();
     let child = Arc::new(DirNode {
         src,
-        dst,
         pending: AtomicUsize::new(1),
         meta: Some(meta),
-        finalize: created || sh.opts.preserve_owner,
+        finalize: dest.finalize(sh),
         fresh: created,
+        mode_set: dest.mode_set,
+        dst: dest.fd,
         parent: Some(node.clone()),
         src_display: path.to_path_buf(),
         dst_display: dst_path,

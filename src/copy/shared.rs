@@ -105,6 +105,8 @@ pub(crate) struct DirNode {
     pub(crate) finalize: bool,
     /// Made by this run: it held nothing before, so no name in it can conflict.
     pub(crate) fresh: bool,
+    /// Made with its final mode already, so `finalize_dir` does not set it.
+    pub(crate) mode_set: bool,
     pub(crate) parent: Option<Arc<DirNode>>,
     pub src_display: PathBuf,
     pub dst_display: PathBuf,
@@ -580,6 +582,16 @@ impl Shared {
         }
     }
 
+    /// The mode a directory ends with: the source's when modes are kept (the default); else
+    /// a new one gets cp --no-preserve=mode's and one that existed keeps its own (None).
+    pub(crate) fn dir_mode(&self, m: &Meta, fresh: bool) -> Option<u32> {
+        if self.opts.preserve_mode_time {
+            Some(m.mode & 0o7777)
+        } else {
+            fresh.then_some(0o777 & !self.umask)
+        }
+    }
+
     /// Owner (with -p), mode and, when its content is complete, mtime of a directory.
     pub(crate) fn finalize_dir(&self, n: &DirNode, m: &Meta, complete: bool) {
         let path = &n.dst_display;
@@ -593,13 +605,7 @@ impl Shared {
         {
             self.fail(path, format!("cannot preserve ownership: {}", errmsg(e)));
         }
-        let mode = if self.opts.preserve_mode_time {
-            Some(m.mode & 0o7777)
-        } else {
-            // A directory that existed keeps its mode (cp); a new one: cp --no-preserve=mode.
-            n.fresh.then_some(0o777 & !self.umask)
-        };
-        if let Some(mode) = mode
+        if let Some(mode) = self.dir_mode(m, n.fresh).filter(|_| !n.mode_set)
             && let Err(e) = rfs::fchmod(&n.dst, Mode::from_raw_mode(mode))
         {
             self.fail(
@@ -765,6 +771,7 @@ mod tests {
             meta: None,
             finalize: false,
             fresh: false,
+            mode_set: false,
             parent: None,
             src_display: path.to_path_buf(),
             dst_display: path.to_path_buf(),
