@@ -460,7 +460,8 @@ impl Shared {
         self.progress.bytes_copied.fetch_add(n, Ordering::Relaxed);
         if let Ok(mut c) = self.progress.current.lock() {
             match c.as_mut() {
-                Some(cur) if cur.path == rel => cur.done = done,
+                // Compared as bytes: `Path ==` walks components, on every chunk of every file.
+                Some(cur) if cur.path.as_os_str() == rel.as_os_str() => cur.done = done,
                 _ => {
                     *c = Some(CurrentFile {
                         path: rel.to_path_buf(),

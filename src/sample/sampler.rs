@@ -223,10 +223,13 @@ pub fn spawn_sampler_from(
     let (stop_tx, stop_rx) = std_mpsc::channel::<Cmd>();
     let stats = Arc::new(Mutex::new(StatsAcc::default()));
     let stats_t = Arc::clone(&stats);
-    let mut reader = SignalReader::new(&root, env);
+    let env = env.clone();
     let thread = std::thread::Builder::new()
         .name("copyscope-sampler".to_string())
         .spawn(move || {
+            // Built here, not by the caller: its first readings (sysinfo reads /proc/stat and
+            // /proc/cpuinfo) then overlap the start of the copy instead of delaying it.
+            let mut reader = SignalReader::new(&root, &env);
             // Best effort: a tick costs ~0.2 ms of CPU, but on a machine busy with
             // compression or other jobs the scheduler can delay its wake-up by tens of ms.
             // A higher priority (lower nice) needs CAP_SYS_NICE; without it nothing changes.
