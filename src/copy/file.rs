@@ -652,7 +652,12 @@ fn copy_contents(
         use_cfr: cfr_ok && sh.opts.copy_file_range && !sh.opts.paced(),
         buf,
         // A large file of a copy that ends with a flush: the disk starts while the copy goes.
-        behind: WriteBehind::new(0, sh.opts.sync != SyncMode::None && st.size >= LARGE_FILE),
+        // Not on ZFS, whose writes bypass the page cache: there sync_file_range has nothing to
+        // start, and the child would be spawned for nothing (scripts/zfs-early-writeback.sh).
+        behind: WriteBehind::new(
+            0,
+            sh.opts.sync != SyncMode::None && st.size >= LARGE_FILE && !is_zfs(dst),
+        ),
         rate: 0.0,
     };
     if !st.is_sparse() {
