@@ -56,6 +56,28 @@ fn disk_bound_ext4_names_the_disk_rate_and_the_page_cache_fill() {
     assert!(m.budget().share(Slice::DirtyThrottle) >= 0.2);
 }
 
+/// Issue 14's early write-behind checked against writer-truth: the write-behind child, read
+/// with the copy's threads once the copy has waited for it, sits idle on its request pipe
+/// between pieces (`anon_pipe_read`, under `ksys_read` like a file read). The copy thread was
+/// in `balance_dirty_pages` 311 of 324 samples and never in a read path
+/// (tests/fixtures/verdict/README.md), so no tick may be "reading source".
+#[test]
+fn an_idle_write_behind_child_is_not_reading_the_source() {
+    let (v, m) = verdict_of("verdict/disk-bound-writebehind.jsonl");
+    assert_eq!(v.limit, Limit::Disk, "{}", v.text);
+    assert!(v.text.contains("held by dirty throttling"), "{}", v.text);
+    assert_eq!(m.budget().share(Slice::SourceRead), 0.0);
+    assert!(m.budget().share(Slice::DirtyThrottle) >= 0.85);
+    // The child was read (three threads) in the ticks where it served the copy.
+    let rec = Recording::load(&fixture("verdict/disk-bound-writebehind.jsonl")).unwrap();
+    let with_child = rec
+        .samples
+        .iter()
+        .filter(|s| s.threads.as_ref().is_some_and(|t| t.threads == 3))
+        .count();
+    assert!(with_child >= 20, "{with_child}");
+}
+
 #[test]
 fn source_stall_names_the_source() {
     let (v, m) = verdict_of("verdict/source-stall.jsonl");

@@ -120,6 +120,18 @@ const SIGNATURES: [(&str, WaitClass); 23] = [
     ("ksys_read", WaitClass::SourceRead),
 ];
 
+/// Frames of a sleep that waits for another process, not for a file: reading a pipe or a
+/// socket (`anon_pipe_read` from 6.15, `pipe_read`/`pipe_wait` before). Under `ksys_read`
+/// like a file read, so they are looked for first: the write-behind child waiting for its
+/// next piece sits there, idle (writer-truth on the lab disk: the copy thread was in
+/// `balance_dirty_pages` in those ticks, and the child counted as "reading source").
+const IDLE_READS: [&str; 4] = [
+    "pipe_read",
+    "pipe_wait",
+    "sock_read_iter",
+    "unix_stream_read",
+];
+
 /// The first signature found in the wait channel or any stack frame, with the frame's
 /// function name.
 fn signature(wchan: &str, stack: &str) -> Option<(WaitClass, String)> {
@@ -167,9 +179,17 @@ pub fn classify(state: char, wchan: &str, stack: &str) -> (WaitClass, Option<Str
         ),
         // A sleeping writer can still be in a known wait (killable waits show as S on some
         // kernels, e.g. zil_commit's cv_wait); an unknown S is idle.
+        'S' if waits_for_a_process(wchan, stack) => (WaitClass::Sleeping, None),
         'S' => signature(wchan, stack).map_or((WaitClass::Sleeping, None), |(c, f)| (c, Some(f))),
         _ => (WaitClass::Sleeping, None),
     }
+}
+
+/// Whether the wait channel or a stack frame is one of the [`IDLE_READS`].
+fn waits_for_a_process(wchan: &str, stack: &str) -> bool {
+    std::iter::once(wchan)
+        .chain(stack.lines().map(frame_function))
+        .any(|f| IDLE_READS.iter().any(|idle| f.contains(idle)))
 }
 
 /// `(comm, state)` from `/proc/PID/task/TID/stat`. The name sits in parentheses and may itself
@@ -495,6 +515,31 @@ mod tests {
             (WaitClass::OtherBlocked, Some("sync_inodes_sb"))
         );
         assert_eq!(classify('R', "", DIRTY_STACK).0, WaitClass::Running);
+    }
+
+    /// Read from this machine (kernel 6.18): `cat` waiting on an empty pipe, as the
+    /// write-behind child waits for its next piece.
+    const PIPE_READ_STACK: &str = "[<0>] anon_pipe_read+0x393/0x440\n[<0>] vfs_read+0x397/0x3d0\n\
+        [<0>] ksys_read+0xc3/0xf0\n[<0>] do_syscall_64+0x71/0x290\n\
+        [<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n";
+
+    #[test]
+    fn a_thread_waiting_on_a_pipe_is_idle_not_reading_a_source() {
+        assert_eq!(
+            classify('S', "anon_pipe_read", PIPE_READ_STACK),
+            (WaitClass::Sleeping, None)
+        );
+        // Older kernels, and a stack that could not be read.
+        assert_eq!(classify('S', "pipe_wait", "").0, WaitClass::Sleeping);
+        assert_eq!(classify('S', "pipe_read", "").0, WaitClass::Sleeping);
+        // A FUSE source (sshfs) waits for its daemon in S under ksys_read: still a source read.
+        let fuse = "[<0>] request_wait_answer+0x1/0x2\n[<0>] fuse_simple_request+0x1/0x2\n\
+                    [<0>] fuse_file_read_iter+0x1/0x2\n[<0>] vfs_read+0x1/0x2\n\
+                    [<0>] ksys_read+0x1/0x2\n";
+        assert_eq!(
+            classify('S', "request_wait_answer", fuse).0,
+            WaitClass::SourceRead
+        );
     }
 
     #[test]
