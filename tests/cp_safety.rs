@@ -430,6 +430,22 @@ fn a_source_modified_mid_copy_is_not_kept() {
     );
 }
 
+/// Starts `copyscope --json -j 1 SRC SRC/../dst` paced at `bps` (SRC made 0755 first) and
+/// returns once more than `after` bytes are copied: the copy is then mid-way.
+fn paced_tree_copy(src: &Path, bps: u64, after: u64) -> (PathBuf, Running) {
+    fs::set_permissions(src, fs::Permissions::from_mode(0o755)).unwrap();
+    let dst = src.parent().unwrap().join("dst");
+    let args = [
+        OsStr::new("-j"),
+        OsStr::new("1"),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ];
+    let mut r = start_json(&args, bps);
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > after);
+    (dst, r)
+}
+
 /// Issue 8 item 10: an interrupted copy (SIGHUP: the SSH connection dropped) leaves no
 /// directory at the 0700 it was made with: every directory it made has the source's mode;
 /// those whose content was complete also have the source's mtime.
@@ -448,18 +464,7 @@ fn directories_get_their_modes_after_an_interrupted_copy() {
         fs::set_permissions(src.join(p), fs::Permissions::from_mode(m)).unwrap();
         set_mtime(&src.join(p), 1_000_000_000);
     }
-    fs::set_permissions(&src, fs::Permissions::from_mode(0o755)).unwrap();
-    let dst = t.path().join("dst");
-    let mut r = start_json(
-        &[
-            OsStr::new("-j"),
-            OsStr::new("1"),
-            src.as_os_str(),
-            dst.as_os_str(),
-        ],
-        1 << 20,
-    );
-    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 600_000);
+    let (dst, r) = paced_tree_copy(&src, 1 << 20, 600_000);
     r.signal(rustix::process::Signal::HUP);
     let (code, out, err) = r.finish();
     assert_eq!(code, Some(130), "{out}\n{err}");
@@ -517,18 +522,7 @@ fn directories_others_may_write_in_stay_closed_until_copied() {
     for (p, m) in modes {
         fs::set_permissions(src.join(p), fs::Permissions::from_mode(m)).unwrap();
     }
-    fs::set_permissions(&src, fs::Permissions::from_mode(0o755)).unwrap();
-    let dst = t.path().join("dst");
-    let mut r = start_json(
-        &[
-            OsStr::new("-j"),
-            OsStr::new("1"),
-            src.as_os_str(),
-            dst.as_os_str(),
-        ],
-        2 << 20,
-    );
-    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 100_000);
+    let (dst, r) = paced_tree_copy(&src, 2 << 20, 100_000);
     let um = umask();
     let mid: Vec<(&str, Option<u32>)> = modes
         .iter()
