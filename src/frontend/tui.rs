@@ -74,6 +74,8 @@ pub struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
     /// What the terminal shows (the last frame sent), for pacing the next one.
     shown: Option<ratatui::buffer::Buffer>,
+    /// Rows held back by pacing, and for how long.
+    pacer: crate::ui::pace::Pacer,
 }
 
 impl TerminalGuard {
@@ -91,6 +93,7 @@ impl TerminalGuard {
             Ok(terminal) => Ok(TerminalGuard {
                 terminal,
                 shown: None,
+                pacer: Default::default(),
             }),
             Err(e) => {
                 restore_terminal();
@@ -135,11 +138,12 @@ impl TerminalGuard {
     /// terminal is gone (e.g. SSH dropped).
     pub fn draw(&mut self, app: &App, budget: Option<usize>) -> io::Result<bool> {
         let shown = self.shown.take();
+        let pacer = &mut self.pacer;
         let mut held = false;
         let done = self.terminal.draw(|f| {
             crate::ui::render(f, app);
             if let (Some(b), Some(old)) = (budget, shown.as_ref()) {
-                held = crate::ui::pace::pace_rows(f.buffer_mut(), old, b);
+                held = pacer.pace(f.buffer_mut(), old, b);
             }
         })?;
         self.shown = Some(done.buffer.clone());
