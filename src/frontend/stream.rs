@@ -66,6 +66,9 @@ fn verbose_line(roots: &[(PathBuf, PathBuf)], path: &Path) -> Option<String> {
 
 pub(crate) struct Printer {
     json: bool,
+    /// The display is ASCII (`--ascii`, or a non-UTF-8 locale): the model's own glyphs in
+    /// its lines (arrows, middle dots) become their ASCII look-alikes. Set by [`run_session`].
+    ascii: bool,
     /// `-v`: the (source, destination) roots; empty without -v.
     verbose: Vec<(PathBuf, PathBuf)>,
     /// `--verify` is on: the copy phase reads every file back too.
@@ -82,6 +85,7 @@ impl Printer {
     pub(crate) fn new(json: bool) -> Printer {
         Printer {
             json,
+            ascii: false,
             verbose: Vec::new(),
             verify: false,
             awaiting_commit: Vec::new(),
@@ -100,10 +104,10 @@ impl Printer {
                 }
                 emit(&v.to_string());
             } else if worth_a_line(&e.kind) {
-                emit(&format!("[{}] {}", fmt_event_time(e.t_ns), e.describe()));
+                self.human(&format!("[{}] {}", fmt_event_time(e.t_ns), e.describe()));
                 self.await_commits(e);
             } else if let Some(line) = self.completed_by(e) {
-                emit(&line);
+                self.human(&line);
             }
         }
     }
@@ -131,11 +135,25 @@ impl Printer {
             }
             emit(&v.to_string());
         } else {
-            emit(&format!(
+            self.human(&format!(
                 "[{}] {} (so far)",
                 fmt_event_time(now),
                 open.describe()
             ));
+        }
+    }
+
+    /// A line of the model's own words (no file names), printed as [`Printer::shaped`].
+    fn human(&self, line: &str) {
+        emit(&self.shaped(line));
+    }
+
+    /// ASCII on an ASCII display: a drop's arrow and the budget's middle dots included.
+    fn shaped<'a>(&self, line: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.ascii {
+            crate::present::text::asciify(line).into()
+        } else {
+            line.into()
         }
     }
 
@@ -228,6 +246,7 @@ pub fn run_copy(
     };
     let p = Printer {
         json: d.json,
+        ascii: false,
         verbose,
         verify: false,
         awaiting_commit: Vec::new(),
@@ -249,6 +268,7 @@ pub(crate) fn run_session(
     asking: Option<Arc<std::sync::atomic::AtomicBool>>,
     watch: Option<&WatchLines>,
 ) -> CopyOutcome {
+    p.ascii = d.ascii && !d.json;
     let mut model = Model::new(model_config(d), sess.env.clone());
     let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
     let mut next = Instant::now() + period;
@@ -432,11 +452,7 @@ pub(crate) fn run_session(
                 crate::report::plain::reads(header.bench.as_deref()),
             ),
         };
-        let mut bar = model.budget().text_bar(40);
-        if d.ascii {
-            // Its legend's separators are middle dots: not in a non-UTF-8 locale.
-            bar = crate::present::text::asciify(&bar);
-        }
+        let bar = model.budget().text_bar(40);
         if !bar.is_empty() {
             text.push_str(&format!(
                 "  time: {bar}
@@ -450,6 +466,11 @@ pub(crate) fn run_session(
         ));
         for n in &env.notes {
             text.push_str(&format!("  note: {n}\n"));
+        }
+        if d.ascii {
+            // No file names in it, only the model's words, whose glyphs (the time legend's and
+            // the verdict's middle dots, a drop's arrow) a non-UTF-8 terminal cannot show.
+            text = crate::present::text::asciify(&text);
         }
         let mut o = std::io::stdout().lock();
         let _ = o.write_all(text.as_bytes());
@@ -583,9 +604,22 @@ mod tests {
     }
 
     #[test]
+    fn on_an_ascii_display_a_drops_line_is_ascii() {
+        let e = drop_citing(1_846_126_690, 12, 0);
+        let line = format!("[{}] {}", fmt_event_time(e.t_ns), e.describe());
+        assert!(!line.is_ascii(), "the model's line has its arrow: {line}");
+        let mut p = Printer::new(false);
+        assert_eq!(p.shaped(&line), line);
+        p.ascii = true;
+        let shaped = p.shaped(&line);
+        assert!(shaped.is_ascii() && shaped.contains("->"), "{shaped}");
+    }
+
+    #[test]
     fn a_drop_printed_before_its_txg_committed_gets_the_commit_line() {
         let mut p = Printer {
             json: false,
+            ascii: false,
             verbose: Vec::new(),
             verify: false,
             awaiting_commit: Vec::new(),
