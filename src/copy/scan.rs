@@ -84,10 +84,12 @@ impl DestDir {
 /// nobody else write in it, lets us write in it, and neither its owner nor its ACL change
 /// later (as `cp -r` makes it: no fchmod at the end); otherwise 0700, so nobody enters it
 /// before its owner, ACL and mode are final (as `cp -p` does).
-fn mkdir_mode(sh: &Shared, final_mode: Option<u32>) -> u32 {
-    match final_mode {
-        Some(m) if !sh.opts.preserve_owner && !sh.opts.xattrs && m & 0o722 == 0o700 => m & 0o1777,
-        _ => 0o700,
+fn mkdir_mode(sh: &Shared, final_mode: u32) -> u32 {
+    let closed_later = sh.opts.preserve_owner || sh.opts.xattrs;
+    if !closed_later && final_mode & 0o722 == 0o700 {
+        final_mode & 0o1777
+    } else {
+        0o700
     }
 }
 
@@ -98,14 +100,14 @@ fn open_made_dir(
     parent: BorrowedFd<'_>,
     name: &OsStr,
     created: bool,
-    final_mode: Option<u32>,
+    final_mode: u32,
 ) -> Result<DestDir, NodeErr> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rfs::openat(parent, name, flags, Mode::empty())?;
     let mut mode_set = false;
     if created {
         let mode = nofollow::check_made_dir(parent, name, &fd)?;
-        mode_set = final_mode == Some(mode);
+        mode_set = final_mode == mode;
     }
     Ok(DestDir {
         fd,
@@ -140,7 +142,7 @@ fn open_root_dest(
             .map_err(|e| open_err(e.into()));
     };
     let parent = open_dir(&parent_of(&root.dest), true).map_err(|e| open_err(e.into()))?;
-    let final_mode = sh.dir_mode(smeta, true);
+    let final_mode = sh.new_dir_mode(smeta);
     let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
     let made = match rfs::mkdirat(&parent, name, mode) {
         Ok(()) => true,
@@ -532,7 +534,7 @@ fn enter_dir(
         }
     };
     let dst_path = node.dst_display.join(name);
-    let final_mode = sh.dir_mode(&meta, true);
+    let final_mode = sh.new_dir_mode(&meta);
     let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
     let created = match rfs::mkdirat(&node.dst, name, mode) {
         Ok(()) => {

@@ -586,10 +586,15 @@ impl Shared {
     /// The mode a directory ends with: the source's when modes are kept (the default); else
     /// a new one gets cp --no-preserve=mode's and one that existed keeps its own (None).
     pub(crate) fn dir_mode(&self, m: &Meta, fresh: bool) -> Option<u32> {
+        (fresh || self.opts.preserve_mode_time).then(|| self.new_dir_mode(m))
+    }
+
+    /// The mode a directory this run makes ends with (see [`Shared::dir_mode`]).
+    pub(crate) fn new_dir_mode(&self, m: &Meta) -> u32 {
         if self.opts.preserve_mode_time {
-            Some(m.mode & 0o7777)
+            m.mode & 0o7777
         } else {
-            fresh.then_some(0o777 & !self.umask)
+            0o777 & !self.umask
         }
     }
 

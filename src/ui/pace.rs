@@ -58,9 +58,9 @@ impl Pacer {
     /// the chart rescales in every frame: top to bottom alone held the kernel panel's rows
     /// below it back for as long as the rescale lasted (at 160x60 its figures read "n/a" for
     /// the whole copy), and at 200x60 the small changes alone (the newest column of every
-    /// chart row) spent the budget, so no big row went at all. Held-back
-    /// rows are restored from `shown`, so the terminal library sends nothing for them.
-    /// Returns true when a row was held back (draw again soon).
+    /// chart row) spent the budget, so no big row went at all. Held-back rows are restored
+    /// from `shown`, so the terminal library sends nothing for them. Returns true when a row
+    /// was held back (draw again soon).
     pub fn pace(&mut self, next: &mut Buffer, shown: &Buffer, budget: usize) -> bool {
         let area = next.area;
         let rows = usize::from(area.height);
