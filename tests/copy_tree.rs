@@ -18,7 +18,7 @@ fn make_tree(root: &Path) {
     write(&root.join("sub/big.bin"), &data(3 << 20, 1));
     write(&root.join("sub/deeper/x"), &data(12345, 2));
     fs::set_permissions(root.join("sub/deeper/x"), fs::Permissions::from_mode(0o640)).unwrap();
-    fs::set_permissions(root.join("a.txt"), fs::Permissions::from_mode(0o4755)).unwrap();
+    fs::set_permissions(root.join("a.txt"), fs::Permissions::from_mode(0o755)).unwrap();
     symlink("../a.txt", root.join("sub/link")).unwrap();
     symlink("nowhere", root.join("dangling")).unwrap();
     set_mtime(&root.join("a.txt"), 1_000_000_000);

@@ -145,6 +145,8 @@ impl Shared {
             placing: std::sync::RwLock::new(()),
             abandoned: AtomicBool::new(false),
             flink_empty_path: AtomicBool::new(true),
+            made_dirs: Default::default(),
+            stages: Default::default(),
             opts,
         }
     }
@@ -260,6 +262,7 @@ fn run_engine(
         // A worker is held in the kernel past the grace: its files are given up, and the
         // exit that follows the cancel ends the held thread (see `abandon_in_flight`).
         sh.abandon_in_flight();
+        sh.stages.remove_all();
     } else {
         for w in workers {
             if w.join().is_err() {
@@ -289,6 +292,7 @@ fn run_engine(
     }
     lock(&sh.link_map).clear();
     sh.finalize_unfinished();
+    sh.stages.remove_all();
     let copy_dur = start.elapsed();
     if let Ok(mut c) = sh.progress.current.lock() {
         *c = None;

@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU64;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -21,8 +21,9 @@ use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
 use super::scan::node_error;
 use super::shared::{
     DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, errmsg,
-    is_fatal_dest, is_zfs, timestamps,
+    is_fatal_dest, is_zfs, permission_bits, timestamps,
 };
+use super::stage::TempDir;
 use super::writeback::WriteBehind;
 use crate::present::quote::quote;
 
@@ -60,9 +61,11 @@ pub fn temp_name(name: &OsStr, rnd: u32) -> OsString {
 /// How many "name (N).ext" a Rename tries before it gives up (EEXIST).
 const MAX_RENAME: u32 = 10_000;
 
-/// A temporary name in a destination directory, removed on drop unless renamed into place.
+/// A temporary name, removed on drop unless renamed into place. It lives in `at`: the
+/// destination directory when that is private, else its staging directory (`stage.rs`).
 struct Temp<'a> {
     dir: &'a DirNode,
+    at: TempDir,
     name: OsString,
     armed: bool,
 }
@@ -71,17 +74,25 @@ impl Drop for Temp<'_> {
     fn drop(&mut self) {
         if self.armed {
             // unlinkat never follows: at worst it removes what someone put under our name.
-            let _ = rfs::unlinkat(&self.dir.dst, &self.name, AtFlags::empty());
+            let _ = rfs::unlinkat(self.at.fd(self.dir), &self.name, AtFlags::empty());
         }
     }
 }
 
 impl Temp<'_> {
+    fn at(&self) -> BorrowedFd<'_> {
+        self.at.fd(self.dir)
+    }
+
+    fn rename(&self, final_name: &OsStr, id: Ident, noreplace: bool) -> Result<(), NodeErr> {
+        let to = self.dir.dst.as_fd();
+        nofollow::rename_checked(self.at(), &self.name, to, final_name, id, noreplace)
+    }
+
     /// Renames into place if the temporary name still holds node `id` (see
     /// [`nofollow::rename_checked`]); `noreplace` when the final name was free.
     fn commit(mut self, final_name: &OsStr, id: Ident, noreplace: bool) -> Result<(), NodeErr> {
-        let r =
-            nofollow::rename_checked(self.dir.dst.as_fd(), &self.name, final_name, id, noreplace);
+        let r = self.rename(final_name, id, noreplace);
         // On failure the temporary name is removed on drop, whatever holds it now (unlinkat
         // does not follow: at worst it removes what someone else put there).
         self.armed = r.is_err();
@@ -100,7 +111,7 @@ impl Temp<'_> {
                 Ok(_) => continue,
                 Err(e) => return Err(NodeErr::Io(e)),
             }
-            match nofollow::rename_checked(self.dir.dst.as_fd(), &self.name, &name, id, true) {
+            match self.rename(&name, id, true) {
                 Ok(()) => {
                     self.armed = false;
                     return Ok(name);
@@ -116,7 +127,7 @@ impl Temp<'_> {
     /// [`release_elsewhere`], so the process does not wait for the device to finish the
     /// writes already in flight for it.
     fn abandon(mut self, fd: OwnedFd) {
-        let _ = rfs::unlinkat(&self.dir.dst, &self.name, AtFlags::empty());
+        let _ = rfs::unlinkat(self.at(), &self.name, AtFlags::empty());
         self.armed = false;
         release_elsewhere(fd);
     }
@@ -128,7 +139,7 @@ impl Temp<'_> {
             rdev,
             owner: nofollow::euid(),
         };
-        nofollow::pin(self.dir.dst.as_fd(), &self.name, &want)
+        nofollow::pin(self.at(), &self.name, &want)
     }
 }
 
@@ -178,28 +189,32 @@ fn spawn_holder(fd: OwnedFd) -> Option<std::process::Child> {
         .ok()
 }
 
-/// Makes a temporary object with `make(name)`, retrying on a name clash.
+/// Makes a temporary object for `dir` with `make(at, name)`, retrying on a name clash.
+/// `at` is where it goes: `dir` itself when private, else its staging directory.
 fn with_temp<'a>(
+    sh: &Shared,
     dir: &'a DirNode,
     name: &OsStr,
-    mut make: impl FnMut(&OsStr) -> Result<(), Errno>,
-) -> Result<Temp<'a>, Errno> {
+    mut make: impl FnMut(BorrowedFd<'_>, &OsStr) -> Result<(), Errno>,
+) -> Result<Temp<'a>, NodeErr> {
+    let at = dir.temp_dir(sh)?;
     let mut last = Errno::EXIST;
     for _ in 0..16 {
         let t = temp_name(name, rand::random::<u32>());
-        match make(&t) {
+        match make(at.fd(dir), &t) {
             Ok(()) => {
                 return Ok(Temp {
                     dir,
+                    at,
                     name: t,
                     armed: true,
                 });
             }
             Err(Errno::EXIST) => last = Errno::EXIST,
-            Err(e) => return Err(e),
+            Err(e) => return Err(NodeErr::Io(e)),
         }
     }
-    Err(last)
+    Err(NodeErr::Io(last))
 }
 
 /// Where a regular file's data is written before it gets its name.
@@ -226,10 +241,16 @@ impl Staged<'_> {
 
 /// Creates the file the data goes to, with the permission bits it will keep (the kernel
 /// applies the umask), so the usual case needs no fchmod; `apply_file_meta` fixes the rest.
-/// Unnamed when the final name was free (the usual case); else, or where the file system has
-/// no `O_TMPFILE`, under a temporary name with `O_EXCL|O_NOFOLLOW` (created by this call or
-/// the call fails: it never opens a file or follows a symlink someone put there).
-fn stage<'a>(e: &'a Entry, st: &Meta, t: &Target) -> Result<(Staged<'a>, OwnedFd), Errno> {
+/// Unnamed when the final name was free and the file system links unnamed files cheaply
+/// (the usual case); else under a temporary name with `O_EXCL|O_NOFOLLOW` (created by this
+/// call or the call fails: it never opens a file or follows a symlink someone put there),
+/// in the directory when it is private, else in its staging directory.
+fn create_destination<'a>(
+    sh: &Shared,
+    e: &'a Entry,
+    st: &Meta,
+    t: &Target,
+) -> Result<(Staged<'a>, OwnedFd), NodeErr> {
     let dir = &*e.parent;
     let mode = Mode::from_raw_mode(st.mode & 0o777);
     if t.existing.is_none() && !t.rename && dir.tmpfile_ok.load(Ordering::Relaxed) {
@@ -240,16 +261,16 @@ fn stage<'a>(e: &'a Entry, st: &Meta, t: &Target) -> Result<(Staged<'a>, OwnedFd
             Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
                 dir.tmpfile_ok.store(false, Ordering::Relaxed);
             }
-            Err(err) => return Err(err),
+            Err(err) => return Err(NodeErr::Io(err)),
         }
     }
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut fd: Option<OwnedFd> = None;
-    let tmp = with_temp(dir, &e.dst_name, |t| {
-        fd = Some(rfs::openat(&dir.dst, t, flags, mode)?);
+    let tmp = with_temp(sh, dir, &e.dst_name, |at, t| {
+        fd = Some(rfs::openat(at, t, flags, mode)?);
         Ok(())
     })?;
-    let fd = fd.ok_or(Errno::INVAL)?;
+    let fd = fd.ok_or(NodeErr::Io(Errno::INVAL))?;
     let id = nofollow::ident_of(&fd)?;
     Ok((Staged::Named(tmp, id), fd))
 }
@@ -428,15 +449,15 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         let _ = rfs::fadvise(&src, 0, None, rfs::Advice::Sequential);
     }
 
-    let (tmp, dst) = match stage(e, &st, &target) {
+    let (tmp, dst) = match create_destination(sh, e, &st, &target) {
         Ok((tmp, fd)) => (tmp, Arc::new(fd)),
-        Err(err) => return sh.dest_error(&path, "cannot create the destination file", err),
+        Err(err) => return node_error(sh, &path, "cannot create the destination file", err),
     };
-    let name = match &tmp {
-        Staged::Named(t, _) => Some(t.name.as_os_str()),
+    let temp = match &tmp {
+        Staged::Named(t, _) => Some((&t.at, t.name.as_os_str())),
         Staged::Unnamed(_) => None,
     };
-    let flight = sh.stage_in_flight(&e.parent, name, &dst);
+    let flight = sh.stage_in_flight(&e.parent, temp, &dst);
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
     let res = copy_contents(sh, &src, &dst, &st, &rel, e.parent.cfr_ok, buf);
@@ -590,19 +611,18 @@ fn apply_file_meta(
             .filter(|x| x.file_type() == FileType::RegularFile && sh.is_root)
             .map(|x| (x.uid, x.gid))
     };
-    if let Some((uid, gid)) = owner
-        && let Err(e) = rfs::fchown(
-            dst,
-            Some(rfs::Uid::from_raw(uid)),
-            Some(rfs::Gid::from_raw(gid)),
-        )
-        && e != Errno::PERM
-    {
-        return Err(format!("cannot preserve ownership: {}", errmsg(e)));
+    let mut owner_kept = false;
+    if let Some((uid, gid)) = owner {
+        let (uid, gid) = (Some(rfs::Uid::from_raw(uid)), Some(rfs::Gid::from_raw(gid)));
+        match rfs::fchown(dst, uid, gid) {
+            Ok(()) => owner_kept = sh.opts.preserve_owner,
+            Err(Errno::PERM) => {}
+            Err(e) => return Err(format!("cannot preserve ownership: {}", errmsg(e))),
+        }
     }
     let created = st.mode & 0o777 & !sh.umask;
     let mode = if sh.opts.preserve_mode_time {
-        st.mode & 0o7777
+        permission_bits(st.mode, owner_kept, false)
     } else {
         match existing {
             Some(x) if x.file_type() == FileType::RegularFile => x.mode & 0o777,
@@ -909,19 +929,13 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     let mode = special_mode(sh, &e.meta, existing.as_ref());
     let rdev =
         matches!(ft, FileType::CharacterDevice | FileType::BlockDevice).then_some(e.meta.rdev);
-    let tmp = with_temp(dir, &e.dst_name, |t| match ft {
-        FileType::Symlink => rfs::symlinkat(target.as_deref().unwrap_or(c""), &dir.dst, t),
-        _ => rfs::mknodat(
-            &dir.dst,
-            t,
-            ft,
-            Mode::from_raw_mode(mode),
-            rdev.unwrap_or(0) as _,
-        ),
+    let tmp = with_temp(sh, dir, &e.dst_name, |at, t| match ft {
+        FileType::Symlink => rfs::symlinkat(target.as_deref().unwrap_or(c""), at, t),
+        _ => rfs::mknodat(at, t, ft, Mode::from_raw_mode(mode), rdev.unwrap_or(0) as _),
     });
     let tmp = match tmp {
         Ok(t) => t,
-        Err(err) => return sh.dest_error(&path, "cannot create", err),
+        Err(err) => return node_error(sh, &path, "cannot create", err),
     };
     let node = match tmp.pin(ft, rdev) {
         Ok(n) => n,
@@ -936,10 +950,11 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     sh.done(&path, 0);
 }
 
-/// The final permission bits of a FIFO or device node (symlinks have none).
+/// The permission bits a FIFO or device node is made with (symlinks have none); set-id
+/// bits come back in `apply_special_meta` only with the owner.
 fn special_mode(sh: &Shared, m: &Meta, existing: Option<&Meta>) -> u32 {
     if sh.opts.preserve_mode_time {
-        return m.mode & 0o7777;
+        return permission_bits(m.mode, false, false);
     }
     match existing {
         Some(x) if x.file_type() == m.file_type() => x.mode & 0o777,
@@ -948,13 +963,21 @@ fn special_mode(sh: &Shared, m: &Meta, existing: Option<&Meta>) -> u32 {
 }
 
 /// Owner (with `-p`), mode and times of a pinned special node, through its descriptor.
+/// The source's set-id bits only when its owner was kept.
 fn apply_special_meta(sh: &Shared, m: &Meta, node: &Pinned, mode: u32) -> Result<(), String> {
-    if sh.opts.preserve_owner
-        && let Err(err) = node.chown(m.uid, m.gid)
-        && err != Errno::PERM
-    {
-        return Err(format!("cannot preserve ownership: {}", errmsg(err)));
+    let mut owner_kept = false;
+    if sh.opts.preserve_owner {
+        match node.chown(m.uid, m.gid) {
+            Ok(()) => owner_kept = true,
+            Err(Errno::PERM) => {}
+            Err(err) => return Err(format!("cannot preserve ownership: {}", errmsg(err))),
+        }
     }
+    let mode = if owner_kept && sh.opts.preserve_mode_time {
+        permission_bits(m.mode, true, false)
+    } else {
+        mode
+    };
     // mknodat applied the umask; chown cleared set-id bits.
     if m.file_type() != FileType::Symlink
         && let Err(err) = node.chmod(mode)
@@ -1008,14 +1031,14 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
         }
     };
     let dir = &e.parent;
-    let tmp = with_temp(dir, &e.dst_name, |t| {
-        rfs::linkat(&first.dir.dst, &first.name, &dir.dst, t, AtFlags::empty())
+    let tmp = with_temp(sh, dir, &e.dst_name, |at, t| {
+        rfs::linkat(&first.dir.dst, &first.name, at, t, AtFlags::empty())
     });
     let tmp = match tmp {
         Ok(t) => t,
-        Err(err) => return sh.dest_error(&path, "cannot make the hard link", err),
+        Err(err) => return node_error(sh, &path, "cannot make the hard link", err),
     };
-    let id = match rfs::statat(&dir.dst, &tmp.name, AtFlags::SYMLINK_NOFOLLOW) {
+    let id = match rfs::statat(tmp.at(), &tmp.name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Meta::from_stat(&st),
         Err(err) => return sh.dest_error(&path, "cannot make the hard link", err),
     };

@@ -303,6 +303,7 @@ mod queue;
 pub(crate) mod scan;
 pub(crate) mod shared;
 pub mod signals;
+pub(crate) mod stage;
 pub mod writeback;
 pub(crate) mod xattr;
 

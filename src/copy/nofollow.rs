@@ -56,7 +56,7 @@ pub(crate) fn ident_of(fd: impl AsFd) -> Result<Ident, Errno> {
 }
 
 /// The inode a name in `dir` holds, without following a symlink.
-fn ident_at(dir: impl AsFd, name: &OsStr) -> Result<Ident, Errno> {
+pub(crate) fn ident_at(dir: impl AsFd, name: &OsStr) -> Result<Ident, Errno> {
     rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|s| ident(&s))
 }
 
@@ -172,21 +172,22 @@ impl Pinned {
     }
 }
 
-/// Renames `tmp` to `final_name` in `dir` if and only if `tmp` still holds node `id`, and
-/// checks afterwards that `final_name` holds it. `noreplace`: the name was free when the
-/// copy decided to write, so a file that appeared there since is never replaced.
-/// The check and the rename are two calls: a swap between them moves the other file into
-/// place instead and is reported as [`NodeErr::Replaced`] (it is inside the destination,
-/// where that user could have put it anyway; nothing was written, chmod-ed or chown-ed
-/// through it).
+/// Renames `tmp` in `from` to `final_name` in `to` if and only if `tmp` still holds node
+/// `id`, and checks afterwards that `final_name` holds it. `noreplace`: the name was free
+/// when the copy decided to write, so a file that appeared there since is never replaced.
+/// `from` is a directory nobody else can write in (the destination directory itself when
+/// it is private, else its staging directory: see `stage.rs`), so nothing can change
+/// between the check and the rename; the check after it reports a name someone replaced
+/// at once as [`NodeErr::Replaced`].
 pub(crate) fn rename_checked(
-    dir: BorrowedFd<'_>,
+    from: BorrowedFd<'_>,
     tmp: &OsStr,
+    to: BorrowedFd<'_>,
     final_name: &OsStr,
     id: Ident,
     noreplace: bool,
 ) -> Result<(), NodeErr> {
-    if ident_at(dir, tmp)? != id {
+    if ident_at(from, tmp)? != id {
         return Err(NodeErr::Replaced);
     }
     let flags = if noreplace {
@@ -194,12 +195,12 @@ pub(crate) fn rename_checked(
     } else {
         RenameFlags::empty()
     };
-    match rfs::renameat_with(dir, tmp, dir, final_name, flags) {
+    match rfs::renameat_with(from, tmp, to, final_name, flags) {
         // File systems without RENAME_NOREPLACE: the plain rename.
-        Err(Errno::INVAL) if noreplace => rfs::renameat(dir, tmp, dir, final_name)?,
+        Err(Errno::INVAL) if noreplace => rfs::renameat(from, tmp, to, final_name)?,
         r => r?,
     }
-    match ident_at(dir, final_name) {
+    match ident_at(to, final_name) {
         Ok(now) if now == id => Ok(()),
         Ok(_) | Err(Errno::NOENT) => Err(NodeErr::Replaced),
         Err(e) => Err(NodeErr::Io(e)),
@@ -293,6 +294,7 @@ mod tests {
         let r = rename_checked(
             d.as_fd(),
             OsStr::new("tmp"),
+            d.as_fd(),
             OsStr::new("final"),
             p.id,
             true,
@@ -308,10 +310,11 @@ mod tests {
         std::fs::write(t.path().join("tmp"), b"ours").unwrap();
         std::fs::write(t.path().join("final"), b"theirs").unwrap();
         let id = ident_at(d.as_fd(), OsStr::new("tmp")).unwrap();
-        let r = rename_checked(d.as_fd(), OsStr::new("tmp"), OsStr::new("final"), id, true);
+        let (tmp, fin) = (OsStr::new("tmp"), OsStr::new("final"));
+        let r = rename_checked(d.as_fd(), tmp, d.as_fd(), fin, id, true);
         assert_eq!(r, Err(NodeErr::Io(Errno::EXIST)));
         assert_eq!(std::fs::read(t.path().join("final")).unwrap(), b"theirs");
-        rename_checked(d.as_fd(), OsStr::new("tmp"), OsStr::new("final"), id, false).unwrap();
+        rename_checked(d.as_fd(), tmp, d.as_fd(), fin, id, false).unwrap();
         assert_eq!(std::fs::read(t.path().join("final")).unwrap(), b"ours");
     }
 }

@@ -21,6 +21,9 @@ pub struct Root {
     pub is_dir: bool,
     /// Destination existed as a directory: the tree is merged into it.
     pub dest_exists: bool,
+    /// The (device, inode) of that directory as the plan saw it (not following a symlink):
+    /// the copy opens it without following and refuses any other directory found there.
+    pub dest_ident: Option<(u64, u64)>,
 }
 
 /// A planned copy: every refusal has been checked.
@@ -247,6 +250,10 @@ impl CopyJob {
                 dest: dst.clone(),
                 is_dir: smeta.is_dir(),
                 dest_exists: dest_is_dir,
+                dest_ident: dmeta_link
+                    .as_ref()
+                    .filter(|m| dest_is_dir && m.is_dir())
+                    .map(|m| (m.dev(), m.ino())),
             });
         }
         Ok(CopyJob {

@@ -11,16 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
-use super::nofollow::{self, NodeErr};
+use super::nofollow::{self, Ident, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
 use super::queue::WorkQueue;
 use super::shared::{
-    DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, lock,
+    DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, is_zfs, lock,
 };
+use super::stage::{self, LazyStage};
 
 /// Directory entry names with the type `getdents` gave (`d_type`; `Unknown` on file systems
 /// that do not fill it), sorted by name so the copy order is predictable.
@@ -102,12 +103,11 @@ fn open_made_dir(
     created: bool,
     final_mode: u32,
 ) -> Result<DestDir, NodeErr> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rfs::openat(parent, name, flags, Mode::empty())?;
+    let fd = rfs::openat(parent, name, DIR_NOFOLLOW, Mode::empty())?;
     let mut mode_set = false;
     if created {
         let mode = nofollow::check_made_dir(parent, name, &fd)?;
-        mode_set = final_mode == mode;
+        mode_set = final_mode == mode & !0o2000;
     }
     Ok(DestDir {
         fd,
@@ -116,40 +116,170 @@ fn open_made_dir(
     })
 }
 
-/// The destination directory of a tree root: the path the user named is resolved as cp
-/// resolves it (its parent may be a symlink), the last name is made and opened
-/// relative to the parent, without following. Returns the directory and whether this run
-/// made it.
+const DIR_NOFOLLOW: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// An existing directory `name` in `parent`, opened without following a symlink, that must
+/// be the inode `want` (what the plan or a no-follow stat saw there): a name swapped since
+/// for a symlink fails to open, one swapped for another directory is refused.
+fn open_existing_dir(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    want: Ident,
+) -> Result<DestDir, NodeErr> {
+    let fd = match rfs::openat(parent, name, DIR_NOFOLLOW, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP | Errno::NOTDIR) => return Err(NodeErr::Replaced),
+        Err(e) => return Err(NodeErr::Io(e)),
+    };
+    if nofollow::ident_of(&fd)? != want {
+        return Err(NodeErr::Replaced);
+    }
+    Ok(DestDir {
+        fd,
+        created: false,
+        mode_set: false,
+    })
+}
+
+/// Makes directory `name` in `parent` with `mode` and opens it, or, when the name is taken
+/// by a directory, opens that one (checked to be the directory a no-follow stat saw).
+/// With `stage` (the parent is not private) the directory is made and opened inside the
+/// stage under a temporary name, then renamed into place without replacing anything, so
+/// the directory this run fills is certainly the one it made.
+fn make_or_open_dir(
+    parent: BorrowedFd<'_>,
+    stage: Option<BorrowedFd<'_>>,
+    name: &OsStr,
+    mode: u32,
+    final_mode: u32,
+) -> Result<DestDir, (&'static str, NodeErr)> {
+    let made = match stage {
+        // A merge meets existing directories most of the time: those are opened at once.
+        Some(_) if rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() => Ok(None),
+        Some(st) => mkdir_staged(parent, st, name, mode, final_mode),
+        None => match rfs::mkdirat(parent, name, Mode::from_raw_mode(mode)) {
+            Ok(()) => open_made_dir(parent, name, true, final_mode).map(Some),
+            Err(Errno::EXIST) => Ok(None),
+            Err(e) => Err(NodeErr::Io(e)),
+        },
+    };
+    match made {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => open_taken(parent, name),
+        Err(e) => Err(("cannot create directory", e)),
+    }
+}
+
+/// What [`open_taken`] says of a name taken by something that is not a directory.
+const NOT_DIR: &str = "cannot overwrite non-directory with a directory";
+
+/// The directory already at `name`: opened if it is one, else cp's refusal.
+fn open_taken(parent: BorrowedFd<'_>, name: &OsStr) -> Result<DestDir, (&'static str, NodeErr)> {
+    match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(s) if Meta::from_stat(&s).file_type() == FileType::Directory => {
+            let m = Meta::from_stat(&s);
+            let want = Ident {
+                dev: m.dev,
+                ino: m.ino,
+            };
+            open_existing_dir(parent, name, want).map_err(|e| ("cannot open directory", e))
+        }
+        Ok(_) => Err((NOT_DIR, NodeErr::Io(Errno::NOTDIR))),
+        Err(e) => Err(("cannot open directory", NodeErr::Io(e))),
+    }
+}
+
+/// See [`make_or_open_dir`]: None when the name was taken meanwhile.
+fn mkdir_staged(
+    parent: BorrowedFd<'_>,
+    stage: BorrowedFd<'_>,
+    name: &OsStr,
+    mode: u32,
+    final_mode: u32,
+) -> Result<Option<DestDir>, NodeErr> {
+    let mut tmp = None;
+    for _ in 0..16 {
+        let t = super::file::temp_name(name, rand::random::<u32>());
+        match rfs::mkdirat(stage, &t, Mode::from_raw_mode(mode)) {
+            Ok(()) => {
+                tmp = Some(t);
+                break;
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(NodeErr::Io(e)),
+        }
+    }
+    let tmp = tmp.ok_or(NodeErr::Io(Errno::EXIST))?;
+    let rmdir = || rfs::unlinkat(stage, &tmp, AtFlags::REMOVEDIR);
+    let dir = match open_made_dir(stage, &tmp, true, final_mode) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = rmdir();
+            return Err(e);
+        }
+    };
+    match rfs::renameat_with(stage, &tmp, parent, name, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(Some(dir)),
+        Err(e) => {
+            let _ = rmdir();
+            match e {
+                Errno::EXIST => Ok(None),
+                // No RENAME_NOREPLACE here: made in place (the owner check still applies).
+                Errno::INVAL => match rfs::mkdirat(parent, name, Mode::from_raw_mode(mode)) {
+                    Ok(()) => open_made_dir(parent, name, true, final_mode).map(Some),
+                    Err(Errno::EXIST) => Ok(None),
+                    Err(e) => Err(NodeErr::Io(e)),
+                },
+                e => Err(NodeErr::Io(e)),
+            }
+        }
+    }
+}
+
+fn dest_ident(root: &Root) -> Option<Ident> {
+    root.dest_ident.map(|(dev, ino)| Ident { dev, ino })
+}
+
+/// The destination directory of a tree root. The path the user named is resolved as cp
+/// resolves it up to its parent (which may be a symlink: the user's choice); the last name,
+/// the root of the copy, is made or opened relative to that parent without following.
+/// A directory the plan saw there must still be that directory.
 fn open_root_dest(
     sh: &Shared,
     root: &Root,
     smeta: &Meta,
 ) -> Result<DestDir, (&'static str, NodeErr)> {
     let open_err = |e| ("cannot open directory", e);
-    let existing = |fd| DestDir {
-        fd,
-        created: false,
-        mode_set: false,
-    };
-    if root.dest_exists {
-        return open_dir(&root.dest, true)
-            .map(existing)
-            .map_err(|e| open_err(e.into()));
-    }
     let Some(name) = root.dest.file_name() else {
-        return open_dir(&root.dest, true)
-            .map(existing)
-            .map_err(|e| open_err(e.into()));
+        // "/", "..", "dir/.": no last name to open relative to a parent.
+        let fd = open_dir(&root.dest, true).map_err(|e| open_err(e.into()))?;
+        if let Some(want) = dest_ident(root)
+            && nofollow::ident_of(&fd).map_err(|e| open_err(e.into()))? != want
+        {
+            return Err(open_err(NodeErr::Replaced));
+        }
+        return Ok(DestDir {
+            fd,
+            created: false,
+            mode_set: false,
+        });
     };
     let parent = open_dir(&parent_of(&root.dest), true).map_err(|e| open_err(e.into()))?;
+    if let Some(want) = dest_ident(root) {
+        return open_existing_dir(parent.as_fd(), name, want).map_err(open_err);
+    }
     let final_mode = sh.new_dir_mode(smeta);
-    let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
-    let made = match rfs::mkdirat(&parent, name, mode) {
-        Ok(()) => true,
-        Err(Errno::EXIST) => false,
-        Err(e) => return Err(("cannot create directory", e.into())),
-    };
-    open_made_dir(parent.as_fd(), name, made, final_mode).map_err(open_err)
+    let mode = mkdir_mode(sh, final_mode);
+    if stage::is_private(&parent) {
+        return make_or_open_dir(parent.as_fd(), None, name, mode, final_mode);
+    }
+    let st = stage::Stage::make(parent.as_fd(), &sh.made_dirs).map_err(open_err)?;
+    let r = make_or_open_dir(parent.as_fd(), Some(st.fd()), name, mode, final_mode);
+    st.remove();
+    r
 }
 
 /// Reports a failed operation on a destination node.
@@ -221,6 +351,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool 
         }
     };
     let cfr_ok = cfr_cannot_clone(&dst);
+    let (tmpfile_ok, private) = (!is_zfs(&dst), stage::is_private(&dst));
     let node = Arc::new(DirNode {
         src,
         dst,
@@ -234,7 +365,9 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool 
         dst_display: display_parent(&root.dest),
         rel: PathBuf::new(),
         cfr_ok,
-        tmpfile_ok: AtomicBool::new(true),
+        tmpfile_ok: AtomicBool::new(tmpfile_ok),
+        private,
+        stage: LazyStage::default(),
     });
     let entry = Entry {
         parent: node.clone(),
@@ -357,6 +490,9 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
     } = dest;
     if created {
         sh.dir_created(&root.source);
+        if let Ok(id) = nofollow::ident_of(&dst) {
+            sh.made_dirs.insert(id);
+        }
     }
     if let Ok(st) = rfs::fstat(&dst) {
         sh.add_sync_target(Meta::from_stat(&st).dev, &dst);
@@ -378,6 +514,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
         .unwrap_or_else(|| root.source.clone());
     let root_rel = rel.clone();
     let cfr_ok = cfr_cannot_clone(&dst);
+    let (tmpfile_ok, private) = (!is_zfs(&dst), stage::is_private(&dst));
     let node = Arc::new(DirNode {
         src,
         dst,
@@ -391,7 +528,9 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
         dst_display: root.dest.clone(),
         rel,
         cfr_ok,
-        tmpfile_ok: AtomicBool::new(true),
+        tmpfile_ok: AtomicBool::new(tmpfile_ok),
+        private,
+        stage: LazyStage::default(),
     });
     sh.track_unfinished(&node);
     let mut stack = vec![Frame {
@@ -535,44 +674,49 @@ fn enter_dir(
     };
     let dst_path = node.dst_display.join(name);
     let final_mode = sh.new_dir_mode(&meta);
-    let mode = Mode::from_raw_mode(mkdir_mode(sh, final_mode));
-    let created = match rfs::mkdirat(&node.dst, name, mode) {
-        Ok(()) => {
-            sh.dir_created(path);
-            true
-        }
-        Err(Errno::EXIST) => match rfs::statat(&node.dst, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(s) if Meta::from_stat(&s).file_type() == FileType::Directory => false,
-            _ => {
-                sh.fail(
-                    path,
-                    format!(
-                        "cannot overwrite non-directory {} with a directory",
-                        crate::present::quote::quote(&dst_path)
-                    ),
-                );
-                return None;
-            }
-        },
+    let mode = mkdir_mode(sh, final_mode);
+    let at = match node.temp_dir(sh) {
+        Ok(at) => at,
         Err(e) => {
-            sh.dest_error(&dst_path, "cannot create directory", e);
+            node_error(sh, &dst_path, "cannot create directory", e);
             return None;
         }
     };
-    let dest = match open_made_dir(node.dst.as_fd(), name, created, final_mode) {
-        Ok(f) => f,
-        Err(e) => {
-            node_error(sh, &dst_path, "cannot open directory", e);
+    let stage = match &at {
+        stage::TempDir::Here => None,
+        stage::TempDir::Staged(s) => Some(s.fd()),
+    };
+    let dest = match make_or_open_dir(node.dst.as_fd(), stage, name, mode, final_mode) {
+        Ok(d) => d,
+        Err((NOT_DIR, _)) => {
+            let m = format!(
+                "cannot overwrite non-directory {} with a directory",
+                quote(&dst_path)
+            );
+            sh.fail(path, m);
+            return None;
+        }
+        Err((what, e)) => {
+            node_error(sh, &dst_path, what, e);
             return None;
         }
     };
+    if dest.created {
+        sh.dir_created(path);
+    }
+    if dest.created
+        && let Ok(id) = nofollow::ident_of(&dest.fd)
+    {
+        sh.made_dirs.insert(id);
+    }
+    let private = stage::is_private(&dest.fd);
     node.hold();
     let child = Arc::new(DirNode {
         src,
         pending: AtomicUsize::new(1),
         meta: Some(meta),
         finalize: dest.finalize(sh),
-        fresh: created,
+        fresh: dest.created,
         mode_set: dest.mode_set,
         dst: dest.fd,
         parent: Some(node.clone()),
@@ -581,6 +725,8 @@ fn enter_dir(
         rel: node.rel.join(name),
         cfr_ok: node.cfr_ok,
         tmpfile_ok: AtomicBool::new(node.tmpfile_ok.load(Ordering::Relaxed)),
+        private,
+        stage: LazyStage::default(),
     });
     sh.track_unfinished(&child);
     Some(child)

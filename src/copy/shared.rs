@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use rustix::fs::{self as rfs, FileType, Mode};
 use rustix::io::Errno;
 
+use super::nofollow::NodeErr;
 use super::options::{CopyOptions, SyncMode};
+use super::stage::{LazyStage, MadeDirs, StageSet, TempDir};
 use super::{ConflictAsk, Control, CurrentFile, EngineEvent, EventSender, Progress};
 
 /// Marker inside every temporary name: `.NAME.copyscope-tmp-XXXXXX` beside the destination.
@@ -113,8 +115,13 @@ pub(crate) struct DirNode {
     pub rel: PathBuf,
     /// copy_file_range cannot clone on this destination filesystem, so it is safe with `--reflink=never`.
     pub cfr_ok: bool,
-    /// New files here start unnamed (`O_TMPFILE`) until the file system says it cannot.
+    /// New files here start unnamed (`O_TMPFILE`) until the file system says it cannot;
+    /// never on ZFS, where linking an unnamed file waits for a whole txg sync.
     pub tmpfile_ok: AtomicBool,
+    /// Only we can make or rename names here: temporaries are made in the directory itself.
+    /// Else they go to its staging directory (`stage.rs`).
+    pub private: bool,
+    pub(crate) stage: LazyStage,
 }
 
 /// A file to copy (queued to a worker) or a special entry (made by the scanner).
@@ -223,6 +230,10 @@ pub(crate) struct Shared {
     pub(crate) placing: RwLock<()>,
     /// Set by [`Shared::abandon_in_flight`]: no file may be put in place after it.
     pub(crate) abandoned: AtomicBool,
+    /// The directories this run made, never accepted as a staging directory.
+    pub(crate) made_dirs: MadeDirs,
+    /// Every staging directory made, removed at the engine's end whatever happened.
+    pub(crate) stages: StageSet,
 }
 
 /// A destination file being written: its worker's descriptor (shared, so the registry can
@@ -230,7 +241,9 @@ pub(crate) struct Shared {
 /// name, if it has one (an `O_TMPFILE` file has none).
 pub(crate) struct Staging {
     pub(crate) dir: Arc<DirNode>,
+    /// The temporary's name in `at` (None: unnamed).
     pub(crate) name: Option<OsString>,
+    pub(crate) at: Option<TempDir>,
     pub(crate) fd: Arc<OwnedFd>,
 }
 
@@ -297,6 +310,18 @@ pub(crate) fn fatal_message(e: Errno) -> String {
 }
 
 impl DirNode {
+    /// Where this directory's temporaries are made: here when it is private, else in its
+    /// staging directory (made now if it has none yet).
+    pub(crate) fn temp_dir(&self, sh: &Shared) -> Result<TempDir, NodeErr> {
+        if self.private {
+            return Ok(TempDir::Here);
+        }
+        let s = self
+            .stage
+            .get(self.dst.as_fd(), &sh.made_dirs, &sh.stages)?;
+        Ok(TempDir::Staged(s))
+    }
+
     pub(crate) fn hold(&self) {
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
@@ -309,6 +334,7 @@ impl DirNode {
             if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
                 break;
             }
+            n.stage.remove();
             if !sh.is_stopped() {
                 sh.dir_complete(&n);
                 lock(&sh.unfinished).remove(&(Arc::as_ptr(&n) as usize));
@@ -589,29 +615,41 @@ impl Shared {
         (fresh || self.opts.preserve_mode_time).then(|| self.new_dir_mode(m))
     }
 
-    /// The mode a directory this run makes ends with (see [`Shared::dir_mode`]).
+    /// The mode a directory this run makes ends with (see [`Shared::dir_mode`]), before its
+    /// ownership is known: without set-id bits, which only a kept owner brings back.
     pub(crate) fn new_dir_mode(&self, m: &Meta) -> u32 {
         if self.opts.preserve_mode_time {
-            m.mode & 0o7777
+            permission_bits(m.mode, false, true)
         } else {
             0o777 & !self.umask
         }
     }
 
     /// Owner (with -p), mode and, when its content is complete, mtime of a directory.
+    /// Its set-id bits are the source's only when its owner is too (as cp keeps them);
+    /// otherwise the setgid bit is what the kernel gave it (inherited from its parent).
     pub(crate) fn finalize_dir(&self, n: &DirNode, m: &Meta, complete: bool) {
         let path = &n.dst_display;
-        if self.opts.preserve_owner
-            && let Err(e) = rfs::fchown(
+        let mut owner_kept = false;
+        if self.opts.preserve_owner {
+            match rfs::fchown(
                 &n.dst,
                 Some(rfs::Uid::from_raw(m.uid)),
                 Some(rfs::Gid::from_raw(m.gid)),
-            )
-            && e != Errno::PERM
-        {
-            self.fail(path, format!("cannot preserve ownership: {}", errmsg(e)));
+            ) {
+                Ok(()) => owner_kept = true,
+                Err(Errno::PERM) => {}
+                Err(e) => self.fail(path, format!("cannot preserve ownership: {}", errmsg(e))),
+            }
         }
-        if let Some(mode) = self.dir_mode(m, n.fresh).filter(|_| !n.mode_set)
+        let mode = self.dir_mode(m, n.fresh).map(|mode| {
+            if owner_kept && self.opts.preserve_mode_time {
+                permission_bits(m.mode, true, true)
+            } else {
+                mode | inherited_setgid(&n.dst)
+            }
+        });
+        if let Some(mode) = mode.filter(|_| !n.mode_set || owner_kept)
             && let Err(e) = rfs::fchmod(&n.dst, Mode::from_raw_mode(mode))
         {
             self.fail(
@@ -658,13 +696,14 @@ impl Shared {
     pub(crate) fn stage_in_flight(
         &self,
         dir: &Arc<DirNode>,
-        name: Option<&OsStr>,
+        temp: Option<(&TempDir, &OsStr)>,
         fd: &Arc<OwnedFd>,
     ) -> InFlight<'_> {
         let id = self.next_in_flight.fetch_add(1, Ordering::Relaxed);
         let staging = Staging {
             dir: dir.clone(),
-            name: name.map(OsStr::to_os_string),
+            name: temp.map(|(_, n)| n.to_os_string()),
+            at: temp.map(|(at, _)| at.clone()),
             fd: fd.clone(),
         };
         lock(&self.in_flight).push((id, staging));
@@ -695,9 +734,9 @@ impl Shared {
         self.abandoned.store(true, Ordering::SeqCst);
         let staged: Vec<Staging> = lock(&self.in_flight).drain(..).map(|(_, s)| s).collect();
         for s in staged {
-            if let Some(name) = &s.name {
+            if let (Some(name), Some(at)) = (&s.name, &s.at) {
                 // unlinkat never follows: at worst it removes what someone put under our name.
-                let _ = rfs::unlinkat(&s.dir.dst, name, rfs::AtFlags::empty());
+                let _ = rfs::unlinkat(at.fd(&s.dir), name, rfs::AtFlags::empty());
             }
             if let Ok(dup) = s.fd.try_clone() {
                 super::file::release_after_exit(dup);
@@ -714,6 +753,29 @@ impl Shared {
             t.push((dev, dup));
         }
     }
+}
+
+/// The permission bits a copy gets from the source's `mode`: the set-user-ID and
+/// set-group-ID bits only when the copy keeps the source's owner (`keep_set_id`: ownership
+/// preserved and the chown done), as cp keeps them; otherwise a root copy of another
+/// user's setuid program would be a root-owned setuid program. The sticky bit is kept on
+/// directories (where it means something; cp's mkdir keeps it too) and only with the owner
+/// on anything else.
+pub(crate) fn permission_bits(mode: u32, keep_set_id: bool, is_dir: bool) -> u32 {
+    if keep_set_id {
+        mode & 0o7777
+    } else if is_dir {
+        mode & 0o1777
+    } else {
+        mode & 0o777
+    }
+}
+
+/// The setgid bit a directory has now (the kernel sets it on a directory made in a setgid
+/// directory), so a chmod that keeps no set-id bits of the source does not clear it.
+fn inherited_setgid(fd: &OwnedFd) -> u32 {
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    rfs::fstat(fd).map_or(0, |s| s.st_mode as u32 & 0o2000)
 }
 
 pub(crate) fn timestamps(m: &Meta) -> rfs::Timestamps {
@@ -784,6 +846,8 @@ mod tests {
             rel: PathBuf::new(),
             cfr_ok: false,
             tmpfile_ok: AtomicBool::new(true),
+            private: true,
+            stage: Default::default(),
         })
     }
 
@@ -801,7 +865,7 @@ mod tests {
         let d = dir(t.path());
         let name = ".a.copyscope-tmp-000001";
         let fd = Arc::new(temp_file(&d, name));
-        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd);
+        let flight = sh.stage_in_flight(&d, Some((&TempDir::Here, OsStr::new(name))), &fd);
         sh.abandon_in_flight();
         assert!(
             !t.path().join(name).exists(),
@@ -822,7 +886,7 @@ mod tests {
         let d = dir(t.path());
         let name = ".b.copyscope-tmp-000002";
         let fd = Arc::new(temp_file(&d, name));
-        let flight = sh.stage_in_flight(&d, Some(OsStr::new(name)), &fd);
+        let flight = sh.stage_in_flight(&d, Some((&TempDir::Here, OsStr::new(name))), &fd);
         let placed = sh.place_in_flight(flight, || {
             rfs::renameat(&d.dst, name, &d.dst, "b").map(|()| 1)
         });
