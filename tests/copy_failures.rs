@@ -39,8 +39,10 @@ fn unreadable_source_file_fails_alone() {
     assert!(out.contains("failed (1)"), "{out}");
 }
 
+/// cp's rule on a full disk: the file that does not fit fails, named, its unfinished copy
+/// removed, and the copy goes on with the files that still fit (exit 1).
 #[test]
-fn disk_full_stops_cleanly() {
+fn disk_full_fails_the_file_and_copies_what_still_fits() {
     if !is_root() {
         eprintln!("skipped: mounting a small tmpfs needs root");
         return;
@@ -59,9 +61,13 @@ fn disk_full_stops_cleanly() {
         src.as_os_str(),
         dst.as_os_str(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let all = text(&o);
-    assert!(all.contains("destination is full"), "{all}");
+    assert!(
+        all.contains("b_big") && all.contains("No space left on device"),
+        "the file that did not fit is named: {all}"
+    );
+    assert!(!all.contains("destination is full"), "{all}");
     assert!(
         !dst.join("b_big").exists(),
         "no truncated file under a real name"
@@ -72,6 +78,50 @@ fn disk_full_stops_cleanly() {
         temp_leftovers(&mnt)
     );
     assert_eq!(fs::read(dst.join("a_small")).unwrap(), data(100_000, 1));
+    assert_eq!(fs::read(dst.join("c_more")).unwrap(), data(100_000, 3));
+}
+
+/// A destination with no room for anything: the first failure stops the copy with one
+/// clear message (exit 2) instead of one failure per remaining file.
+#[test]
+fn disk_full_for_everything_stops_cleanly() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    for i in 0..50 {
+        write(&src.join(format!("f{i:02}")), &data(200_000, i));
+    }
+    let mnt = t.path().join("m");
+    let _m = Mount::tmpfs(&mnt, "size=2m").expect("mount tmpfs");
+    // Fill it, but for a few kilobytes.
+    let filler = mnt.join("filler");
+    let mut f = fs::File::create(&filler).unwrap();
+    let chunk = vec![1u8; 4096];
+    while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    drop(f);
+    let dst = mnt.join("dst");
+    let o = copyscope(&[
+        OsStr::new("--jobs"),
+        OsStr::new("1"),
+        OsStr::new("--no-sync"),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let all = text(&o);
+    assert!(all.contains("destination is full"), "{all}");
+    assert!(
+        all.matches("No space left on device").count() < 10,
+        "stopped, not one failure per file: {all}"
+    );
+    assert!(
+        temp_leftovers(&mnt).is_empty(),
+        "{:?}",
+        temp_leftovers(&mnt)
+    );
 }
 
 #[test]

@@ -451,3 +451,68 @@ fn json_lines_are_valid_and_end_with_a_summary() {
         "{kinds:?}"
     );
 }
+
+/// Pseudo-files whose size says 0 (/proc, /sys) are read to their end and copied, as cp
+/// copies them (exit 0, the bytes read).
+#[test]
+fn zero_size_pseudo_files_are_copied_to_their_end() {
+    let t = tempfile::tempdir().unwrap();
+    let dst = t.path().join("cpuinfo");
+    let o = copyscope(&[OsStr::new("/proc/self/status"), dst.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let got = fs::read_to_string(&dst).unwrap();
+    assert!(got.starts_with("Name:") && got.contains("\nPid:"), "{got}");
+}
+
+/// A POSIX access ACL as the kernel stores it (version 2, then tag/perm/id entries).
+fn acl_xattr(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+/// A copy that keeps modes keeps POSIX ACLs too (as cp -p does): with an ACL the group
+/// bits are only its mask, so dropping it would give the owning group the mask's rights.
+#[test]
+fn acls_are_kept_with_the_modes() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    write(&src.join("f"), b"acl");
+    let f = src.join("f");
+    // user::rw- user:nobody:r-- group::--- mask::r-- other::---
+    let any = u32::MAX;
+    let acl = acl_xattr(&[
+        (0x01, 6, any),
+        (0x02, 4, 65534),
+        (0x04, 0, any),
+        (0x10, 4, any),
+        (0x20, 0, any),
+    ]);
+    if rustix::fs::setxattr(
+        &f,
+        "system.posix_acl_access",
+        &acl,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .is_err()
+    {
+        return eprintln!("skipped: no POSIX ACLs on the temporary directory's file system");
+    }
+    for args in [vec![], vec![OsStr::new("-p")]] {
+        let dst = t.path().join(format!("dst{}", args.len()));
+        let mut a = args.clone();
+        a.extend([src.as_os_str(), dst.as_os_str()]);
+        let o = copyscope(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let mut buf = vec![0u8; 256];
+        let n = rustix::fs::getxattr(dst.join("f"), "system.posix_acl_access", &mut buf)
+            .expect("the ACL is on the copy");
+        assert_eq!(&buf[..n], &acl[..], "{args:?}");
+        let mode = fs::metadata(dst.join("f")).unwrap().mode() & 0o777;
+        assert_eq!(mode, fs::metadata(&f).unwrap().mode() & 0o777);
+    }
+}

@@ -1,7 +1,7 @@
 //! The free-space question in a real terminal (tmux) onto a small tmpfs: once the scan is
 //! complete the dialog shows what the copy needs against what is free; `y` copies anyway (the
-//! files that fit are copied, the first that does not stops the copy with "No space left on
-//! device", exit 2, its temporary removed); `q` cancels (exit 130, no temporaries). A file
+//! files that fit are copied, each that does not fails with "No space left on device", its
+//! temporary removed, exit 1); `q` cancels (exit 130, no temporaries). A file
 //! that would take the copy past most of the free space waits for the question, so onto
 //! 2 MiB nothing at all is written before it.
 
@@ -122,7 +122,11 @@ fn continue_copies_what_fits_then_stops_on_enospc() {
     tm.send("y");
     let code = wait_file(&exit_file, Duration::from_secs(60)).expect("copyscope exited");
     let history = tm.capture_history();
-    assert_eq!(code.trim(), "2", "disk full is fatal (exit 2):\n{history}");
+    assert_eq!(
+        code.trim(),
+        "1",
+        "files that did not fit failed (exit 1):\n{history}"
+    );
     assert!(
         history.contains("No space left on device"),
         "the failing file is reported:\n{history}"

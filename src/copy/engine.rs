@@ -147,6 +147,8 @@ impl Shared {
             flink_empty_path: AtomicBool::new(true),
             made_dirs: Default::default(),
             stages: Default::default(),
+            out_of_space: AtomicBool::new(false),
+            full_strikes: Default::default(),
             opts,
         }
     }
@@ -412,6 +414,7 @@ fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>) {
         match q.pop() {
             Popped::Item(e) => {
                 super::file::copy_regular(sh, &e, &mut buf);
+                sh.stop_if_full(&e.parent.dst);
                 e.parent.release(sh);
             }
             Popped::Empty => {}

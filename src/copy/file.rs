@@ -20,8 +20,8 @@ use super::nofollow::{self, Expect, Ident, NodeErr, Pinned};
 use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
 use super::scan::node_error;
 use super::shared::{
-    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, errmsg,
-    is_fatal_dest, is_zfs, permission_bits, timestamps,
+    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, ends_write,
+    errmsg, is_zfs, permission_bits, timestamps,
 };
 use super::stage::TempDir;
 use super::writeback::WriteBehind;
@@ -509,9 +509,14 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         return sh.fail(&path, m);
     }
     // After the data and chown, which clear security.capability.
-    if sh.opts.xattrs
-        && let Some(m) = super::xattr::copy(&src, &dst)
-    {
+    let kept = if sh.opts.xattrs {
+        super::xattr::copy(&src, &dst)
+    } else if sh.opts.preserve_mode_time {
+        super::xattr::copy_acls(&src, &dst)
+    } else {
+        None
+    };
+    if let Some(m) = kept {
         sh.note(&path, m);
     }
     if sh.opts.sync == SyncMode::PerFile || sh.opts.verify {
@@ -568,8 +573,11 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     sh.done(&path, written);
 }
 
-/// Why the source no longer matches what was copied: its size or modification time moved
-/// since it was opened, or fewer bytes than its size could be read.
+/// Why the source no longer matches what was copied: its size, modification time or
+/// change time moved since it was opened (a rewrite at the same size with its mtime put
+/// back still moves the ctime, which no user can set), or fewer bytes than its size could
+/// be read. A file whose size says 0 (/proc, /sys pseudo-files) is read to its end and
+/// kept with what was read, as cp does.
 fn source_changed(now: &Meta, before: &Meta, written: u64) -> Option<String> {
     if now.size != before.size {
         let how = if now.size > before.size {
@@ -579,10 +587,10 @@ fn source_changed(now: &Meta, before: &Meta, written: u64) -> Option<String> {
         };
         return Some(format!("{how} from {} to {} bytes", before.size, now.size));
     }
-    if now.mtime != before.mtime {
+    if now.mtime != before.mtime || now.ctime != before.ctime {
         return Some("modified".into());
     }
-    if written != before.size {
+    if written != before.size && before.size > 0 {
         return Some(format!(
             "{written} of {} bytes could be read before the end of the file",
             before.size
@@ -780,7 +788,7 @@ impl RangeCopy<'_> {
                         self.use_cfr = false;
                         continue;
                     }
-                    Err(e) if is_fatal_dest(e) || e == Errno::FBIG => Err(DataErr::Write(e)),
+                    Err(e) if ends_write(e) => Err(DataErr::Write(e)),
                     Err(e) => Err(DataErr::Read(e)),
                 };
             }

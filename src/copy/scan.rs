@@ -422,6 +422,7 @@ fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &WorkQueue<Entry>) -> bool {
         }
         _ => {
             super::file::copy_special(sh, &entry);
+            sh.stop_if_full(&entry.parent.dst);
             true
         }
     }

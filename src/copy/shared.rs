@@ -41,6 +41,8 @@ pub(crate) struct Meta {
     pub blocks: u64,
     pub atime: (i64, i64),
     pub mtime: (i64, i64),
+    /// Set by the kernel on every change of content or inode; no user can set it back.
+    pub ctime: (i64, i64),
 }
 
 impl Meta {
@@ -58,6 +60,7 @@ impl Meta {
             blocks: st.st_blocks as u64,
             atime: (st.st_atime as i64, st.st_atime_nsec as i64),
             mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
         }
     }
 
@@ -76,6 +79,7 @@ impl Meta {
             blocks: 0,
             atime: (0, 0),
             mtime: (0, 0),
+            ctime: (0, 0),
         }
     }
 
@@ -234,6 +238,10 @@ pub(crate) struct Shared {
     pub(crate) made_dirs: MadeDirs,
     /// Every staging directory made, removed at the engine's end whatever happened.
     pub(crate) stages: StageSet,
+    /// An entry failed with ENOSPC since the last [`Shared::stop_if_full`].
+    pub(crate) out_of_space: AtomicBool,
+    /// Failures for want of space in a row that left the destination full.
+    pub(crate) full_strikes: AtomicU8,
 }
 
 /// A destination file being written: its worker's descriptor (shared, so the registry can
@@ -295,14 +303,24 @@ pub(crate) fn errmsg(e: Errno) -> String {
     }
 }
 
-/// Errors on the destination that will not get better for the next file.
+/// Errors on the destination that will not get better for the next file. A full disk is
+/// not one of them: the file that did not fit fails, the smaller ones after it may fit
+/// (as cp goes on), and [`Shared::stop_if_full`] stops the copy once nothing can.
 pub(crate) fn is_fatal_dest(e: Errno) -> bool {
-    matches!(e, Errno::NOSPC | Errno::DQUOT | Errno::ROFS)
+    matches!(e, Errno::DQUOT | Errno::ROFS)
 }
+
+/// Errors that end the data path of a file (the write side), whatever the call.
+pub(crate) fn ends_write(e: Errno) -> bool {
+    is_fatal_dest(e) || matches!(e, Errno::NOSPC | Errno::FBIG)
+}
+
+/// Free space below which a destination counts as full for every file still to come.
+const FULL_BELOW: u64 = 64 << 10;
 
 pub(crate) fn fatal_message(e: Errno) -> String {
     match e {
-        Errno::NOSPC => "the destination is full (No space left on device): copy stopped, the unfinished file was removed".into(),
+        Errno::NOSPC => "the destination is full (No space left on device): copy stopped, no file is left unfinished".into(),
         Errno::DQUOT => "disk quota exceeded on the destination: copy stopped, the unfinished file was removed".into(),
         Errno::ROFS => "the destination file system is read-only: nothing more can be written".into(),
         other => errmsg(other),
@@ -577,8 +595,32 @@ impl Shared {
     pub fn dest_error(&self, path: &Path, what: &str, e: Errno) {
         if is_fatal_dest(e) {
             self.fatal(fatal_message(e));
+        } else if e == Errno::NOSPC {
+            self.out_of_space.store(true, Ordering::SeqCst);
+            self.fail(
+                path,
+                format!("{what}: No space left on device; its unfinished copy was removed"),
+            );
         } else {
             self.fail(path, format!("{what}: {}", errmsg(e)));
+        }
+    }
+
+    /// After an entry in `dir` failed for want of space: once the temporary of the failed
+    /// file is gone, a destination with (next to) no space left is a strike; the second
+    /// strike in a row stops the copy, so a full disk ends with one clear message instead
+    /// of a failure per remaining file, while a copy whose last file did not fit just
+    /// reports that file.
+    pub(crate) fn stop_if_full(&self, dir: &OwnedFd) {
+        if !self.out_of_space.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(v) = rfs::fstatvfs(dir) else { return };
+        let blocks = if self.is_root { v.f_bfree } else { v.f_bavail };
+        if blocks.saturating_mul(v.f_frsize) >= FULL_BELOW {
+            self.full_strikes.store(0, Ordering::SeqCst);
+        } else if self.full_strikes.fetch_add(1, Ordering::SeqCst) >= 1 {
+            self.fatal(fatal_message(Errno::NOSPC));
         }
     }
 
@@ -657,9 +699,14 @@ impl Shared {
                 format!("cannot set the directory mode: {}", errmsg(e)),
             );
         }
-        if self.opts.xattrs
-            && let Some(note) = super::xattr::copy(&n.src, &n.dst)
-        {
+        let kept = if self.opts.xattrs {
+            super::xattr::copy(&n.src, &n.dst)
+        } else if self.opts.preserve_mode_time && mode.is_some() {
+            super::xattr::copy_acls(&n.src, &n.dst)
+        } else {
+            None
+        };
+        if let Some(note) = kept {
             self.note(&n.src_display, note);
         }
         if complete

@@ -87,6 +87,32 @@ pub(crate) fn copy(src: impl AsFd, dst: impl AsFd) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// The POSIX ACL attributes: what a copy that keeps modes must keep too, since with an ACL
+/// the mode's group bits are only its mask (dropping the ACL can widen access).
+const ACLS: [&std::ffi::CStr; 2] = [c"system.posix_acl_access", c"system.posix_acl_default"];
+
+/// Copies the POSIX ACLs of `src` onto `dst` (the default ACL exists on directories only).
+/// After the mode is set: an access ACL sets the permission bits again, to the same values.
+/// Returns what could not be kept, in words for a per-file note.
+pub(crate) fn copy_acls(src: impl AsFd, dst: impl AsFd) -> Option<String> {
+    let mut failed = Vec::new();
+    for name in ACLS {
+        let value = match read_all(|b| rfs::fgetxattr(&src, name, b)) {
+            Ok(v) => v,
+            // None (the usual case), or a file system without ACLs.
+            Err(Errno::NODATA | Errno::NOTSUP) => continue,
+            Err(e) => {
+                failed.push(format!("{} ({})", name.to_string_lossy(), errmsg(e)));
+                continue;
+            }
+        };
+        if let Err(e) = rfs::fsetxattr(&dst, name, &value, XattrFlags::empty()) {
+            failed.push(format!("{} ({})", name.to_string_lossy(), errmsg(e)));
+        }
+    }
+    (!failed.is_empty()).then(|| format!("ACL not kept: {}", failed.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
