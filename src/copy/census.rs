@@ -251,9 +251,14 @@ impl Census<'_> {
             return;
         };
         // The destination twin exists only when the tree is merged into a directory.
+        // Opened as the copy opens it: relative to its parent, never through a symlink.
         let dst = root
             .dest_exists
-            .then(|| open_path(&root.dest, true))
+            .then(|| match root.dest.file_name() {
+                Some(name) => open_path(&parent_dir(&root.dest), true)
+                    .and_then(|p| open_dir_at(&p, &name.to_os_string(), false)),
+                None => open_path(&root.dest, true),
+            })
             .flatten();
         // A new tree lands on the filesystem of the directory it is made in.
         let on = match &dst {
