@@ -158,6 +158,17 @@ fn check(path: &Path) {
         "{name}: JSON durable"
     );
     assert_eq!(v["drops"], st.drops, "{name}: JSON drops");
+    // The same budget and verdict as the live `--json` run's summary.
+    assert_eq!(
+        v["verdict"],
+        serde_json::to_value(model.verdict()).unwrap(),
+        "{name}: JSON verdict"
+    );
+    assert_eq!(
+        v["budget"],
+        copyscope::report::json::budget_json(model.budget()),
+        "{name}: JSON budget"
+    );
     let lost = v["lost_s"].as_f64().expect("lost_s");
     assert!(
         (lost - st.lost_total_secs()).abs() < 1e-3,

@@ -217,6 +217,12 @@ pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
             let iface = rec.header.watch.as_ref().and_then(|w| w.net.as_deref());
             m.insert("net".into(), crate::report::json::net_json(iface, n));
         }
+        // The same budget and verdict a live `--json` run ends with.
+        m.insert(
+            "budget".into(),
+            crate::report::json::budget_json(model.budget()),
+        );
+        m.insert("verdict".into(), serde_json::to_value(model.verdict())?);
         if let Some(s) = &rec.summary {
             m.insert("files_copied".into(), s.files.into());
             m.insert("files_failed".into(), s.failed.into());
