@@ -264,6 +264,14 @@ impl Cli {
                 drops: c.drops.clone(),
                 ..DisplayArgs::default()
             },
+            Some(Command::Report { ascii, drops, .. }) => DisplayArgs {
+                output: OutputArgs {
+                    ascii: *ascii,
+                    ..OutputArgs::default()
+                },
+                drops: drops.clone(),
+                ..DisplayArgs::default()
+            },
             Some(Command::Completions { .. } | Command::Man) => DisplayArgs::default(),
         }
     }
@@ -376,6 +384,22 @@ pub enum Command {
         /// With --compare: one plot with a line per run instead of stacked panels.
         #[arg(long, requires = "compare")]
         overlay: bool,
+    },
+    /// One Markdown file of a recording for a GitHub issue or a forum post: the figures,
+    /// drops, verdict and time budget, the text chart, the system and its tunables (with the
+    /// files they come from), and the txgs, dmu_tx and disk figures around the worst drop.
+    Report {
+        /// The recording (JSON Lines, written by --record).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Write the report to FILE instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Draw the text chart with ASCII characters only.
+        #[arg(long)]
+        ascii: bool,
+        #[command(flatten)]
+        drops: DropArgs,
     },
     /// Draw several recordings (copy, watch or bench) in one picture on a shared time axis
     /// and speed scale, with a Markdown table of the runs side by side.

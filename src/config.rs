@@ -51,6 +51,11 @@ pub enum Command {
     },
     /// `compare` and `export --compare`.
     Compare(CompareRequest),
+    /// `report`: the Markdown report of a recording, to `output` or standard output.
+    Report {
+        file: PathBuf,
+        output: Option<PathBuf>,
+    },
     Bench(BenchRequest),
     Completions(clap_complete::Shell),
     Man,
@@ -414,6 +419,7 @@ impl TryFrom<Cli> for Config {
                 picture: picture(c.picture)?,
                 force: c.force,
             }),
+            Some(CliCommand::Report { file, output, .. }) => Command::Report { file, output },
             Some(CliCommand::Completions { shell }) => Command::Completions(shell),
             Some(CliCommand::Man) => Command::Man,
             Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),

@@ -81,3 +81,71 @@ fn replay_screenshot_into_an_impossible_place_fails_loudly() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("screenshot failed"));
 }
+
+/// `copyscope report`: one Markdown file for a forum post, its figures the model's.
+#[test]
+fn report_is_the_models_story_with_the_evidence_around_the_worst_drop() {
+    use copyscope::model::{Cause, EventKind, ModelConfig};
+    use copyscope::report::recording::Replayed;
+    // A real lab copy onto the 40 MB/s ZFS pool, with the destination disks' counters.
+    const REC: &str = "assets/zfs-40mbps-copy.jsonl";
+    let out = copyscope().args(["report", REC]).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).expect("utf-8");
+    for section in [
+        "### copyscope:",
+        "**Verdict:**",
+        "**Drops**",
+        "#### Chart",
+        "#### System",
+        "#### Tunables",
+        "#### Around the worst drop",
+        "/proc/spl/kstat/zfs/dmu_tx",
+        "Destination disks",
+    ] {
+        assert!(md.contains(section), "no {section:?} in\n{md}");
+    }
+    let run = Replayed::load(std::path::Path::new(REC), ModelConfig::default()).unwrap();
+    assert!(
+        md.contains(&run.model.verdict().text),
+        "the model's verdict:\n{md}"
+    );
+    let drops: Vec<_> = run
+        .model
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Drop(d) => Some((e, d)),
+            _ => None,
+        })
+        .collect();
+    assert!(md.contains(&format!("**Drops** ({})", drops.len())), "{md}");
+    // The worst drop is the model's drop that lost most (the longest among equals), told
+    // in the model's words, with the txg it names in the txgs table.
+    let len = |e: &copyscope::model::Event, d: &copyscope::model::DropInfo| d.end_ns - e.t_ns;
+    let (we, wd) = drops
+        .iter()
+        .copied()
+        .max_by(|a, b| {
+            a.1.bytes_lost
+                .total_cmp(&b.1.bytes_lost)
+                .then(len(a.0, a.1).cmp(&len(b.0, b.1)))
+        })
+        .expect("a drop");
+    let worst = md.split("#### Around the worst drop").nth(1).unwrap();
+    assert!(worst.contains(&we.describe()), "{worst}");
+    if let Some(Cause::TxgSync { txg, .. }) = wd.causes.first() {
+        let row = worst
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&txg.to_string()))
+            .unwrap_or_else(|| panic!("txg {txg} not in the txgs table:\n{worst}"));
+        assert!(row.contains(" C "), "{row}");
+    }
+    for (name, value) in &run.header.environment.tunables {
+        assert!(md.contains(&format!("| `{name}` | `{value}` |")), "{name}");
+    }
+}

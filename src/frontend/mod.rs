@@ -274,6 +274,12 @@ pub fn run(mut config: Config) -> ExitStatus {
         Command::Compare(req) => {
             compare(req, crate::frontend::session::model_config(&config.display))
         }
+        Command::Report { file, output } => report(
+            file,
+            output.as_deref(),
+            crate::frontend::session::model_config(&config.display),
+            config.display.ascii,
+        ),
         Command::Export {
             file,
             png,
@@ -319,6 +325,34 @@ pub fn run(mut config: Config) -> ExitStatus {
                     ExitStatus::Fatal
                 }
             }
+        }
+    }
+}
+
+/// `copyscope report`: the recording's Markdown report, to a file or standard output.
+fn report(
+    file: &std::path::Path,
+    output: Option<&std::path::Path>,
+    cfg: crate::model::ModelConfig,
+    ascii: bool,
+) -> ExitStatus {
+    let text = match crate::report::forum::render_report(file, cfg, ascii) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("copyscope: {}", error_chain(&e.into()));
+            return ExitStatus::Fatal;
+        }
+    };
+    let written = match output {
+        Some(p) => std::fs::write(p, text.as_bytes())
+            .map(|()| println!("wrote {}", crate::present::quote::shell_escape(p))),
+        None => std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()),
+    };
+    match written {
+        Ok(()) => ExitStatus::Success,
+        Err(e) => {
+            eprintln!("copyscope: cannot write the report: {e}");
+            ExitStatus::Fatal
         }
     }
 }

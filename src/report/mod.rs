@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod export;
+pub mod forum;
 pub mod json;
 pub mod metrics;
 pub mod plain;
