@@ -502,3 +502,131 @@ fn the_grafana_dashboard_queries_only_exported_metrics() {
     }
     assert!(queried >= 8, "the dashboard shows the main figures");
 }
+
+/// Sockets among a process's descriptors now (0 once it has gone).
+fn sockets_of(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|t| t.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+/// Connections to `port` opened as fast as they are taken and held, each with half a request
+/// header (a slow client), until `stop`; returns how many were established.
+fn hold_connections(port: u16, stop: &std::sync::atomic::AtomicBool, most: usize) -> usize {
+    use std::sync::atomic::Ordering;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut held: Vec<TcpStream> = Vec::new();
+    let mut established = 0;
+    while !stop.load(Ordering::SeqCst) {
+        if held.len() >= most {
+            // The endpoint's timeouts close some: give their descriptors back and go on.
+            held.retain(|s| {
+                let mut b = [0u8; 1];
+                s.set_nonblocking(true).unwrap();
+                !matches!((&*s).read(&mut b), Ok(0))
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Ok(mut s) => {
+                established += 1;
+                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n");
+                held.push(s);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    established
+}
+
+/// A local user opening connections to `--metrics` for the whole of a 4 000-file copy run
+/// with `ulimit -n 1100` cannot take the copy's descriptors: the endpoint holds at most its
+/// cap of connections at once and every file is copied right.
+#[test]
+fn connections_to_the_endpoint_cannot_take_the_copys_descriptors() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // The attacker needs more descriptors than the copy has.
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
+        },
+    )
+    .unwrap();
+    let most = lim.maximum.unwrap_or(4096).min(4096) as usize - 200;
+    assert!(most > 1100, "the test needs 1 300 descriptors, has {most}");
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    for d in 0..40 {
+        std::fs::create_dir_all(src.join(format!("d{d}"))).unwrap();
+        for f in 0..100 {
+            let seed = (d * 100 + f) as u8;
+            let bytes: Vec<u8> = (0..4096u32).map(|i| (i as u8) ^ seed).collect();
+            std::fs::write(src.join(format!("d{d}/f{f}")), bytes).unwrap();
+        }
+    }
+    let port = free_port();
+    // 16 MiB at 4 MiB/s: four seconds of copying under attack, however loaded the machine.
+    let copy = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 1100 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(["--plain", "-a", "--bwlimit", "4M", "--metrics"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(&src)
+        .arg(&dst)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = copy.id();
+    let mut copy = KillOnDrop::new(copy);
+    scrape(port);
+    // The copy's own sockets (signal pipes, the listener; a scrape's, closing, at most).
+    let before = sockets_of(pid);
+    let stop = AtomicBool::new(false);
+    let (established, most_sockets, status) = std::thread::scope(|s| {
+        let attacker = s.spawn(|| hold_connections(port, &stop, most));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut most_sockets = 0;
+        let status = loop {
+            most_sockets = most_sockets.max(sockets_of(pid));
+            if let Some(st) = copy.0.as_mut().unwrap().try_wait().unwrap() {
+                break st;
+            }
+            assert!(Instant::now() < deadline, "the copy did not finish");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        stop.store(true, Ordering::SeqCst);
+        (attacker.join().unwrap(), most_sockets, status)
+    });
+    let out = copy.take().wait_with_output().unwrap();
+    eprintln!("the attack held {established} connections; the copy {most_sockets} sockets at most");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(status.success(), "{status:?}\n{said}");
+    assert!(
+        said.contains("done: ") && said.contains(" in 4000 files"),
+        "{said}"
+    );
+    util::assert_same_tree(&src, &dst);
+    let cap = copyscope::frontend::metrics::MAX_CONNECTIONS;
+    assert!(
+        most_sockets <= before + cap,
+        "{most_sockets} sockets open at once, {before} before the attack"
+    );
+    assert!(
+        established > 100,
+        "the attack held {established} connections (the kernel's queue takes more than the cap)"
+    );
+}

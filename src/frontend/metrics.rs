@@ -2,6 +2,9 @@
 //! model's [`Snapshot`] after each sample ([`MetricsEndpoint::publish`]); an HTTP/1 server
 //! (hyper) on its own thread's tokio runtime answers `GET /metrics` with
 //! [`crate::report::metrics::render`] of the latest one. No authentication: docs/metrics.md.
+//! Bounded so that clients cannot take what the copy needs: at most [`MAX_CONNECTIONS`]
+//! descriptors (the rest wait in the kernel's accept queue, which costs the process nothing),
+//! each for at most [`CONNECTION_LIFETIME`].
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
@@ -15,15 +18,23 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 
 use crate::model::Model;
 use crate::model::metrics::Snapshot;
 use crate::report::metrics::{CONTENT_TYPE as METRICS_TYPE, render};
 
-/// A client that sends no complete request header within this time is dropped, so a stuck
-/// or hostile client cannot hold connections open.
+/// Connections served at once; the next is accepted only when one of these has ended, so
+/// the endpoint never holds more of the process's descriptors than this (and its listener).
+pub const MAX_CONNECTIONS: usize = 32;
+/// A client that sends no complete request header within this time (the first request's or,
+/// on a kept-alive connection, the next one's) is dropped.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// However it behaves (a client reading its answer a byte a minute), a connection is asked to
+/// close after this; a scraper that keeps connections alive simply opens a new one.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// What a connection asked to close gets to finish its answer before it is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// After a failed accept (e.g. out of file descriptors), wait before the next one.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -85,12 +96,17 @@ impl MetricsEndpoint {
     }
 }
 
-/// Accepts connections until the process exits; each is served on its own task.
+/// Accepts connections until the process exits, at most [`MAX_CONNECTIONS`] at once; each is
+/// served on its own task.
 async fn serve(listener: TcpListener, rx: watch::Receiver<Option<Arc<Snapshot>>>) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let stream = match listener.accept().await {
             Ok((s, _)) => s,
             Err(_) => {
@@ -100,19 +116,34 @@ async fn serve(listener: TcpListener, rx: watch::Receiver<Option<Arc<Snapshot>>>
         };
         let rx = rx.clone();
         tokio::spawn(async move {
-            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                let snap = rx.borrow().clone();
-                async move {
-                    Ok::<_, Infallible>(respond(req.method(), req.uri().path(), snap.as_deref()))
-                }
-            });
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            serve_connection(stream, rx).await;
+            drop(slot);
         });
     }
+}
+
+/// One connection, for at most [`CONNECTION_LIFETIME`] and [`CLOSE_GRACE`].
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    rx: watch::Receiver<Option<Arc<Snapshot>>>,
+) {
+    let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+        let snap = rx.borrow().clone();
+        async move { Ok::<_, Infallible>(respond(req.method(), req.uri().path(), snap.as_deref())) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    if tokio::time::timeout(CONNECTION_LIFETIME, conn.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
 }
 
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
