@@ -20,6 +20,46 @@ use crate::sample::{Environment, Sample};
 /// The format version this build writes. Readers accept every version from 1 up to this one.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The longest line a reader takes, bytes. copyscope writes lines of a few kB (a header with
+/// a very long command line: some MB); a longer one is refused after this much was read,
+/// so a damaged or hostile file cannot make a reader hold gigabytes. docs/recording.md.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Why the next line could not be read.
+enum LineError {
+    Io(std::io::Error),
+    /// Longer than [`MAX_LINE_BYTES`].
+    TooLong,
+}
+
+/// What a line over [`MAX_LINE_BYTES`] is called.
+fn too_long() -> String {
+    format!(
+        "longer than {} MiB, the most a recording's line may be (copyscope writes lines of a few kB)",
+        MAX_LINE_BYTES >> 20
+    )
+}
+
+/// Reads the next line into `buf` (cleared first), its newline included; 0 at the end. Reads
+/// at most one byte past [`MAX_LINE_BYTES`] of it.
+fn read_line_bounded(
+    input: &mut impl std::io::BufRead,
+    buf: &mut Vec<u8>,
+) -> Result<usize, LineError> {
+    use std::io::{BufRead as _, Read as _};
+    buf.clear();
+    let n = input
+        .by_ref()
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(LineError::Io)?;
+    if n > MAX_LINE_BYTES {
+        buf.clear();
+        return Err(LineError::TooLong);
+    }
+    Ok(n)
+}
+
 /// How much sample time may pass between flushes, so a crash loses at most about this much.
 const FLUSH_EVERY_NS: u64 = 1_000_000_000;
 
@@ -492,9 +532,15 @@ impl RecordingCursor {
 
     /// The first non-blank line, which must be a header this build can read.
     fn read_header(&mut self) -> Result<Header, RecordingError> {
-        while let Some(complete) = self.read_line().map_err(|error| RecordingError::Io {
-            path: self.path.clone(),
-            error,
+        while let Some(complete) = self.read_line().map_err(|e| match e {
+            LineError::Io(error) => RecordingError::Io {
+                path: self.path.clone(),
+                error,
+            },
+            LineError::TooLong => RecordingError::Parse {
+                line: self.line + 1,
+                message: too_long(),
+            },
         })? {
             let line = self.buf.trim_ascii();
             if line.is_empty() {
@@ -517,13 +563,12 @@ impl RecordingCursor {
     }
 
     /// Reads the next line into `buf`; Some(ends with a newline), None at the end.
-    fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        use std::io::BufRead as _;
+    fn read_line(&mut self) -> Result<Option<bool>, LineError> {
         self.buf.clear();
         let Some(reader) = self.reader.as_mut() else {
             return Ok(None);
         };
-        let n = reader.read_until(b'\n', &mut self.buf)?;
+        let n = read_line_bounded(reader, &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
@@ -582,8 +627,12 @@ impl RecordingCursor {
                     self.eof = true;
                     break;
                 }
-                Err(e) => {
+                Err(LineError::Io(e)) => {
                     self.stop(format!("line {}: {e}", self.line + 1));
+                    break;
+                }
+                Err(LineError::TooLong) => {
+                    self.stop(format!("line {}: {}", self.line + 1, too_long()));
                     break;
                 }
             };
@@ -778,13 +827,16 @@ fn for_each_line(
     let mut buf = Vec::new();
     let mut number = 0usize;
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
-            .map_err(|error| RecordingError::Io {
+        let n = read_line_bounded(&mut input, &mut buf).map_err(|e| match e {
+            LineError::Io(error) => RecordingError::Io {
                 path: PathBuf::new(),
                 error,
-            })?;
+            },
+            LineError::TooLong => RecordingError::Parse {
+                line: number + 1,
+                message: too_long(),
+            },
+        })?;
         if n == 0 {
             break;
         }

@@ -15,7 +15,7 @@ use crate::report::recording::Replayed;
 use super::describe::{drop_label, lost_secs};
 use super::svg::{Look, render_svg_look, top_value};
 use super::{ChartData, ExportTargets, png};
-use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit, time_step};
+use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit};
 use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_rate, fmt_secs};
 
 /// One run of a comparison: its label and its chart (from the model).
@@ -222,7 +222,7 @@ fn overlay(o: &mut String, runs: &[Run], look: &Look, w: u32, h: u32, top: u32, 
         13.0 * s,
         unit.label
     );
-    let tstep = time_step(duration, ((x1 - x0) / (90.0 * s)) as usize);
+    let tstep = super::time_axis_step(duration, ((x1 - x0) / (90.0 * s)) as usize);
     let mut t = 0.0;
     while t <= duration + 1e-9 {
         let _ = writeln!(

@@ -26,6 +26,19 @@ pub use png::{PngError, render_png};
 pub use svg::{Look, render_svg, render_svg_look};
 pub use text::render_text;
 
+/// The tick step of a picture's time axis over `span_s` seconds, for at most `target` ticks:
+/// present's steps up to a day, then round numbers of days, so that a span of centuries (a
+/// damaged recording whose last sample says 2^64 ns) gets a handful of ticks rather than one
+/// a day (200 000 labels: minutes of text layout and gigabytes for one picture).
+pub(crate) fn time_axis_step(span_s: f64, target: usize) -> f64 {
+    const DAY: f64 = 86_400.0;
+    let step = crate::present::axis::time_step(span_s, target);
+    if span_s / step <= target.max(1) as f64 {
+        return step;
+    }
+    crate::present::axis::nice_step(span_s / DAY, target).max(1.0) * DAY
+}
+
 /// Default picture size: crisp on a forum at full width.
 pub const DEFAULT_SIZE: (u32, u32) = (1600, 900);
 
@@ -666,6 +679,21 @@ mod tests {
             max_bps: v,
             device_bps: None,
             net_bps: None,
+        }
+    }
+
+    #[test]
+    fn a_time_axis_has_at_most_its_target_ticks_at_any_span() {
+        // Up to days: present's steps, as the TUI's chart has them.
+        assert_eq!(time_axis_step(76.0, 10), 10.0);
+        assert_eq!(time_axis_step(3600.0, 10), 600.0);
+        assert_eq!(time_axis_step(5.0 * 86_400.0, 10), 43_200.0);
+        for span in [40.0 * 86_400.0, 3.7e7, u64::MAX as f64 / 1e9] {
+            for target in [1, 9, 14] {
+                let step = time_axis_step(span, target);
+                assert!(span / step <= target as f64, "{span} s, {target}: {step}");
+                assert_eq!(step % 86_400.0, 0.0, "{span} s, {target}: whole days");
+            }
         }
     }
 

@@ -8,7 +8,7 @@ use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
-use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit, time_step};
+use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit};
 use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
 use crate::present::text::ellipsize_middle;
 
@@ -461,7 +461,7 @@ fn grid(o: &mut String, l: &Layout, sc: &Scale, step: f64, ymax_units: f64, unit
         l.plot_top - 12.0 * s,
         13.0 * s
     );
-    let tstep = time_step(
+    let tstep = super::time_axis_step(
         sc.duration,
         ((l.plot_right - l.plot_left) / (90.0 * s)) as usize,
     );

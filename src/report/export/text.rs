@@ -5,7 +5,7 @@
 use crate::model::EventKind;
 
 use super::{ChartData, MarkerKind};
-use crate::present::axis::{fmt_axis_time, fmt_tick, rate_unit, time_step};
+use crate::present::axis::{fmt_axis_time, fmt_tick, rate_unit};
 use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
 use crate::present::text::asciify;
 use crate::present::text::ellipsize_middle;
@@ -209,7 +209,7 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
     }
     out.push(base);
 
-    let tstep = time_step(duration, (cols / 10).max(1));
+    let tstep = super::time_axis_step(duration, (cols / 10).max(1));
     let mut axis_line: Vec<char> = vec![' '; gutter + 1 + cols + 8];
     let mut next_free = 0usize;
     let mut t = 0.0;
