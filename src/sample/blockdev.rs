@@ -56,7 +56,7 @@ fn walk(root: &SysRoot, dir: PathBuf, depth: usize, out: &mut BTreeSet<BlockDev>
     let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
-    let Some((major, minor)) = std::fs::read_to_string(dir.join("dev"))
+    let Some((major, minor)) = super::root::read_kernel_file(&dir.join("dev"))
         .ok()
         .as_deref()
         .and_then(parse_dev_number)

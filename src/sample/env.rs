@@ -287,7 +287,7 @@ fn probe_zfs(root: &SysRoot, pool: &str, env: &mut Environment) {
     }
     let history = param("zfs_txg_history").and_then(|v| parse_u64_value(&v));
     let txgs_path = root.join(format!("proc/spl/kstat/zfs/{pool}/txgs"));
-    match std::fs::read_to_string(&txgs_path) {
+    match super::root::read_kernel_file(&txgs_path) {
         Err(_) => env.notes.push(format!(
             "txg syncs n/a: {} missing (OpenZFS older than 0.6.3, or the pool is not imported)",
             txgs_path.display()
@@ -320,7 +320,7 @@ fn check_sources(root: &SysRoot, env: &mut Environment) {
         ("proc/vmstat", "page cache thresholds n/a"),
         ("proc/diskstats", "device counters n/a"),
     ] {
-        if std::fs::File::open(root.join(rel)).is_err() {
+        if root.open(rel).is_err() {
             env.notes
                 .push(format!("{what}: cannot read {}", root.join(rel).display()));
         }
@@ -329,7 +329,7 @@ fn check_sources(root: &SysRoot, env: &mut Environment) {
     if !psi.exists() {
         env.notes
             .push("io pressure n/a: kernel without PSI (boot with psi=1)".to_string());
-    } else if std::fs::read_to_string(&psi).is_err() {
+    } else if super::root::read_kernel_file(&psi).is_err() {
         env.notes.push(format!(
             "io pressure n/a: {} unreadable (PSI disabled: boot with psi=1)",
             psi.display()

@@ -12,7 +12,7 @@ use rustix::time::{ClockId, clock_gettime};
 use super::cpu::CpuMeter;
 use super::diskstats::sum_diskstats;
 use super::procfs::{page_cache, parse_meminfo, parse_psi, parse_vmstat};
-use super::root::SysRoot;
+use super::root::{MAX_FILE_BYTES, SysRoot, open_kernel_file};
 use super::threads::ThreadReader;
 use super::zfs::{named_kstat_u64, parse_dmu_tx, parse_txgs};
 use super::{Environment, Sample, ZfsSample};
@@ -21,9 +21,6 @@ use crate::copy::{Progress, ProgressSnapshot};
 /// txg rows kept per sample: enough to see the open, quiescing, syncing and the last
 /// few committed txgs without making recordings heavy.
 pub const TXG_ROWS_KEPT: usize = 8;
-
-/// A proc file is a few KiB; this only stops a runaway read of a file that is not one.
-const MAX_FILE_BYTES: usize = 16 << 20;
 
 /// A kstat file returns at most one page per read() (the seq_file buffer), so a full
 /// `txgs` (100 rows ≈ 14 KB) takes several; a row dropped between two of them makes the
@@ -51,7 +48,7 @@ impl KeptFile {
     /// page per read); `None` (and a reopen next time) on any error.
     fn read(&mut self) -> Option<&str> {
         if self.file.is_none() {
-            self.file = File::open(&self.path).ok();
+            self.file = open_kernel_file(&self.path).ok();
         }
         let mut f = self.file.as_ref()?;
         let read = f
@@ -83,7 +80,11 @@ impl ZfsFiles {
     /// Reopens txgs and reads all of it.
     fn read_txgs(&mut self) -> Option<&str> {
         let path = &self.txgs_path;
-        let n = read_whole_retrying(|| File::open(path), &mut self.txgs_buf, TXGS_READ_ATTEMPTS)?;
+        let n = read_whole_retrying(
+            || open_kernel_file(path),
+            &mut self.txgs_buf,
+            TXGS_READ_ATTEMPTS,
+        )?;
         std::str::from_utf8(&self.txgs_buf[..n]).ok()
     }
 }

@@ -1,8 +1,45 @@
 //! `SysRoot`: the directory that stands for `/` when reading /proc and /sys, so tests
-//! and demos can point every reader at a fixture tree (DESIGN §5).
+//! and demos can point every reader at a fixture tree, and the one way such files are opened
+//! ([`open_kernel_file`]: never blocking, regular files only).
 
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// A /proc or /sys file is a few KiB; reading stops here, so a planted file that is not one
+/// cannot make a reader hold more.
+pub const MAX_FILE_BYTES: usize = 16 << 20;
+
+/// Opens a /proc, /sys or kstat file (or its stand-in under a `--sys-root` tree) for reading:
+/// with `O_NONBLOCK`, so that a FIFO or device planted there cannot block the open, and
+/// refused unless it is a regular file (every kernel file read here is one), so that no read
+/// of it can block either. Symlinks are followed: sysfs is made of them.
+pub fn open_kernel_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// Reads a whole kernel file ([`open_kernel_file`]) to EOF, at most [`MAX_FILE_BYTES`] of
+/// it. Not `fs::read_to_string`: that stats the file to size its buffer, and /proc and /sys
+/// files say size 0 or 4096 whatever they hold (one syscall per read wasted, many times a
+/// second).
+pub fn read_kernel_file(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let file = open_kernel_file(path)?;
+    let mut text = String::with_capacity(4096);
+    file.take(MAX_FILE_BYTES as u64).read_to_string(&mut text)?;
+    Ok(text)
+}
 
 /// Environment variable naming the directory that stands for `/`.
 pub const SYS_ROOT_ENV: &str = "COPYSCOPE_SYS_ROOT";
@@ -52,15 +89,14 @@ impl SysRoot {
         self.0.join(rel)
     }
 
-    /// Reads a whole (small) file under the root, to EOF. Not `fs::read_to_string`: that
-    /// stats the file to size its buffer, and /proc and /sys files say size 0 or 4096
-    /// whatever they hold (one syscall per read wasted, many times a second).
+    /// Opens a file under the root for reading, as [`open_kernel_file`] does.
+    pub fn open(&self, rel: impl AsRef<Path>) -> io::Result<File> {
+        open_kernel_file(&self.join(rel))
+    }
+
+    /// Reads a whole (small) file under the root, to EOF, as [`read_kernel_file`] does.
     pub fn read_to_string(&self, rel: impl AsRef<Path>) -> io::Result<String> {
-        use std::io::Read;
-        let file = std::fs::File::open(self.join(rel))?;
-        let mut text = String::with_capacity(4096);
-        file.take(u64::MAX).read_to_string(&mut text)?;
-        Ok(text)
+        read_kernel_file(&self.join(rel))
     }
 
     /// Reads a one-value file (sysctl, module parameter) and trims it.
