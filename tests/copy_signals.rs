@@ -1,5 +1,6 @@
-//! Cancel by signal mid-copy: SIGINT, SIGTERM and SIGHUP end with exit 130, temporaries
-//! removed and no truncated file under a real name; SIGKILL leaves only temp-named files.
+//! Cancel by signal mid-copy: SIGINT, SIGTERM, SIGHUP and SIGQUIT end with exit 130,
+//! temporaries removed and no truncated file under a real name; SIGKILL leaves only
+//! temp-named files.
 //! The copy is slowed with the test-only COPYSCOPE_TEST_THROTTLE_BPS hook.
 
 mod util;
@@ -136,4 +137,88 @@ fn throttled_copy_without_a_signal_completes() {
     let (code, out, err) = r.finish();
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert_eq!(fs::read(t.path().join("g")).unwrap(), data(300_000, 9));
+}
+
+/// A tree copy with `-a` (every directory made 0700 and given its mode, owner and times at
+/// the end) cancelled by `sig` mid-way: the exit code, the output, and each directory made
+/// (relative path → mode).
+fn tree_cancelled_by(sig: Signal) -> (Option<i32>, String, Vec<(std::path::PathBuf, u32)>) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    write(&src.join("a_done/small"), b"small");
+    for i in 0..8 {
+        write(&src.join(format!("b_busy/f{i}")), &data(512 << 10, i));
+    }
+    write(&src.join("c_never/x"), b"x");
+    for (p, m) in [
+        ("", 0o755),
+        ("a_done", 0o751),
+        ("b_busy", 0o755),
+        ("c_never", 0o775),
+    ] {
+        fs::set_permissions(src.join(p), fs::Permissions::from_mode(m)).unwrap();
+    }
+    let dst = t.path().join("dst");
+    let args = [
+        "-a".as_ref(),
+        "-j".as_ref(),
+        "1".as_ref(),
+        src.as_os_str(),
+        dst.as_os_str(),
+    ];
+    let mut r = start_json(&args, 1 << 20);
+    r.wait_for(|v| v["type"] == "progress" && v["bytes_copied"].as_u64().unwrap_or(0) > 600_000);
+    r.signal(sig);
+    let (code, out, err) = r.finish();
+    assert!(
+        temp_leftovers(&dst).is_empty(),
+        "{:?}",
+        temp_leftovers(&dst)
+    );
+    let mut dirs = Vec::new();
+    for e in walkdir::WalkDir::new(&dst).sort_by_file_name() {
+        let e = e.unwrap();
+        if e.file_type().is_dir() {
+            let rel = e.path().strip_prefix(&dst).unwrap().to_path_buf();
+            let mode = e.metadata().unwrap().mode() & 0o7777;
+            assert_eq!(
+                mode,
+                fs::metadata(src.join(&rel)).unwrap().mode() & 0o7777,
+                "{rel:?}\n{out}"
+            );
+            dirs.push((rel, mode));
+        }
+    }
+    // Whole files only under real names.
+    for e in walkdir::WalkDir::new(&dst) {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            let rel = e.path().strip_prefix(&dst).unwrap();
+            assert_eq!(
+                fs::read(e.path()).unwrap(),
+                fs::read(src.join(rel)).unwrap(),
+                "{rel:?}"
+            );
+        }
+    }
+    (code, format!("{out}\n{err}"), dirs)
+}
+
+/// SIGQUIT ends a copy as SIGTERM does: exit 130, "cancelled", temporaries removed, and every
+/// directory made given its mode (its default, a core dump, exited 131 with 0700 directories).
+#[test]
+fn sigquit_finishes_the_tree_as_sigterm_does() {
+    let (term_code, term_out, term_dirs) = tree_cancelled_by(Signal::TERM);
+    let (quit_code, quit_out, quit_dirs) = tree_cancelled_by(Signal::QUIT);
+    assert_eq!(term_code, Some(130), "{term_out}");
+    assert_eq!(quit_code, Some(130), "{quit_out}");
+    assert!(quit_out.contains("\"status\":\"cancelled\""), "{quit_out}");
+    for dirs in [&term_dirs, &quit_dirs] {
+        assert!(
+            dirs.len() >= 3,
+            "the root and two directories were made: {dirs:?}"
+        );
+        assert!(dirs.iter().all(|(_, m)| *m != 0o700), "{dirs:?}");
+    }
 }

@@ -1,11 +1,12 @@
-//! SIGINT/SIGTERM/SIGHUP → `Control.cancelled`: the engine then stops, removes its
-//! temporary files and returns `Cancelled` (exit 130 for all three: "cancelled").
+//! SIGINT/SIGTERM/SIGHUP/SIGQUIT → `Control.cancelled`: the engine then stops, removes its
+//! temporary files, finishes its directories and returns `Cancelled` (exit 130 for all four:
+//! "cancelled"; SIGQUIT's default, a core dump, would leave 0700 directories behind).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::JoinHandle;
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
 use super::Control;
@@ -28,10 +29,10 @@ impl Drop for SignalGuard {
     }
 }
 
-/// Routes SIGINT, SIGTERM and SIGHUP to `control.cancelled` from a small thread
+/// Routes SIGINT, SIGTERM, SIGHUP and SIGQUIT to `control.cancelled` from a small thread
 /// (no work in signal context). Used by the plain frontend, the demo and the TUI.
 pub fn install_signal_handlers(control: Arc<Control>) -> std::io::Result<SignalGuard> {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
     let handle = signals.handle();
     let thread = std::thread::Builder::new()
         .name("copyscope-signals".into())
@@ -47,7 +48,7 @@ pub fn install_signal_handlers(control: Arc<Control>) -> std::io::Result<SignalG
     })
 }
 
-/// The last of SIGINT/SIGTERM/SIGHUP received, if any.
+/// The last of SIGINT/SIGTERM/SIGHUP/SIGQUIT received, if any.
 pub fn last_signal() -> Option<i32> {
     match LAST_SIGNAL.load(Ordering::SeqCst) {
         0 => None,

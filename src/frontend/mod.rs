@@ -39,8 +39,8 @@ pub enum Frontend {
     Tui,
 }
 
-/// A fresh [`Control`] with SIGINT, SIGTERM and SIGHUP wired to cancel it (while the guard
-/// lives); `None` after printing why when the handlers cannot be installed.
+/// A fresh [`Control`] with SIGINT, SIGTERM, SIGHUP and SIGQUIT wired to cancel it (while the
+/// guard lives); `None` after printing why when the handlers cannot be installed.
 pub(crate) fn control_with_signals() -> Option<(Arc<Control>, SignalGuard)> {
     let control = Arc::new(Control::default());
     match install_signal_handlers(control.clone()) {

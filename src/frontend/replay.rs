@@ -133,6 +133,8 @@ pub async fn run_tui(
     let mut keys = spawn_key_reader();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the cleanup).
+    let mut sigquit = signal(SignalKind::quit())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(FRAME_INTERVAL);
@@ -142,6 +144,7 @@ pub async fn run_tui(
     while !st.quit {
         tokio::select! {
             _ = sigterm.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
+            _ = sigquit.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
             _ = sighup.recv() => sh.step(&mut st, Event::Signal(Signal::Hup)),
             _ = sigint.recv() => sh.step(&mut st, Event::Signal(Signal::Int)),
             _ = sigcont.recv() => sh.step(&mut st, cont_event()),

@@ -471,6 +471,8 @@ pub async fn run_live<T>(
     let mut keys = spawn_key_reader();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the cleanup).
+    let mut sigquit = signal(SignalKind::quit())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(io.frame_interval);
@@ -524,6 +526,7 @@ pub async fn run_live<T>(
                 break;
             }
             _ = sigterm.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Term)),
+            _ = sigquit.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Term)),
             _ = sighup.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Hup)),
             _ = sigint.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Int)),
             _ = sigcont.recv() => sh.step(&mut st, cont_event()),
