@@ -408,3 +408,57 @@ fn s_in_the_bench_tui_writes_where_a_copys_s_does() {
         );
     }
 }
+
+/// A scratch directory that cannot be removed (a filesystem mounted inside it, as root) is
+/// named with the entry and the reason as rm says them, on one line, without Rust's
+/// " (os error 16)" tail; everything else in it is removed, and the exit status says so.
+#[test]
+fn a_cleanup_that_fails_says_what_and_why_in_words() {
+    if !util::is_root() {
+        eprintln!("skipped: mounting inside the scratch directory needs root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("d");
+    fs::create_dir(&dir).unwrap();
+    let out = t.path().join("out");
+    let mut c = bench(&dir, &out, &[]);
+    // 4 MB/s: the 8 MiB write takes 2 s.
+    c.env("COPYSCOPE_TEST_THROTTLE_BPS", "4000000");
+    c.stdout(std::process::Stdio::null());
+    c.stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let scratch = loop {
+        if let Some(s) = names(&dir).first()
+            && fs::read_dir(dir.join(s))
+                .map(|mut it| it.next().is_some())
+                .unwrap_or(false)
+        {
+            break dir.join(s);
+        }
+        assert!(std::time::Instant::now() < deadline, "bench never wrote");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mount = util::Mount::tmpfs(&scratch.join("m"), "size=1m").expect("mount a tmpfs");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let o = util::wait_timeout(child, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let want = format!(
+        "copyscope bench: cannot remove '{}': Device or resource busy\n",
+        scratch.join("m").display()
+    );
+    assert!(err.contains(&want), "{want}in\n{err}");
+    assert!(!err.contains("os error"), "{err}");
+    assert!(
+        err.lines().all(|l| l.starts_with("copyscope bench: ")),
+        "{err}"
+    );
+    assert_eq!(names(&scratch), vec!["m"], "the rest is removed");
+    drop(mount);
+}

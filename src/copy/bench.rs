@@ -185,14 +185,22 @@ impl Scratch {
     }
 
     /// Removes the scratch directory and everything in it (through descriptors, never
-    /// following a symlink). Idempotent.
+    /// following a symlink). Idempotent. The error says, as rm would, what could not be
+    /// removed and why ("cannot remove 'D/.copyscope-bench-…/m': Device or resource busy").
     pub fn remove(&mut self) -> Result<(), String> {
         if self.removed {
             return Ok(());
         }
-        empty_dir(&self.dir).map_err(|e| format!("emptying the scratch directory: {e}"))?;
+        let cannot = |rel: &Path, e: Errno| {
+            format!(
+                "cannot remove {}: {}",
+                crate::present::quote::quote(&join(&self.path, rel)),
+                super::error::io_reason(&std::io::Error::from(e))
+            )
+        };
+        empty_dir(&self.dir).map_err(|(rel, e)| cannot(&rel, e))?;
         rustix::fs::unlinkat(&self.parent, self.name.as_os_str(), AtFlags::REMOVEDIR)
-            .map_err(|e| format!("removing the scratch directory: {e}"))?;
+            .map_err(|e| cannot(Path::new(""), e))?;
         self.removed = true;
         Ok(())
     }
@@ -209,17 +217,20 @@ impl Drop for Scratch {
     }
 }
 
-/// Removes everything inside `dir` (recursively, through descriptors).
-fn empty_dir(dir: &OwnedFd) -> Result<(), Errno> {
+/// Removes everything inside `dir` (recursively, through descriptors); on failure, the
+/// entry that could not be read or removed (relative to `dir`; empty for `dir` itself) and why.
+fn empty_dir(dir: &OwnedFd) -> Result<(), (PathBuf, Errno)> {
+    let at_dir = |e| (PathBuf::new(), e);
     let fd = rustix::fs::openat(
         dir,
         c".",
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
+    )
+    .map_err(at_dir)?;
     let mut names: Vec<(OsString, bool)> = Vec::new();
-    for entry in rustix::fs::Dir::read_from(&fd)? {
-        let entry = entry?;
+    for entry in rustix::fs::Dir::read_from(&fd).map_err(at_dir)? {
+        let entry = entry.map_err(at_dir)?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
@@ -228,20 +239,31 @@ fn empty_dir(dir: &OwnedFd) -> Result<(), Errno> {
         names.push((std::ffi::OsStr::from_bytes(name).to_os_string(), is_dir));
     }
     for (name, is_dir) in names {
+        let at = |e| (PathBuf::from(&name), e);
         if is_dir {
             let sub = rustix::fs::openat(
                 dir,
                 name.as_os_str(),
                 OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
                 Mode::empty(),
-            )?;
-            empty_dir(&sub)?;
-            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR)?;
+            )
+            .map_err(at)?;
+            empty_dir(&sub).map_err(|(rel, e)| (join(Path::new(&name), &rel), e))?;
+            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::REMOVEDIR).map_err(at)?;
         } else {
-            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty())?;
+            rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()).map_err(at)?;
         }
     }
     Ok(())
+}
+
+/// `dir/rel`, or `dir` for an empty `rel` (no trailing slash).
+fn join(dir: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        dir.to_path_buf()
+    } else {
+        dir.join(rel)
+    }
 }
 
 /// A fast PRNG (xoshiro256**, seeded from the OS) for incompressible data: /dev/urandom

@@ -351,10 +351,13 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
     // Cleanup: the scratch directory and everything in it, through its descriptors.
     let cleanup = match Arc::try_unwrap(scratch) {
         Ok(mut s) => s.remove(),
-        Err(_) => Err("the bench engine still holds the scratch directory".to_string()),
+        Err(s) => Err(format!(
+            "cannot remove {}: the bench engine still holds it",
+            quote(&s.path)
+        )),
     };
     if let Err(e) = cleanup {
-        eprintln!("copyscope bench: cleaning up {}: {e}", quote(&req.dir));
+        eprintln!("copyscope bench: {e}");
         status = ExitStatus::Fatal;
     }
     if listing(&req.dir) != before {
