@@ -102,6 +102,47 @@ fn pace_bps(bytes: u64) -> u64 {
     (bytes / 20 / MB).max(1) * MB
 }
 
+/// Where the demo's pictures go when no --screenshot DIR was given: `copyscope-demo` in the
+/// temp dir, emptied of the previous demo's pictures so one set is left, not one per run. A
+/// `copyscope-demo` that is not this user's own directory (a shared /tmp where another user
+/// made it, or a symlink there) is left alone: `copyscope-demo-UID` is used instead.
+fn pictures_dir(tmp: &Path) -> std::path::PathBuf {
+    let uid = rustix::process::getuid().as_raw();
+    let ours = |d: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(d).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+    };
+    let shared = tmp.join("copyscope-demo");
+    let dir = if !shared.exists() || ours(&shared) {
+        shared
+    } else {
+        tmp.join(format!("copyscope-demo-{uid}"))
+    };
+    if ours(&dir) {
+        remove_previous_pictures(&dir);
+    }
+    dir
+}
+
+/// Removes the picture sets an earlier demo wrote into `dir` (copyscope-STAMP.png, .svg,
+/// .txt, .md) and nothing else.
+fn remove_previous_pictures(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let picture = name.starts_with("copyscope-")
+            && [".png", ".svg", ".txt", ".md"]
+                .iter()
+                .any(|x| name.ends_with(x));
+        if picture && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Runs the demo and returns the copy's exit status.
 pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let settings = PlainSettings {
@@ -190,10 +231,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         println!("copyscope {n}");
     }
     // The demo ends with a picture of the run: in --screenshot DIR, else in the temp dir's
-    // sibling that outlives it.
+    // sibling that outlives it, which holds the last demo's pictures only.
     let mut config = config.clone();
     if config.display.screenshot.is_none() && !settings.json {
-        config.display.screenshot = Some(std::env::temp_dir().join("copyscope-demo"));
+        config.display.screenshot = Some(pictures_dir(&std::env::temp_dir()));
     }
     let (sources, dest) = (vec![src.display().to_string()], dst.display().to_string());
     let outcome = if crate::frontend::choose_frontend(&config) == crate::frontend::Frontend::Tui {
@@ -283,6 +324,40 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e.kind, crate::model::EventKind::TxgCommitted { .. }))
         );
+    }
+
+    /// One picture set per demo: the previous demo's pictures go, anything else stays; a
+    /// `copyscope-demo` that is another user's (or a symlink) is not touched.
+    #[test]
+    fn the_next_demo_replaces_the_last_ones_pictures() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("copyscope-demo");
+        fs::create_dir(&dir).unwrap();
+        for f in [
+            "copyscope-20261201-101010.png",
+            "copyscope-20261201-101010.md",
+            "notes.txt",
+        ] {
+            fs::write(dir.join(f), "x").unwrap();
+        }
+        assert_eq!(pictures_dir(t.path()), dir);
+        let left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["notes.txt"]);
+        // A symlink named copyscope-demo (to a directory of someone's pictures): left alone.
+        let u = tempfile::tempdir().unwrap();
+        let theirs = u.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::write(theirs.join("copyscope-1.png"), "x").unwrap();
+        std::os::unix::fs::symlink(&theirs, u.path().join("copyscope-demo")).unwrap();
+        let uid = rustix::process::getuid().as_raw();
+        assert_eq!(
+            pictures_dir(u.path()),
+            u.path().join(format!("copyscope-demo-{uid}"))
+        );
+        assert!(theirs.join("copyscope-1.png").exists());
     }
 
     #[test]
