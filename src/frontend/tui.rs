@@ -141,6 +141,11 @@ impl FrameWriter {
         self.buf().hold = hold;
     }
 
+    /// Drops what was collected (half a frame, after a failed draw).
+    fn discard(&self) {
+        self.buf().bytes.clear();
+    }
+
     /// Writes what was collected; returns its size.
     fn send(&self) -> io::Result<usize> {
         let mut b = self.buf();
@@ -256,9 +261,14 @@ impl TerminalGuard {
             crossterm::queue!(self.terminal.backend_mut(), terminal::EndSynchronizedUpdate)
         });
         self.out.hold(false);
-        drawn?;
+        if let Err(e) = drawn {
+            self.out.discard();
+            return Err(e);
+        }
+        // The write alone tells how fast the terminal drains (drawing is this process's time).
+        let write = std::time::Instant::now();
         let bytes = self.out.send()?;
-        self.rate.sent(bytes, start, std::time::Instant::now());
+        self.rate.sent(bytes, write, std::time::Instant::now());
         Ok(true)
     }
 }
