@@ -194,6 +194,44 @@ fn model_headers(width: u16) -> HashSet<String> {
     out
 }
 
+/// True when `cur` is `next`'s frame written over `prev`'s up to one point in reading order
+/// and `prev`'s after it: the terminal caught halfway through one write (ratatui sends a
+/// frame's changes row by row, left to right). Frames that mix moments any other way — rows
+/// held back between rows sent, a row of neither frame — are not.
+fn torn_read(prev: &str, cur: &str, next: &str) -> bool {
+    let cells = |s: &str| -> Vec<Vec<char>> { s.lines().map(|l| l.chars().collect()).collect() };
+    let (p, c, n) = (cells(prev), cells(cur), cells(next));
+    let rows = c.len().max(p.len()).max(n.len());
+    let at = |g: &Vec<Vec<char>>, y: usize, x: usize| {
+        g.get(y).and_then(|r| r.get(x)).copied().unwrap_or(' ')
+    };
+    let width = c
+        .iter()
+        .chain(&p)
+        .chain(&n)
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    // Last cell that is the new frame's and not the old one's, first that is the old's only.
+    let (mut last_new, mut first_old) = (None, None);
+    for y in 0..rows {
+        for x in 0..width {
+            let (pc, cc, nc) = (at(&p, y, x), at(&c, y, x), at(&n, y, x));
+            let pos = y * width + x;
+            if cc != pc && cc != nc {
+                return false;
+            }
+            if cc != pc {
+                last_new = Some(pos);
+            }
+            if cc != nc && first_old.is_none() {
+                first_old = Some(pos);
+            }
+        }
+    }
+    matches!((last_new, first_old), (Some(a), Some(b)) if a < b)
+}
+
 fn capture_run((w, h): (u16, u16)) -> Vec<String> {
     let cmd = format!("{BIN} replay --speed 4 {REC}; sleep 60");
     let t = Tmux::start(
@@ -226,7 +264,8 @@ fn every_captured_frame_is_one_moment_at_three_sizes() {
     for run in runs {
         let ((w, h), shots) = run.join().unwrap();
         let headers = model_headers(w);
-        let (mut read, mut y_scales, mut x_spans) = (0, HashSet::new(), HashSet::new());
+        let (mut read, mut torn, mut y_scales, mut x_spans) =
+            (0, 0, HashSet::new(), HashSet::new());
         for (i, s) in shots.iter().enumerate() {
             let Some(mut f) = read_frame(s) else {
                 continue;
@@ -240,12 +279,29 @@ fn every_captured_frame_is_one_moment_at_three_sizes() {
                     f.header
                 ));
             }
-            if !f.problems.is_empty() {
-                failures.push(format!("{w}x{h} capture {i}: {:?}\n{s}", f.problems));
+            if f.problems.is_empty() {
+                continue;
             }
+            if i > 0
+                && shots
+                    .get(i + 1)
+                    .is_some_and(|next| torn_read(&shots[i - 1], s, next))
+            {
+                torn += 1;
+                continue;
+            }
+            failures.push(format!("{w}x{h} capture {i}: {:?}\n{s}", f.problems));
         }
+        // tmux (3.3a) does not hold a frame for its end bracket and reads a pty 4 KB at a
+        // time: rarely, a capture lands between two reads of one big frame. Those are
+        // excused above, and must stay rare.
+        assert!(
+            torn * 50 <= read.max(1),
+            "{w}x{h}: {torn} of {read} captures between two reads of one frame"
+        );
         eprintln!(
-            "{w}x{h}: {read} captures read; y scales {y_scales:?}; time axis ends {x_spans:?}"
+            "{w}x{h}: {read} captures read, {torn} between two reads of one frame; y scales \
+             {y_scales:?}; time axis ends {x_spans:?}"
         );
         // The run went through what it is meant to test.
         assert!(
