@@ -7,7 +7,8 @@
 # of the measured size runs `script --log-timing` around `ssh -tt` running copyscope, so the
 # timing log holds every chunk ssh delivered to the local terminal with its time. The copy
 # is paced with the test throttle (COPYSCOPE_TEST_THROTTLE_BPS) so every run lasts the same.
-# The first second with output (the first full frame, ~4-6 KB) is reported apart.
+# The first second with output (the first full frame, ~4-6 KB) is reported apart. The largest
+# frame after it: chunks less than 50 ms apart summed as one frame (frames are >= 200 ms apart).
 #
 # With --replay REC the same is measured for `copyscope replay REC` at 1x for --secs seconds:
 # the screen's content is then the same on every run, for comparing two builds.
@@ -85,13 +86,18 @@ for size in $SIZES; do
   # Per-second totals from the timing log ("delay bytes" per chunk).
   awk -v size="$size" '
     { t += $1; s = int(t); b[s] += $2; total += $2; if (s > last) last = s
-      if (first == "" && $2 > 0) first = s }
+      if (first == "" && $2 > 0) first = s
+      # One frame: chunks less than 50 ms apart; frames of the first and the last second not counted.
+      if ($1 >= 0.05) { fsz[nf] = fb; fst[nf++] = fstart; fb = 0; fstart = s }
+      fb += $2 }
     END {
+      fsz[nf] = fb; fst[nf++] = fstart; big = 0
+      for (i = 0; i < nf; i++) if (fst[i] > first && fst[i] < last && fsz[i] > big) big = fsz[i]
       # The first second with output holds the first full frame; the last one the summary
       # printed after the TUI: both are reported apart.
       worst = 0; ws = 0; n = 0; rest = 0
       for (i = first + 1; i < last; i++) { n++; rest += b[i]; if (b[i] > worst) { worst = b[i]; ws = i - first } }
-      printf "%s: %d s, %d bytes; first frame %d B; then: average %.0f B/s, worst second %d B (%d s in)\n",
-        size, last - first, total, b[first], (n ? rest / n : 0), worst, ws
+      printf "%s: %d s, %d bytes; first frame %d B; then: average %.0f B/s, worst second %d B (%d s in), largest frame %d B\n",
+        size, last - first, total, b[first], (n ? rest / n : 0), worst, ws, big
     }' "$DIR/timing.$size"
 done

@@ -480,7 +480,7 @@ fn frames_answer_keys_at_once_and_pace_what_samples_change() {
         },
     );
     assert_eq!(update(&mut st, tick()), vec![Effect::DrawPaced]);
-    // The shell held rows back: the next tick draws again, even with nothing new.
+    // The shell skipped the frame (the terminal still needed time): the next tick draws again.
     update(&mut st, Event::Partial);
     assert_eq!(update(&mut st, tick()), vec![Effect::DrawPaced]);
     assert!(update(&mut st, tick()).is_empty());

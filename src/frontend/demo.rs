@@ -1,12 +1,14 @@
 //! `copyscope demo`: makes sample data in a temp dir (one large file plus a tree of small
 //! files, partly incompressible), copies it with the normal engine and frontend, paced to
-//! about 20 s so the live chart can be watched, ends with the summary and a picture, cleans
-//! up (also after Ctrl-C: the temp dir is removed when the run returns).
+//! about 20 s so the live chart can be watched, with one real drop for the model to explain
+//! (busy threads starve the copy of CPU for 4 s), ends with the summary and a picture (one
+//! set, replacing the last demo's), cleans up (also after Ctrl-C: the temp dir is removed
+//! when the run returns).
 
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair};
 use crate::exit::ExitStatus;
@@ -97,9 +99,125 @@ fn make_data(src: &Path, size_mb: u64, control: &Control) -> std::io::Result<(u6
     Ok((files, made))
 }
 
+/// When the demo's drop starts (after the copy began) and how long it lasts.
+const STORM_AT: std::time::Duration = std::time::Duration::from_secs(6);
+const STORM_FOR: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// Busy threads per CPU during the drop: with the copy's threads at nice 19 (weight 15
+/// against 1024 at nice 0) three of them leave the copy about 0.5 % of a CPU.
+const BUSY_PER_CPU: usize = 3;
+
+/// The demo's drop, a real one: from [`STORM_AT`] for [`STORM_FOR`] the copy's threads run
+/// at nice 19 (as under `nice -n 19 copyscope`) while busy threads at normal priority take
+/// every CPU (as a build started beside the copy would). The copy then waits on the run
+/// queue, which its threads' scheduler statistics show; the model names the cause from
+/// them. Raising a nice value needs no privilege; the copy keeps nice 19 afterwards (going
+/// back would need CAP_SYS_NICE), which on an idle machine costs it nothing.
+fn cpu_storm(stop: std::sync::Arc<AtomicBool>) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("demo-storm".into())
+        .spawn(move || {
+            let until = std::time::Instant::now() + STORM_AT;
+            while std::time::Instant::now() < until {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            renice_copy_threads(19);
+            let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let end = std::time::Instant::now() + STORM_FOR;
+            let busy: Vec<_> = (0..cpus * BUSY_PER_CPU)
+                .filter_map(|_| {
+                    let stop = stop.clone();
+                    std::thread::Builder::new()
+                        .name("demo-busy".into())
+                        .spawn(move || {
+                            let mut x = 1u64;
+                            while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
+                                for _ in 0..10_000 {
+                                    x = std::hint::black_box(
+                                        x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                                    );
+                                }
+                            }
+                        })
+                        .ok()
+                })
+                .collect();
+            for b in busy {
+                let _ = b.join();
+            }
+        })
+        .ok()
+}
+
+/// Sets the nice value of this process's copy threads (the engine, the scan and the copy
+/// workers, found by name).
+fn renice_copy_threads(nice: i32) {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for t in tasks.flatten() {
+        let comm = fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let copier = ["copyscope-engi", "copyscope-copy", "copyscope-scan"]
+            .iter()
+            .any(|p| comm.starts_with(p));
+        let tid = t
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let (true, Some(tid)) = (copier, tid) {
+            let _ = rustix::process::setpriority_process(Some(tid), nice);
+        }
+    }
+}
+
 /// The demo's pace: the data over about 20 seconds, in whole MB/s, at least 1 MB/s.
 fn pace_bps(bytes: u64) -> u64 {
     (bytes / 20 / MB).max(1) * MB
+}
+
+/// Where the demo's pictures go when no --screenshot DIR was given: `copyscope-demo` in the
+/// temp dir, emptied of the previous demo's pictures so one set is left, not one per run. A
+/// `copyscope-demo` that is not this user's own directory (a shared /tmp where another user
+/// made it, or a symlink there) is left alone: `copyscope-demo-UID` is used instead.
+fn pictures_dir(tmp: &Path) -> std::path::PathBuf {
+    let uid = rustix::process::getuid().as_raw();
+    let ours = |d: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(d).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+    };
+    let shared = tmp.join("copyscope-demo");
+    let dir = if !shared.exists() || ours(&shared) {
+        shared
+    } else {
+        tmp.join(format!("copyscope-demo-{uid}"))
+    };
+    if ours(&dir) {
+        remove_previous_pictures(&dir);
+    }
+    dir
+}
+
+/// Removes the picture sets an earlier demo wrote into `dir` (copyscope-STAMP.png, .svg,
+/// .txt, .md) and nothing else.
+fn remove_previous_pictures(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let picture = name.starts_with("copyscope-")
+            && [".png", ".svg", ".txt", ".md"]
+                .iter()
+                .any(|x| name.ends_with(x));
+        if picture && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 /// Runs the demo and returns the copy's exit status.
@@ -186,14 +304,30 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             made / p.max(1)
         )
     });
-    if let (Some(n), false) = (&note, settings.json) {
-        println!("copyscope {n}");
+    // The drop the demo shows, said before it comes (only with the demo's own pace: the
+    // tests' pacing is too fast for it).
+    let storm_note = pace.map(|_| {
+        format!(
+            "demo: at {} s busy threads take every CPU for {} s, the copy at nice 19 (a build beside a niced copy)",
+            STORM_AT.as_secs(),
+            STORM_FOR.as_secs()
+        )
+    });
+    if !settings.json {
+        for n in note.iter().chain(&storm_note) {
+            println!("copyscope {n}");
+        }
     }
+    let stop_storm = std::sync::Arc::new(AtomicBool::new(false));
+    let storm = storm_note
+        .is_some()
+        .then(|| cpu_storm(stop_storm.clone()))
+        .flatten();
     // The demo ends with a picture of the run: in --screenshot DIR, else in the temp dir's
-    // sibling that outlives it.
+    // sibling that outlives it, which holds the last demo's pictures only.
     let mut config = config.clone();
     if config.display.screenshot.is_none() && !settings.json {
-        config.display.screenshot = Some(std::env::temp_dir().join("copyscope-demo"));
+        config.display.screenshot = Some(pictures_dir(&std::env::temp_dir()));
     }
     let (sources, dest) = (vec![src.display().to_string()], dst.display().to_string());
     let outcome = if crate::frontend::choose_frontend(&config) == crate::frontend::Frontend::Tui {
@@ -207,7 +341,8 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             None,
             true,
         );
-        if let Some(n) = &note {
+        // The drop's note first: the kernel panel may have room for one line only.
+        for n in storm_note.iter().chain(&note).rev() {
             sess.env.notes.insert(0, n.clone());
         }
         let header = crate::ui::view::Header {
@@ -224,6 +359,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     } else {
         crate::frontend::run_planned(&config, job, sources, dest, control, None)
     };
+    stop_storm.store(true, Ordering::SeqCst);
+    if let Some(s) = storm {
+        let _ = s.join();
+    }
     if !settings.json {
         println!("copyscope demo: removing {}", tmp.path().display());
     }
@@ -283,6 +422,73 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e.kind, crate::model::EventKind::TxgCommitted { .. }))
         );
+    }
+
+    /// One picture set per demo: the previous demo's pictures go, anything else stays; a
+    /// `copyscope-demo` that is another user's (or a symlink) is not touched.
+    #[test]
+    fn the_next_demo_replaces_the_last_ones_pictures() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("copyscope-demo");
+        fs::create_dir(&dir).unwrap();
+        for f in [
+            "copyscope-20261201-101010.png",
+            "copyscope-20261201-101010.md",
+            "notes.txt",
+        ] {
+            fs::write(dir.join(f), "x").unwrap();
+        }
+        assert_eq!(pictures_dir(t.path()), dir);
+        let left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["notes.txt"]);
+        // A symlink named copyscope-demo (to a directory of someone's pictures): left alone.
+        let u = tempfile::tempdir().unwrap();
+        let theirs = u.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::write(theirs.join("copyscope-1.png"), "x").unwrap();
+        std::os::unix::fs::symlink(&theirs, u.path().join("copyscope-demo")).unwrap();
+        let uid = rustix::process::getuid().as_raw();
+        assert_eq!(
+            pictures_dir(u.path()),
+            u.path().join(format!("copyscope-demo-{uid}"))
+        );
+        assert!(theirs.join("copyscope-1.png").exists());
+    }
+
+    /// The copy's threads, found by name, get the nice value; other threads keep theirs.
+    #[test]
+    fn copy_threads_are_reniced_by_name() {
+        let nice_of = |tid: i32| -> i32 {
+            let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            after.split(' ').nth(16).unwrap().parse().unwrap()
+        };
+        let tid = || rustix::thread::gettid().as_raw_nonzero().get();
+        let before = nice_of(tid());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let threads: Vec<_> = ["copyscope-copy-7", "other-thread"]
+            .into_iter()
+            .map(|name| {
+                let tx = tx.clone();
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || {
+                        tx.send((name, tid())).unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let ids: std::collections::HashMap<_, _> = (0..2).map(|_| rx.recv().unwrap()).collect();
+        renice_copy_threads(19);
+        assert_eq!(nice_of(ids["copyscope-copy-7"]), 19);
+        assert_eq!(nice_of(ids["other-thread"]), before);
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! owner of the state (and so of the model). The terminal is restored on every way out: normal end,
 //! error, panic on any thread, SIGINT/SIGTERM/SIGHUP and a vanished terminal (SSH dropped).
 
-use std::io::{self, Stdout, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -28,9 +28,17 @@ use crate::present::quote::shell_escape;
 use crate::sample::Sample;
 use crate::ui::view::{ConflictView, FileSide, RunState, SpaceView};
 
-/// Default time between frames: ~5 fps keeps SSH traffic small (DESIGN §10) and is still smooth
-/// for a chart that gains one column per sample.
+/// Default time between frames: ~5 fps keeps SSH traffic small and is still smooth for a chart
+/// that gains one column per sample.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Bytes a second the frames may cost on average (SSH): a screen that changes a lot (an axis
+/// rescale) lowers the frame rate until the average is back under this.
+pub const BYTES_PER_SEC: f64 = 3_500.0;
+
+/// Bytes of credit a quiet screen saves up, so one big frame (a rescale, the events panel
+/// scrolling) goes at once and only the frames after it wait.
+pub const BURST_BYTES: f64 = 8_000.0;
 
 /// How long the end of a copy waits for the sample that shows its final counters.
 pub const FINAL_SAMPLE_WAIT: Duration = Duration::from_millis(600);
@@ -69,13 +77,107 @@ pub fn install_panic_hook() {
     });
 }
 
+/// When the next frame may go: frames are always sent whole, and over a slow link or after a
+/// big frame the frame rate falls instead. Two limits, from what the last frames cost: a byte
+/// budget ([`BYTES_PER_SEC`] on average, [`BURST_BYTES`] at once), and the terminal's own
+/// drain rate — after a frame whose write took `d` (the terminal, or ssh behind it, took that
+/// long to take the bytes), the next one waits at least `d`, so the loop never spends more
+/// than half its time blocked on a slow link. Times are passed in: this reads no clock.
+#[derive(Debug, Clone, Default)]
+pub struct FrameRate {
+    /// Bytes that may be sent now (negative: a debt the next frames wait out).
+    credit: f64,
+    /// When the last frame was sent.
+    last: Option<std::time::Instant>,
+    /// No frame that can wait goes before this.
+    not_before: Option<std::time::Instant>,
+}
+
+impl FrameRate {
+    /// Whether a frame that can wait (what samples and the clock changed) may go at `now`.
+    pub fn ready(&self, now: std::time::Instant) -> bool {
+        self.not_before.is_none_or(|t| now >= t)
+    }
+
+    /// A frame of `bytes` was written from `start` until `end` (write and flush returned).
+    pub fn sent(&mut self, bytes: usize, start: std::time::Instant, end: std::time::Instant) {
+        let saved = match self.last {
+            Some(l) => {
+                self.credit + start.saturating_duration_since(l).as_secs_f64() * BYTES_PER_SEC
+            }
+            None => BURST_BYTES,
+        };
+        self.credit = saved.min(BURST_BYTES) - bytes as f64;
+        self.last = Some(start);
+        let debt = Duration::from_secs_f64((-self.credit).max(0.0) / BYTES_PER_SEC);
+        let drain = end.saturating_duration_since(start);
+        self.not_before = Some(end + debt.max(drain));
+    }
+}
+
+/// The terminal's output: a whole frame is collected and written in one `write` at the
+/// frame's end (so a terminal that does not know synchronized updates still never reads half
+/// a frame between two of ours), and the bytes are counted for [`FrameRate`]. Shared with
+/// [`TerminalGuard`], which decides when the frame is complete.
+#[derive(Clone, Default)]
+pub struct FrameWriter(Arc<std::sync::Mutex<FrameBuf>>);
+
+#[derive(Default)]
+struct FrameBuf {
+    bytes: Vec<u8>,
+    /// While true (inside [`TerminalGuard::draw`]), a flush keeps the bytes for the frame's
+    /// one write.
+    hold: bool,
+}
+
+impl FrameWriter {
+    fn buf(&self) -> std::sync::MutexGuard<'_, FrameBuf> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn hold(&self, hold: bool) {
+        self.buf().hold = hold;
+    }
+
+    /// Drops what was collected (half a frame, after a failed draw).
+    fn discard(&self) {
+        self.buf().bytes.clear();
+    }
+
+    /// Writes what was collected; returns its size.
+    fn send(&self) -> io::Result<usize> {
+        let mut b = self.buf();
+        let n = b.bytes.len();
+        let mut out = io::stdout().lock();
+        let res = out.write_all(&b.bytes).and_then(|_| out.flush());
+        b.bytes.clear();
+        res.map(|_| n)
+    }
+}
+
+impl Write for FrameWriter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf().bytes.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf().hold {
+            return Ok(());
+        }
+        self.send().map(|_| ())
+    }
+}
+
 /// Owns the terminal while the TUI is up; restores it when dropped (also on unwinding).
 pub struct TerminalGuard {
-    pub terminal: Terminal<CrosstermBackend<Stdout>>,
-    /// What the terminal shows (the last frame sent), for pacing the next one.
-    shown: Option<ratatui::buffer::Buffer>,
-    /// Rows held back by pacing, and for how long.
-    pacer: crate::ui::pace::Pacer,
+    pub terminal: Terminal<CrosstermBackend<FrameWriter>>,
+    out: FrameWriter,
+    rate: FrameRate,
+    /// What the last frame hands the next (the chart's y scale).
+    held: crate::ui::Held,
 }
 
 impl TerminalGuard {
@@ -89,11 +191,13 @@ impl TerminalGuard {
             restore_terminal();
             return Err(e);
         }
-        match Terminal::new(CrosstermBackend::new(io::stdout())) {
+        let out = FrameWriter::default();
+        match Terminal::new(CrosstermBackend::new(out.clone())) {
             Ok(terminal) => Ok(TerminalGuard {
                 terminal,
-                shown: None,
-                pacer: Default::default(),
+                out,
+                rate: FrameRate::default(),
+                held: Default::default(),
             }),
             Err(e) => {
                 restore_terminal();
@@ -129,25 +233,43 @@ impl TerminalGuard {
         // The screen is blank now; an empty frame tells ratatui so, and the next frame is then
         // drawn in full. (Terminal::clear would ask the terminal for the cursor position, which
         // waits on the key reader thread's lock: a deadlock.)
-        self.shown = None;
         self.terminal.draw(|_| {}).map(|_| ())
     }
 
-    /// Draws one frame; with a `budget`, big changes are paced over the next frames
-    /// ([`crate::ui::pace`]). Ok(false): rows were held back, draw again. An error means the
-    /// terminal is gone (e.g. SSH dropped).
-    pub fn draw(&mut self, app: &App, budget: Option<usize>) -> io::Result<bool> {
-        let shown = self.shown.take();
-        let pacer = &mut self.pacer;
-        let mut held = false;
-        let done = self.terminal.draw(|f| {
-            crate::ui::render(f, app);
-            if let (Some(b), Some(old)) = (budget, shown.as_ref()) {
-                held = pacer.pace(f.buffer_mut(), old, b);
-            }
-        })?;
-        self.shown = Some(done.buffer.clone());
-        Ok(!held)
+    /// Draws one frame, whole, from the state as it is now, inside the terminal's
+    /// synchronized-update brackets (mode 2026: a terminal that knows them shows the frame at
+    /// once, never half of it) and in one write. A frame that `can_wait` is skipped while
+    /// [`FrameRate`] says the terminal needs time: Ok(false), draw again later. An error
+    /// means the terminal is gone (e.g. SSH dropped).
+    pub fn draw(&mut self, app: &App, can_wait: bool) -> io::Result<bool> {
+        let start = std::time::Instant::now();
+        if can_wait && !self.rate.ready(start) {
+            return Ok(false);
+        }
+        self.out.hold(true);
+        let drawn = crossterm::queue!(
+            self.terminal.backend_mut(),
+            terminal::BeginSynchronizedUpdate
+        )
+        .and_then(|_| {
+            let held = &mut self.held;
+            self.terminal
+                .draw(|f| crate::ui::render_held(f, app, held))
+                .map(|_| ())
+        })
+        .and_then(|_| {
+            crossterm::queue!(self.terminal.backend_mut(), terminal::EndSynchronizedUpdate)
+        });
+        self.out.hold(false);
+        if let Err(e) = drawn {
+            self.out.discard();
+            return Err(e);
+        }
+        // The write alone tells how fast the terminal drains (drawing is this process's time).
+        let write = std::time::Instant::now();
+        let bytes = self.out.send()?;
+        self.rate.sent(bytes, write, std::time::Instant::now());
+        Ok(true)
     }
 }
 
@@ -392,8 +514,7 @@ impl Shell<'_> {
     fn run(&mut self, st: &State, fx: Effect) -> Option<UiEvent> {
         match fx {
             Effect::Draw | Effect::DrawPaced => {
-                let budget = (fx == Effect::DrawPaced).then_some(crate::ui::pace::BYTES_PER_FRAME);
-                match self.guard.draw(&st.app, budget) {
+                match self.guard.draw(&st.app, fx == Effect::DrawPaced) {
                     Ok(true) => None,
                     Ok(false) => Some(UiEvent::Partial),
                     Err(_) => Some(UiEvent::TerminalGone),
@@ -608,5 +729,68 @@ fn sample_event<T>(io: &LiveIo<T>, hooks: &mut dyn LiveHooks, s: Sample) -> UiEv
             .map(crate::frontend::state::file_of),
         verified: Some(io.progress.bytes_verified.load(Ordering::Relaxed)),
         sample: Box::new(s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Small frames at 5 fps (~2 KB/s) never wait; a big one goes at once, and the frames
+    /// after it wait until the average is back under the budget.
+    #[test]
+    fn a_big_frame_goes_whole_and_the_next_ones_wait_it_out() {
+        let t0 = Instant::now();
+        let mut r = FrameRate::default();
+        for i in 0..50 {
+            let t = t0 + ms(200 * i);
+            assert!(r.ready(t), "frame {i}");
+            r.sent(400, t, t + ms(1));
+        }
+        let t = t0 + ms(200 * 50);
+        assert!(r.ready(t));
+        r.sent(16_000, t, t + ms(1));
+        // 8 000 of credit, 16 000 sent: 8 000 to wait out at BYTES_PER_SEC.
+        let wait = 8_000.0 / BYTES_PER_SEC;
+        assert!(!r.ready(t + Duration::from_secs_f64(wait - 0.1)));
+        assert!(r.ready(t + ms(1) + Duration::from_secs_f64(wait)));
+    }
+
+    /// Whatever the frames cost, over a long run the bytes per second stay under the budget.
+    #[test]
+    fn the_average_stays_under_the_budget_when_every_frame_is_big() {
+        let t0 = Instant::now();
+        let mut r = FrameRate::default();
+        let (mut sent, mut t) = (0usize, t0);
+        while t < t0 + Duration::from_secs(60) {
+            if r.ready(t) {
+                r.sent(6_000, t, t);
+                sent += 6_000;
+            }
+            t += ms(200);
+        }
+        // The saved credit, the budget's rate, and the last frame (it may overdraw).
+        assert!(
+            sent as f64 <= BURST_BYTES + BYTES_PER_SEC * 60.0 + 6_000.0,
+            "{sent}"
+        );
+        let per_s = sent as f64 / 60.0;
+        assert!(per_s > BYTES_PER_SEC * 0.6, "{per_s}: frames still go");
+    }
+
+    /// A terminal that drains slowly (a write took 800 ms: ssh over a thin link) lowers the
+    /// frame rate even for small frames.
+    #[test]
+    fn a_slow_write_makes_the_next_frame_wait_as_long() {
+        let t0 = Instant::now();
+        let mut r = FrameRate::default();
+        r.sent(300, t0, t0 + ms(800));
+        assert!(!r.ready(t0 + ms(1_000)));
+        assert!(r.ready(t0 + ms(1_600)));
     }
 }

@@ -61,17 +61,17 @@ pub enum Event {
     Screenshot(String),
     /// The engine returned; its final state.
     Finished(RunState),
-    /// The last frame was sent in part (paced rows held back): draw again.
+    /// The frame was not sent (the terminal still needs time for the last ones): draw again.
     Partial,
 }
 
 /// What the shell must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// Draw a frame, all of it at once (the user just did something).
+    /// Draw a frame now (the user just did something).
     Draw,
-    /// Draw a frame, pacing big changes (an axis rescale) over the next frames
-    /// (`ui::pace`): what samples and the clock change.
+    /// Draw a frame when the terminal can take it (what samples and the clock change): over
+    /// a slow link or after a big frame the shell skips it and answers [`Event::Partial`].
     DrawPaced,
     /// Back from a suspend: raw mode, the alternate screen, and a full redraw next.
     ResumeTerminal,

@@ -38,6 +38,19 @@ pub fn nice_step(max: f64, target: usize) -> f64 {
     10.0 * mag
 }
 
+/// A tick of an axis whose ticks are `step` apart, with as many decimals as the step needs,
+/// the same for every tick: step 0.25 gives "0.25", "0.50", "0.75"; step 2.5 gives "2.5",
+/// "5.0"; step 10 gives "10", "20". (One decimal for a 0.25 step printed 0.2 and 0.8.)
+pub fn fmt_tick_at(v: f64, step: f64) -> String {
+    let decimals = (0..3)
+        .find(|d| {
+            let m = step * 10f64.powi(*d);
+            (m - m.round()).abs() < 1e-6 * m.max(1.0)
+        })
+        .unwrap_or(3) as usize;
+    format!("{v:.decimals$}")
+}
+
 /// Time tick step in seconds giving at most `target` ticks over `span_s`.
 pub fn time_step(span_s: f64, target: usize) -> f64 {
     const STEPS: [f64; 22] = [
@@ -112,5 +125,13 @@ mod tests {
         assert_eq!(fmt_axis_time(90.0, 30.0), "1m30s");
         assert_eq!(fmt_axis_time(3900.0, 300.0), "1h05m");
         assert_eq!(rate_unit(41e6).label, "MB/s");
+        let ticks = |step: f64| -> Vec<String> {
+            (0..5).map(|i| fmt_tick_at(i as f64 * step, step)).collect()
+        };
+        assert_eq!(ticks(0.25), ["0.00", "0.25", "0.50", "0.75", "1.00"]);
+        assert_eq!(ticks(2.5), ["0.0", "2.5", "5.0", "7.5", "10.0"]);
+        assert_eq!(ticks(0.5), ["0.0", "0.5", "1.0", "1.5", "2.0"]);
+        assert_eq!(ticks(25.0), ["0", "25", "50", "75", "100"]);
+        assert_eq!(fmt_tick_at(0.3, 0.1), "0.3");
     }
 }

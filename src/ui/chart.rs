@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 
 use crate::model::series::Point;
-use crate::present::axis::fmt_axis_time;
+use crate::present::axis::{fmt_axis_time, fmt_tick_at};
 use crate::present::units::Units;
 use crate::ui::theme::Theme;
 
@@ -87,6 +87,65 @@ pub struct SpeedChart<'a> {
     pub spans: &'a [Span],
     pub units: Units,
     pub theme: Theme,
+    /// The y scale the previous frame showed, kept while it still fits (see [`YScale::next`]).
+    pub y_prev: Option<YScale>,
+}
+
+/// The y axis of a chart: its top and tick step in display units (MB/s or MiB/s), and what it
+/// was made for (plot rows, the unit), since a scale is only kept for the same.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct YScale {
+    pub top: f64,
+    pub step: f64,
+    rows: u16,
+    unit: f64,
+}
+
+/// Room a scale that has to grow leaves above the new peak, so a copy that speeds up step by
+/// step does not rescale at each new peak.
+const GROW_ROOM: f64 = 1.25;
+
+/// A scale shrinks only once the data in view fills at most this share of it.
+const SHRINK_BELOW: f64 = 0.4;
+
+impl YScale {
+    /// The scale that holds `peak` units with `room` (1.05: 5 %) above it: a round step
+    /// (1, 2, 2.5, 5 × 10^k) for about `rows / 2` ticks (at most 5), the top a multiple of it.
+    pub fn fit(peak: f64, room: f64, rows: u16, unit: f64) -> YScale {
+        let want = peak.max(1.0) * room;
+        let step = tick_step(want, (rows as usize / 2).clamp(1, 5));
+        YScale {
+            top: (want / step).ceil() * step,
+            step,
+            rows,
+            unit,
+        }
+    }
+
+    /// The scale after `prev` for a chart whose data now peaks at `peak` units: with
+    /// hysteresis, so a speed that wobbles around a tick never makes the axis jump back and
+    /// forth. It grows at once when the data no longer fits (with [`GROW_ROOM`]), shrinks to
+    /// the fitting scale only once the data fills at most [`SHRINK_BELOW`] of it, and
+    /// otherwise stays as it was; a new plot height or unit starts afresh.
+    pub fn next(prev: Option<YScale>, peak: f64, rows: u16, unit: f64) -> YScale {
+        let fit = YScale::fit(peak, 1.05, rows, unit);
+        let Some(p) = prev.filter(|p| p.rows == rows && p.unit == unit) else {
+            return fit;
+        };
+        if fit.top > p.top * (1.0 + 1e-9) {
+            YScale::fit(peak, GROW_ROOM, rows, unit)
+        } else if peak.max(1.0) * 1.05 <= p.top * SHRINK_BELOW {
+            fit
+        } else {
+            p
+        }
+    }
+
+    /// The tick values, bottom to top: one arithmetic sequence from 0 to the top.
+    pub fn ticks(&self) -> Vec<f64> {
+        let n = (self.top / self.step).round() as usize;
+        (0..=n).map(|i| i as f64 * self.step).collect()
+    }
 }
 
 /// One screen column's aggregate of the points it covers.
@@ -103,6 +162,29 @@ pub struct Column {
 }
 
 impl SpeedChart<'_> {
+    /// The y scale this chart draws in `area` (what [`SpeedChart::y_prev`] should be next).
+    pub fn y_scale(&self, area: Rect) -> YScale {
+        let (plot_h, _) = Self::rows(area);
+        let cols = self.columns(area.width.saturating_sub(5) as usize);
+        self.y_scale_of(&cols, plot_h)
+    }
+
+    fn y_scale_of(&self, cols: &[Option<Column>], plot_h: u16) -> YScale {
+        let peak = robust_peak(cols)
+            .max(self.avg_bps.unwrap_or(0.0))
+            .max(self.limit_bps.unwrap_or(0.0));
+        let unit = self.units.scale();
+        YScale::next(self.y_prev, peak / unit, plot_h, unit)
+    }
+
+    /// Plot rows and whether there is a unit row above them, for a chart in `area`.
+    fn rows(area: Rect) -> (u16, bool) {
+        let has_unit_row = area.height >= 6;
+        let has_labels = area.height >= 4;
+        let reserved = 1 + u16::from(has_unit_row) + u16::from(has_labels);
+        (area.height.saturating_sub(reserved).max(1), has_unit_row)
+    }
+
     /// Aggregates the points into `ncols` columns for the current axis.
     pub fn columns(&self, ncols: usize) -> Vec<Option<Column>> {
         let mut cols: Vec<Option<Column>> = vec![None; ncols];
@@ -271,35 +353,20 @@ impl Widget for SpeedChart<'_> {
         let t = self.theme;
         let g = t.glyphs;
         // Rows: [unit row] plot rows, marker row, [x labels].
-        let has_unit_row = area.height >= 6;
+        let (plot_h, has_unit_row) = Self::rows(area);
         let has_labels = area.height >= 4;
-        let reserved = 1 + u16::from(has_unit_row) + u16::from(has_labels);
-        let plot_h = area.height.saturating_sub(reserved).max(1);
         let top = area.y + u16::from(has_unit_row);
         let marker_y = top + plot_h;
 
-        // y scale from the data in view.
+        // y scale from the data in view, held from the last frame (see `YScale::next`).
         let label_w_guess = 5u16;
         let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
         let cols = self.columns(guess_cols);
-        let peak = robust_peak(&cols)
-            .max(self.avg_bps.unwrap_or(0.0))
-            .max(self.limit_bps.unwrap_or(0.0));
+        let ys = self.y_scale_of(&cols, plot_h);
         let scale = self.units.scale();
-        let peak_units = peak / scale;
-        let step = tick_step(
-            peak_units.max(1.0) * 1.05,
-            (plot_h as usize / 2).clamp(1, 5),
-        );
-        let y_max_units = (peak_units.max(1.0) * 1.05 / step).ceil() * step;
+        let (step, y_max_units) = (ys.step, ys.top);
         let y_max = y_max_units * scale;
-        let label = |v: f64| -> String {
-            if step < 1.0 {
-                format!("{v:.1}")
-            } else {
-                format!("{v:.0}")
-            }
-        };
+        let label = |v: f64| fmt_tick_at(v, step);
         let label_w = (label(y_max_units).len() as u16 + 1).max(label_w_guess);
         let plot_x = area.x + label_w;
         let plot_w = area.width.saturating_sub(label_w);
@@ -328,8 +395,7 @@ impl Widget for SpeedChart<'_> {
             let r = (frac * plot_h as f64).round() as u16;
             top + plot_h - r.min(plot_h)
         };
-        let mut v = 0.0;
-        while v <= y_max_units + 1e-9 {
+        for v in ys.ticks() {
             let y = if v == 0.0 {
                 marker_y
             } else {
@@ -344,7 +410,6 @@ impl Widget for SpeedChart<'_> {
                     .set_symbol(axis_glyph)
                     .set_style(t.dim());
             }
-            v += step;
         }
         for y in top..marker_y {
             let cell = &mut buf[(plot_x - 1, y)];
@@ -563,6 +628,7 @@ impl Widget for SpeedBar<'_> {
             spans: self.spans,
             units: Units::Decimal,
             theme: t,
+            y_prev: None,
         };
         let w = area.width as usize;
         let cols = chart.columns(w);
@@ -617,6 +683,46 @@ impl Widget for SpeedBar<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A speed that wobbles around a tick (38–52 MB/s) rescales once, upwards, and then stays.
+    #[test]
+    fn the_y_scale_holds_while_the_speed_wobbles() {
+        let mut y = None;
+        let mut tops = Vec::new();
+        for i in 0..200 {
+            let peak = if i % 7 < 3 { 38.0 } else { 52.0 };
+            let next = YScale::next(y, peak, 20, 1e6);
+            if y.is_none_or(|p: YScale| p.top != next.top) {
+                tops.push(next.top);
+            }
+            y = Some(next);
+        }
+        assert_eq!(tops, [40.0, 80.0], "rescales");
+        // Every scale's ticks are one arithmetic sequence from 0.
+        let t = y.unwrap().ticks();
+        assert!(
+            t.windows(2)
+                .all(|w| (w[1] - w[0] - y.unwrap().step).abs() < 1e-9)
+        );
+        assert_eq!(t[0], 0.0);
+        assert_eq!(*t.last().unwrap(), y.unwrap().top);
+    }
+
+    /// It shrinks once the data fills well under half of it, to the scale that fits; and a
+    /// new plot height starts afresh.
+    #[test]
+    fn the_y_scale_shrinks_only_when_the_data_fills_little_of_it() {
+        let big = YScale::next(None, 190.0, 20, 1e6);
+        assert_eq!(big.top, 200.0);
+        assert_eq!(YScale::next(Some(big), 100.0, 20, 1e6), big, "half: kept");
+        let small = YScale::next(Some(big), 60.0, 20, 1e6);
+        assert_eq!(small, YScale::fit(60.0, 1.05, 20, 1e6));
+        assert!(small.top < 100.0);
+        assert_eq!(
+            YScale::next(Some(big), 100.0, 30, 1e6),
+            YScale::fit(100.0, 1.05, 30, 1e6)
+        );
+    }
 
     fn pt(t_s: f64, mbps: f64) -> Point {
         Point {
@@ -682,6 +788,7 @@ mod tests {
                 spans: &[],
                 units: Units::Decimal,
                 theme,
+                y_prev: None,
             };
             let area = Rect::new(0, 0, 60, 14);
             let mut buf = Buffer::empty(area);
@@ -725,6 +832,7 @@ mod tests {
             spans: &[],
             units: Units::Decimal,
             theme: Theme::plain(false),
+            y_prev: None,
         };
         let cols = chart.columns(70);
         let dips = cols.iter().flatten().filter(|c| c.min < 10e6).count();
@@ -746,6 +854,7 @@ mod tests {
             spans: &[],
             units: Units::Decimal,
             theme: Theme::plain(false),
+            y_prev: None,
         };
         let cols = chart.columns(8);
         assert!(cols[1].is_some(), "first point at its mid-time column");
@@ -768,6 +877,7 @@ mod tests {
             spans: &[],
             units: Units::Decimal,
             theme: Theme::plain(false),
+            y_prev: None,
         };
         let area = Rect::new(0, 0, 60, 14);
         let mut buf = Buffer::empty(area);

@@ -4,7 +4,6 @@
 pub mod chart;
 pub mod markers;
 pub mod overlay;
-pub mod pace;
 pub mod panels;
 pub mod theme;
 pub mod view;
@@ -16,27 +15,48 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use crate::present::format::fmt_clock;
-use crate::ui::chart::{SpeedBar, SpeedChart};
+use crate::ui::chart::{SpeedBar, SpeedChart, YScale};
 use crate::ui::view::{RunState, View};
 
 /// Height below which the chart moves into the progress bar (DESIGN §4 "Compact").
 pub const COMPACT_BELOW_ROWS: u16 = 18;
 
-/// Draws the whole screen.
+/// What one frame hands the next: the chart's y scale, kept while it fits (hysteresis), for
+/// the same x axis, zoom and scroll position.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Held {
+    chart: Option<(ChartKey, YScale)>,
+}
+
+type ChartKey = (chart::XAxis, u8, u64);
+
+/// Draws the whole screen as a first frame would (no scale held).
 pub fn render(frame: &mut Frame, app: &View) {
     let area = frame.area();
     render_to(area, frame.buffer_mut(), app);
 }
 
+/// Draws the whole screen after the frame that left `held`, and updates it.
+pub fn render_held(frame: &mut Frame, app: &View, held: &mut Held) {
+    let area = frame.area();
+    *held = render_after(area, frame.buffer_mut(), app, *held);
+}
+
 /// Draws into any buffer (tests use a TestBackend buffer).
 pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
+    render_after(area, buf, app, Held::default());
+}
+
+/// Draws into `buf` after the frame that left `held`; returns what this frame leaves.
+pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Held {
     if area.width == 0 || area.height == 0 {
-        return;
+        return held;
     }
     if area.width < 30 || area.height < 7 {
         panels::tiny(area, buf, app);
-        return;
+        return held;
     }
+    let mut next = held;
     let t = app.opts.theme;
     let block = Block::new()
         .borders(Borders::ALL)
@@ -97,7 +117,8 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
     let spans = markers::drop_spans(&app.model, app.now_ns);
     if let Some(chart_area) = rows.chart {
         let stats = app.model.stats();
-        SpeedChart {
+        let key = (app.view.axis, app.view.zoom, app.view.scroll_ns);
+        let chart = SpeedChart {
             points,
             window: app.window(),
             axis: app.view.axis,
@@ -108,8 +129,10 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
             spans: &spans,
             units: app.opts.units,
             theme: t,
-        }
-        .render(chart_area, buf);
+            y_prev: held.chart.filter(|(k, _)| *k == key).map(|(_, y)| y),
+        };
+        next.chart = Some((key, chart.y_scale(chart_area)));
+        chart.render(chart_area, buf);
     }
     if let Some(bar) = rows.speed_bar {
         SpeedBar {
@@ -177,6 +200,7 @@ pub fn render_to(area: Rect, buf: &mut Buffer, app: &View) {
     if t.ascii() {
         ascii_only(area, buf);
     }
+    next
 }
 
 /// Writes `msg` wrapped over the top rows of `area` (cleared first).
