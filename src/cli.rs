@@ -15,7 +15,7 @@ Examples:
   copyscope demo                          make sample data in a temp dir and copy it live
 
 Exit status: 0 all copied, 1 some files failed, 2 usage or fatal error (disk full, refusal),
-130 cancelled (Ctrl-C, SIGTERM, SIGHUP).";
+130 cancelled (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT).";
 
 /// Copy files and trees with a live speed chart that explains every drop.
 #[derive(Debug, Parser)]

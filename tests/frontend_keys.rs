@@ -246,3 +246,23 @@ fn replay_seek_and_speed_keys() {
     assert_eq!(a.handle_key(key(KeyCode::Home)), Action::None);
     assert_eq!(a.handle_key(ch('x')), Action::None);
 }
+
+/// Keys with Ctrl or Alt are not the plain keys: Ctrl-Space does not pause, Ctrl-P does not
+/// resume, Alt-q does not quit; Ctrl-C still cancels.
+#[test]
+fn modified_keys_are_not_the_plain_keys() {
+    let mut a = live();
+    let with = |c: KeyCode, m: KeyModifiers| KeyEvent::new(c, m);
+    for (code, m) in [
+        (KeyCode::Char(' '), KeyModifiers::CONTROL),
+        (KeyCode::Char('p'), KeyModifiers::CONTROL),
+        (KeyCode::Char('q'), KeyModifiers::ALT),
+        (KeyCode::Char('s'), KeyModifiers::CONTROL),
+    ] {
+        assert_eq!(a.handle_key(with(code, m)), Action::None, "{code:?} {m:?}");
+    }
+    assert_ne!(
+        a.handle_key(with(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+        Action::None
+    );
+}

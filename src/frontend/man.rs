@@ -190,7 +190,7 @@ pub fn render(w: &mut dyn Write) -> std::io::Result<()> {
         ),
         (
             "130",
-            "Cancelled (q in the TUI, Ctrl-C, SIGTERM, SIGHUP); the file in progress is removed, never left truncated.",
+            "Cancelled (q in the TUI, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); the file in progress is removed, never left truncated.",
         ),
     ] {
         item(w, code, what)?;

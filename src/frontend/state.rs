@@ -135,6 +135,11 @@ impl App {
         let ctrl_c =
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
         let quit_key = ctrl_c || matches!(key.code, KeyCode::Char('q') | KeyCode::Esc);
+        // Ctrl-Space is not Space and Ctrl-P is not P: a key with Ctrl or Alt is no key of
+        // ours, but for Ctrl-C (Ctrl-Z is the shell's, handled before the rule book).
+        if !ctrl_c && key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
+            return Action::None;
+        }
 
         if let Some(Dialog::Conflict { .. }) = &self.dialog {
             let answer = match key.code {
