@@ -630,3 +630,29 @@ fn connections_to_the_endpoint_cannot_take_the_copys_descriptors() {
         "the attack held {established} connections (the kernel's queue takes more than the cap)"
     );
 }
+
+/// The shipped alert rules load in Prometheus and fire as their unit tests say
+/// (`promtool check rules`, `promtool test rules`).
+#[test]
+fn shipped_alert_rules_pass_promtool() {
+    if !have("promtool") {
+        return eprintln!("skipped: promtool not installed (Debian package prometheus)");
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/prometheus");
+    for args in [
+        ["check", "rules", "copyscope-alerts.yml"],
+        ["test", "rules", "copyscope-alerts.test.yml"],
+    ] {
+        let o = Command::new("promtool")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("promtool runs");
+        assert!(
+            o.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

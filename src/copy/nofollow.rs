@@ -17,6 +17,9 @@ pub(crate) enum NodeErr {
     /// The name no longer holds the node this run made: someone else renamed, removed or
     /// replaced it. Nothing was done through it.
     Replaced,
+    /// An existing directory's name holds something else than when the copy looked at it:
+    /// someone swapped it. Nothing was done through it.
+    Swapped,
 }
 
 impl From<Errno> for NodeErr {
@@ -24,6 +27,9 @@ impl From<Errno> for NodeErr {
         NodeErr::Io(e)
     }
 }
+
+/// Words for [`NodeErr::Swapped`] in per-file messages.
+pub(crate) const SWAPPED: &str = "the directory there was replaced by something else after the copy looked at it (someone else is writing into this directory); nothing was done through it";
 
 /// Words for [`NodeErr::Replaced`] in per-file messages.
 pub(crate) const REPLACED: &str = "its temporary name was replaced by another file while it was being made (someone else is writing into this directory); nothing was done through it";

@@ -131,11 +131,11 @@ fn open_existing_dir(
 ) -> Result<DestDir, NodeErr> {
     let fd = match rfs::openat(parent, name, DIR_NOFOLLOW, Mode::empty()) {
         Ok(fd) => fd,
-        Err(Errno::LOOP | Errno::NOTDIR) => return Err(NodeErr::Replaced),
+        Err(Errno::LOOP | Errno::NOTDIR) => return Err(NodeErr::Swapped),
         Err(e) => return Err(NodeErr::Io(e)),
     };
     if nofollow::ident_of(&fd)? != want {
-        return Err(NodeErr::Replaced);
+        return Err(NodeErr::Swapped);
     }
     Ok(DestDir {
         fd,
@@ -259,7 +259,7 @@ fn open_root_dest(
         if let Some(want) = dest_ident(root)
             && nofollow::ident_of(&fd).map_err(|e| open_err(e.into()))? != want
         {
-            return Err(open_err(NodeErr::Replaced));
+            return Err(open_err(NodeErr::Swapped));
         }
         return Ok(DestDir {
             fd,
@@ -287,6 +287,7 @@ pub(crate) fn node_error(sh: &Shared, path: &Path, what: &str, e: NodeErr) {
     match e {
         NodeErr::Io(err) => sh.dest_error(path, what, err),
         NodeErr::Replaced => sh.fail(path, format!("{what}: {}", nofollow::REPLACED)),
+        NodeErr::Swapped => sh.fail(path, format!("{what}: {}", nofollow::SWAPPED)),
     }
 }
 

@@ -70,7 +70,12 @@ impl Stage {
         ours: &MadeDirs,
     ) -> Result<Stage, NodeErr> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rfs::openat(parent, &name, flags, Mode::empty())?;
+        let fd = match rfs::openat(parent, &name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // A symlink or a file took the stage's name between the mkdir and the open.
+            Err(Errno::LOOP | Errno::NOTDIR) => return Err(NodeErr::Replaced),
+            Err(e) => return Err(NodeErr::Io(e)),
+        };
         let mode = nofollow::check_made_dir(parent, &name, &fd)?;
         let id = nofollow::ident_of(&fd)?;
         let st = rfs::fstat(&fd)?;

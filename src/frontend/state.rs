@@ -137,7 +137,11 @@ impl App {
         let quit_key = ctrl_c || matches!(key.code, KeyCode::Char('q') | KeyCode::Esc);
         // Ctrl-Space is not Space and Ctrl-P is not P: a key with Ctrl or Alt is no key of
         // ours, but for Ctrl-C (Ctrl-Z is the shell's, handled before the rule book).
-        if !ctrl_c && key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
+        if !ctrl_c
+            && key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        {
             return Action::None;
         }
 
