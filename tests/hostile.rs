@@ -468,6 +468,19 @@ impl Racer {
             fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
             fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
         }
+        // Another test thread that forks while the copy is open for writing holds that
+        // descriptor until its exec: the racer's exec then fails with ETXTBSY. Try again.
+        for _ in 0..20 {
+            if let Some(r) = Self::try_start(&exe, dir, env) {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the racer did not start (see its stderr above)");
+    }
+
+    /// One start of the racer: None when it ended before it was ready.
+    fn try_start(exe: &Path, dir: &Path, env: &[(&str, &OsStr)]) -> Option<Racer> {
         let mut c = Command::new("setpriv");
         c.args([
             "--reuid=65534",
@@ -496,14 +509,17 @@ impl Racer {
         });
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let l = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the racer did not get ready within 60 s");
-            if l == "racer: ready" {
-                break;
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(l) if l == "racer: ready" => break,
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = child.wait();
+                    return None;
+                }
+                Err(e) => panic!("the racer did not get ready within 60 s: {e}"),
             }
         }
-        Racer { child, lines: rx }
+        Some(Racer { child, lines: rx })
     }
 
     /// Stops the racer and returns what it reported.
