@@ -35,6 +35,9 @@ struct Levels {
     /// The copy thread's state each tick (readable kernel stack) and the share of the tick it
     /// waited on a run queue; `None`: no thread data (recordings before it existed).
     writer: Option<(WaitClass, f64)>,
+    /// The writer hands over `copy_mbps` in writes of this many bytes (smbd: 8 MiB), spaced
+    /// 0.5-1.5 × the mean interval apart; `None`: a little every tick.
+    burst: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,6 +63,7 @@ impl Default for Levels {
             psi_pct: 5.0,
             zfs: None,
             writer: None,
+            burst: None,
         }
     }
 }
@@ -82,6 +86,9 @@ struct Scenario {
     delays: u64,
     over_max: u64,
     runq_ns: u64,
+    /// Bursty writer: when the next write lands (ns) and the jitter's state.
+    next_burst: u64,
+    seed: u64,
     items: Vec<Item>,
 }
 
@@ -99,6 +106,8 @@ impl Scenario {
             delays: 1000,
             over_max: 7,
             runq_ns: 0,
+            next_burst: 0,
+            seed: 7,
             items: Vec::new(),
         };
         s.emit();
@@ -111,7 +120,7 @@ impl Scenario {
         for _ in 0..ms * 1_000_000 / TICK {
             self.t += TICK;
             let secs = TICK as f64 / 1e9;
-            self.bytes += self.lv.copy_mbps * 1e6 * secs;
+            self.bytes += self.intake(secs);
             self.read_ns += (self.lv.read_share * TICK as f64) as u64;
             self.write_ns += (self.lv.write_share * TICK as f64) as u64;
             self.sectors += self.lv.dev_mbps * 1e6 * secs / 512.0;
@@ -127,6 +136,29 @@ impl Scenario {
             self.emit();
         }
         self
+    }
+
+    /// Bytes the writer hands over in the tick that just ended.
+    fn intake(&mut self, secs: f64) -> f64 {
+        let rate = self.lv.copy_mbps * 1e6;
+        let Some(burst) = self.lv.burst else {
+            return rate * secs;
+        };
+        if rate <= 0.0 {
+            self.next_burst = self.t;
+            return 0.0;
+        }
+        let mut bytes = 0.0;
+        while self.next_burst < self.t {
+            bytes += burst;
+            self.seed = self
+                .seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let jitter = 0.5 + (self.seed >> 33) as f64 / (1u64 << 31) as f64;
+            self.next_burst += (burst / rate * jitter * 1e9) as u64;
+        }
+        bytes
     }
 
     fn engine(&mut self, ev: EngineEvent) -> &mut Self {
@@ -1233,4 +1265,102 @@ fn the_flush_counts_this_copys_data_not_the_systems() {
         text,
         "flushing to disk (system: dirty 2.20 GB, all writers)"
     );
+}
+
+/// `copyscope watch --comm smbd` beside a Samba upload onto ZFS: smbd writes 8 MiB at a time at
+/// `mbps`, so most 100 ms ticks are zero, and stalls 4 s, 10 s and 47 s while txgs 100-102
+/// sync, in `txg_wait_synced`. Each stall is one drop naming its txg; the pauses between two
+/// writes are none.
+fn samba_upload(mbps: f64) {
+    const S: u64 = 1_000_000_000;
+    let mib8 = 8.0 * 1_048_576.0;
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: mbps,
+        burst: Some(mib8),
+        write_share: 0.0,
+        read_share: 0.0,
+        writer: Some((WaitClass::Running, 0.0)),
+        zfs: Some(ZfsLevels::default()),
+        ..Default::default()
+    });
+    let rows = |txg: u64, state: char, birth: u64, open_for: u64, stime: u64| TxgRow {
+        txg,
+        birth,
+        state,
+        otime: open_for,
+        ndirty: if state == 'C' { stime / S * 40 * MB } else { 0 },
+        nwritten: if state == 'C' { stime / S * 40 * MB } else { 0 },
+        stime: if state == 'C' { stime } else { 0 },
+        ..Default::default()
+    };
+    let mut t = 0;
+    let mut stalls = Vec::new();
+    for (txg, stall) in [(100, 4 * S), (101, 10 * S), (102, 47 * S)] {
+        let born = t;
+        let open = rows(txg, 'O', born, 0, 0);
+        sc.run(12_000, |l| {
+            l.copy_mbps = mbps;
+            l.writer = Some((WaitClass::Running, 0.0));
+            let z = l.zfs.as_mut().unwrap();
+            z.rows.retain(|r| r.state == 'C');
+            z.rows.push(open);
+        });
+        t += 12 * S;
+        let open_for = t - born;
+        stalls.push((t, t + stall, txg));
+        sc.run(stall / 1_000_000, |l| {
+            l.copy_mbps = 0.0;
+            l.writer = Some((WaitClass::ZfsTxg, 0.0));
+            let z = l.zfs.as_mut().unwrap();
+            z.rows.retain(|r| r.state == 'C');
+            z.rows.push(rows(txg, 'S', born, open_for, 0));
+            z.rows.push(rows(txg + 1, 'O', t, 0, 0));
+        });
+        t += stall;
+        let done = rows(txg, 'C', born, open_for, stall);
+        let z = sc.lv.zfs.as_mut().unwrap();
+        z.rows.retain(|r| r.txg != txg);
+        z.rows.push(done);
+    }
+    sc.run(12_000, |l| {
+        l.copy_mbps = mbps;
+        l.writer = Some((WaitClass::Running, 0.0));
+    });
+    let m = sc.model(Environment {
+        watched: Some(Box::new(copyscope::sample::Watched {
+            comms: vec!["smbd".into()],
+            ..Default::default()
+        })),
+        ..zfs_env()
+    });
+    let d = drops(&m);
+    assert_eq!(d.len(), 3, "{d:?}");
+    for ((start, end, causes), (a, b, txg)) in d.iter().zip(&stalls) {
+        // Each begins after smbd's last write before the stall and ends at its first after.
+        assert!(*start <= *a && *start + S > *a, "{start} vs {a}");
+        assert!(*end >= *b && *end < *b + S, "{end} vs {b}");
+        assert!(
+            matches!(causes[0], Cause::TxgSync { txg: t, stime_ns, .. } if t == *txg && stime_ns == *b - *a),
+            "{causes:?}"
+        );
+    }
+    // The reference is smbd's rate, not the zero of most ticks.
+    for e in m.events() {
+        if let EventKind::Drop(d) = &e.kind {
+            let r = d.reference_bps / 1e6;
+            assert!(r > 0.85 * mbps && r < 1.15 * mbps, "{mbps}: reference {r}");
+        }
+    }
+}
+
+#[test]
+fn a_samba_upload_at_40_mbps_has_its_txg_stalls_detected_and_no_drop_between_writes() {
+    samba_upload(40.0);
+}
+
+/// Issue 24's upload: smbclient's 12.3 MB/s, one 8 MiB write every 0.7 s (six ticks in seven
+/// are zero; the median of ticks was 0 and no stall was ever a drop).
+#[test]
+fn a_samba_upload_at_12_mbps_has_its_txg_stalls_detected_and_no_drop_between_writes() {
+    samba_upload(12.3);
 }
