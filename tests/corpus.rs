@@ -119,6 +119,34 @@ const CORPUS: &[Truth] = &[
         phase: false,
     },
     Truth {
+        name: "ext4-disk-cut",
+        what: "800 MiB from /dev/shm onto the 40 MB/s slowdev ext4 disk (8 GB, its bdi \
+               strict_limit 1, max_ratio 3: the writer paced at a few hundred MB dirty), cut to \
+               5 MB/s from 6.5 s to 15.9 s by `slowdev.sh set` (scripts/slowdev-cut.sh): the \
+               disk wrote 37.4 MB/s before, 7.7 MB/s during; the copy thread in \
+               balance_dirty_pages in 86 % of the writer-truth samples of the cut (a jbd2 wait \
+               as it began); the disk's shortfall 7.8 s",
+        first_cause: &[
+            "disk slowed",
+            "dirty throttle",
+            "writeback",
+            "journal",
+            "cpu",
+        ],
+        never: &[
+            "txg sync",
+            "zfs throttle",
+            "sync writes",
+            "source stall",
+            "unknown",
+        ],
+        drops: (1, 4),
+        known: &[(6.5, 15.9, "disk slowed")],
+        // The shortfall, 7.8 s, and 20 % (the start-up and recovery dips cost nothing more).
+        max_lost_secs: 9.4,
+        phase: true,
+    },
+    Truth {
         name: "source-stall",
         what: "800 MB read from the slowdev disk (read limit 60 MB/s, 5 MB/s from 5 s to 9 s via \
                `slowdev.sh set`) onto /var/tmp: the reader sits in filemap_read",
@@ -418,4 +446,41 @@ fn the_copy_threads_kernel_waits_are_recognised() {
             .count();
         assert!(seen >= 5, "{name}: {class:?} in {seen} samples");
     }
+}
+
+/// The slow disk's cut (scripts/slowdev-cut.sh): the drop for it names the disk slowing and
+/// dirty throttling while it lasts (as the live lines print it, `Model::open_drop`), and its
+/// time lost is within 20 % of the writer-truth sampler's 7.8 s.
+#[test]
+fn a_disk_cut_is_a_drop_of_its_own_while_it_lasts_and_after() {
+    let rec = Recording::load(&corpus_dir().join("ext4-disk-cut.jsonl")).unwrap();
+    let mut m = Model::new(
+        rec.model_config(ModelConfig::default()),
+        rec.header.environment.clone(),
+    );
+    let mut live = Vec::new();
+    for s in &rec.samples {
+        m.apply(s);
+        if (10e9..15e9).contains(&(s.t_ns as f64))
+            && let Some(EventKind::Drop(d)) = m.open_drop().map(|e| e.kind)
+        {
+            live.push(d.causes[0].clone());
+        }
+    }
+    assert!(live.len() > 30, "{}", live.len());
+    for c in &live {
+        let Cause::DiskSlowed { held, .. } = c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(held.as_deref(), Some("dirty throttling"));
+    }
+    let m = replay(&rec);
+    let slowed: f64 = m
+        .stats()
+        .lost_secs_by_cause
+        .iter()
+        .filter(|(k, _)| *k == "disk slowed")
+        .map(|(_, v)| v)
+        .sum();
+    assert!((7.8 * 0.8..=7.8 * 1.2).contains(&slowed), "{slowed}");
 }

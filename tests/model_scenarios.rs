@@ -1199,11 +1199,15 @@ fn a_paced_writer_at_the_disks_speed_is_not_a_drop() {
                 // The disk writes what is waiting: all of a 300 MB backlog's 40 MB/s, or the
                 // 10 MB of a small one.
                 l.dev_mbps = (dirty as f64 / 1e6).min(40.0);
+                // A small backlog is written in its first quarter second: the disk idles the
+                // rest (busy at a quarter of its rate would be a disk that slowed).
+                l.util_pct = (l.dev_mbps / 40.0 * 100.0).min(100.0);
                 l.writer = Some((WaitClass::DirtyThrottle, 0.0));
             })
             .run(3000, |l| {
                 l.copy_mbps = 40.0;
                 l.dev_mbps = 40.0;
+                l.util_pct = 100.0;
                 l.writer = Some((WaitClass::Running, 0.0));
             });
         sc.model(ext4())
@@ -1363,4 +1367,111 @@ fn a_samba_upload_at_40_mbps_has_its_txg_stalls_detected_and_no_drop_between_wri
 #[test]
 fn a_samba_upload_at_12_mbps_has_its_txg_stalls_detected_and_no_drop_between_writes() {
     samba_upload(12.3);
+}
+
+/// The slow lab disk's cut, as issue 27 measured it: a copy running at the disk's 40 MB/s
+/// (dirty throttled, the disk 100 % busy) when the disk falls to 5 MB/s for `secs`.
+fn disk_cut(secs: u64) -> Model {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 400.0,
+        dirty: 1200 * MB,
+        writeback: 50 * MB,
+        dev_mbps: 40.0,
+        util_pct: 100.0,
+        writer: Some((WaitClass::Running, 0.0)),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(10_000, |l| {
+            l.copy_mbps = 40.0;
+            l.dirty = 2300 * MB;
+            l.writer = Some((WaitClass::DirtyThrottle, 0.0));
+        })
+        .run(secs * 1000, |l| {
+            l.copy_mbps = 5.0;
+            l.dev_mbps = 5.0;
+        })
+        .run(10_000, |l| {
+            l.copy_mbps = 40.0;
+            l.dev_mbps = 40.0;
+        });
+    sc.model(ext4())
+}
+
+#[test]
+fn a_disk_that_slows_for_8_s_is_a_drop_of_its_own_with_its_lost_time() {
+    let m = disk_cut(8);
+    let d = drops(&m);
+    assert_eq!(d.len(), 1, "{d:?}");
+    let (start, end, causes) = &d[0];
+    assert!((129..=131).contains(&(start / TICK)), "{start}");
+    assert!((209..=212).contains(&(end / TICK)), "{end}");
+    let Cause::DiskSlowed {
+        before_bps,
+        during_bps,
+        held,
+        ..
+    } = &causes[0]
+    else {
+        panic!("{causes:?}")
+    };
+    assert_eq!((before_bps / 1e6).round(), 40.0, "{before_bps}");
+    assert!((5e6..6e6).contains(during_bps), "{during_bps}");
+    assert_eq!(held.as_deref(), Some("dirty throttling"));
+    // The disk's own busy figure is in the cause; no separate "disk busy".
+    assert!(
+        !causes
+            .iter()
+            .any(|c| matches!(c, Cause::DeviceSaturated { .. }))
+    );
+    let ev = m
+        .events()
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Drop(_)))
+        .unwrap();
+    assert!(
+        ev.describe().contains(": the disk slowed: 40.0 → 5.0")
+            && ev
+                .describe()
+                .contains("; the writer was held by dirty throttling 100 % of the time"),
+        "{}",
+        ev.describe()
+    );
+    // Truth: 8 s at 5 of 40 MB/s is 7 s of the disk's time lost; within 20 %.
+    let lost = m.stats().lost_total_secs();
+    assert!((5.6..=8.4).contains(&lost), "{lost}");
+    // The page cache filling before was the phase change, said once.
+    let phases: Vec<_> = m
+        .events()
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Phase { .. }))
+        .collect();
+    assert_eq!(phases.len(), 1, "{phases:?}");
+}
+
+#[test]
+fn a_disk_that_stays_slow_is_a_phase_not_a_drop() {
+    let m = disk_cut(60);
+    assert_eq!(drops(&m), vec![]);
+    let slowed: Vec<String> = m
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Phase {
+                    slowed_from_bps: Some(_),
+                    ..
+                }
+            )
+        })
+        .map(|e| format!("{:.1} {}", e.t_ns as f64 / 1e9, e.describe()))
+        .collect();
+    assert_eq!(slowed.len(), 1, "{:?}", m.events());
+    assert!(slowed[0].starts_with("13."), "{slowed:?}");
+    assert!(
+        slowed[0].contains("the disk slowed after")
+            && slowed[0].contains("now at 5.00 MB/s, was 40.0 MB/s"),
+        "{slowed:?}"
+    );
 }
