@@ -1175,6 +1175,10 @@ impl Model {
                 self.end_copy(t_ns, &mut out);
                 self.flush_start.get_or_insert(t_ns);
                 let b = self.flush_backlog();
+                if let Some(b) = b {
+                    self.facts
+                        .flush_started(b.bytes, b.scope == BacklogScope::System);
+                }
                 Some(EventKind::FlushStarted {
                     dirty: b.map_or(0, |b| b.bytes),
                     system: b.is_some_and(|b| b.scope == BacklogScope::System),

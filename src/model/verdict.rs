@@ -20,6 +20,9 @@ pub const MEASURED_SHARE: f64 = 0.5;
 pub const MIN_COPY_SECS: f64 = 2.0;
 /// Logical ÷ physical bytes from which a ZFS copy "measures the CPU, not the disks".
 pub const COMPRESSED_RATIO: f64 = 10.0;
+/// The final flush took at least this share of the run (copy + flush): the verdict tells the
+/// two phases' story ("copied into RAM at A, then the disk wrote the backlog at B for C s").
+pub const FLUSH_SHARE: f64 = 0.5;
 /// Smallest copy for which the compression ratio is judged.
 const MIN_COMPRESS_BYTES: u64 = 64 << 20;
 /// Txgs that wrote less than this are idle ticks of the pool, not the copy's data.
@@ -101,6 +104,9 @@ pub(crate) struct Facts {
     max_core_pct: Option<f64>,
     /// The destination disks' busy time while copying: (Σ util % × tick ns, Σ tick ns).
     busy: (f64, f64),
+    /// This copy's data still to reach the destination when the final flush began (bytes; and
+    /// whether it is the system's figure, other writers' data included).
+    flush_backlog: Option<(u64, bool)>,
 }
 
 impl Facts {
@@ -113,6 +119,10 @@ impl Facts {
             self.txg_nwritten = self.txg_nwritten.saturating_add(row.nwritten);
             self.txg_stime_ns = self.txg_stime_ns.saturating_add(row.stime);
         }
+    }
+
+    pub fn flush_started(&mut self, backlog: u64, system: bool) {
+        self.flush_backlog.get_or_insert((backlog, system));
     }
 
     pub fn throttle_zone(&mut self, t_ns: u64, bytes: u64, dirty: u64) {
@@ -234,6 +244,9 @@ impl Who {
 
 /// The verdict of a run.
 pub(crate) fn judge(i: &Input) -> Verdict {
+    if let Some(v) = flush_story(i) {
+        return v;
+    }
     let copy_secs = i.budget.copying_ns() / 1e9;
     if i.stats.bytes == 0 || copy_secs < MIN_COPY_SECS {
         return Verdict {
@@ -272,6 +285,62 @@ pub(crate) fn judge(i: &Input) -> Verdict {
         compressed_ratio: compressed.map(|c| c.0),
         text,
     }
+}
+
+/// When the final flush was the larger part of the run (at least [`FLUSH_SHARE`], or the
+/// copy phase too short to judge and the flush not): "Disk-bound: copied into RAM at A (X in
+/// Y s), then the disk wrote the backlog (Z) at B for C s; the flush was N % of the run." B is
+/// the backlog at the flush's start ÷ the flush's length.
+fn flush_story(i: &Input) -> Option<Verdict> {
+    let flush = i.stats.flush_secs?;
+    let (backlog, system) = i.facts.flush_backlog?;
+    let copy = i.stats.copy_secs;
+    // The system's figure holds other writers' data too: at most this copy's bytes were ours.
+    let backlog = if system {
+        backlog.min(i.stats.bytes)
+    } else {
+        backlog
+    };
+    let share = flush / (copy + flush).max(f64::MIN_POSITIVE);
+    let story = share >= FLUSH_SHARE || (copy < MIN_COPY_SECS && flush >= MIN_COPY_SECS);
+    if !story || backlog == 0 || flush <= 0.0 || i.stats.bytes == 0 {
+        return None;
+    }
+    let rate = backlog as f64 / flush;
+    let (limit, what) = if i.span.on_zfs {
+        (Limit::Pool, "the pool")
+    } else {
+        (Limit::Disk, "the disk")
+    };
+    let mut text = format!(
+        "{}: copied into RAM at {} ({} in {}), then {what} wrote the backlog ({}) at {} for {}; the flush was {} of the run.",
+        if i.span.on_zfs {
+            "Pool-bound"
+        } else {
+            "Disk-bound"
+        },
+        fmt_rate(i.stats.avg_bps),
+        fmt_bytes(i.stats.bytes),
+        fmt_secs(copy),
+        fmt_bytes(backlog),
+        fmt_rate(rate),
+        fmt_secs(flush),
+        pct(share)
+    );
+    if !i.span.on_zfs
+        && let Some((name, value)) = dirty_limit(i.env)
+    {
+        text.push_str(&format!(
+            " More RAM or a higher {name} (now {value}) only moves more of the copy into the flush; it cannot raise {}.",
+            fmt_rate(rate)
+        ));
+    }
+    Some(Verdict {
+        limit,
+        rate_bps: Some(rate),
+        compressed_ratio: None,
+        text,
+    })
 }
 
 fn pct(share: f64) -> String {
