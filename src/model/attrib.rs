@@ -37,6 +37,9 @@ pub const ZFS_LOOKBACK_NS: u64 = 1_000_000_000;
 pub const OTHER_WRITER_MIN_BYTES: u64 = 16 << 20;
 /// … and at least this share of everything they wrote.
 pub const OTHER_WRITER_SHARE: f64 = 0.25;
+/// The disk slowed: the destination's disks wrote at most this share of their sustained rate
+/// during the drop (the drop threshold's share).
+pub const DISK_SLOWED_SHARE: f64 = 0.5;
 /// Network: the receive rate during the drop is at most this share of its rate before.
 pub const NET_FELL_SHARE: f64 = 0.5;
 /// Network: before the drop the interface received at least this share of the intake — the
@@ -165,7 +168,15 @@ pub(crate) struct Evidence {
     pre_intake_bps: Option<f64>,
     /// Time the writer's threads were readable and all idle (sleeping, e.g. in recv()), ns.
     idle_ns: u64,
+    /// The newest folded ticks' (t0, device rate × ns, ns): the recovery ticks folded after
+    /// the drop's end are taken out of the disks' rate "during" it.
+    dev_tail: std::collections::VecDeque<(u64, f64, u64)>,
+    /// Where the drop ended, once known (the rate during it stops there).
+    end: Option<u64>,
 }
+
+/// Folded ticks kept to take the recovery out of the device rate (a recovery lasts a few).
+const DEV_TAIL: usize = 32;
 
 impl Evidence {
     /// Starts at `start`; `before` are recent ticks ending at or before it (for the baseline
@@ -231,6 +242,10 @@ impl Evidence {
         if let Some(b) = t.dev_bps {
             self.dev_bps_ns += b * dt as f64;
             self.dev_ns += dt;
+            if self.dev_tail.len() >= DEV_TAIL {
+                self.dev_tail.pop_front();
+            }
+            self.dev_tail.push_back((t.t0, b * dt as f64, dt));
         }
         if let Some(b) = t.net_bps {
             self.net_bps_ns += b * dt as f64;
@@ -316,6 +331,24 @@ impl Evidence {
         (self.dev_ns > 0).then(|| self.dev_bps_ns / self.dev_ns as f64)
     }
 
+    /// The drop ended at `end` (the ticks folded after it were its recovery).
+    pub fn set_end(&mut self, end: u64) {
+        self.end = Some(end);
+    }
+
+    /// Time-weighted mean destination write rate until the drop's end (without the recovery
+    /// ticks folded after it, as far as they are kept).
+    fn dev_mean_until_end(&self) -> Option<f64> {
+        let (mut b, mut ns) = (self.dev_bps_ns, self.dev_ns);
+        if let Some(end) = self.end {
+            for (_, tb, dt) in self.dev_tail.iter().filter(|x| x.0 >= end) {
+                b -= tb;
+                ns -= dt;
+            }
+        }
+        (ns > 0).then(|| b.max(0.0) / ns as f64)
+    }
+
     /// Bytes the destination disks wrote during the drop that cannot have been this copy's:
     /// at most its data was waiting when the drop began (bounded by the system's Dirty +
     /// Writeback then, which holds all of it) plus what it handed over during the drop.
@@ -363,6 +396,9 @@ pub(crate) struct Context<'a> {
     pub engine_timing: bool,
     pub txg: Option<TxgHit>,
     pub dirty_max: Option<u64>,
+    /// What the destination's disks sustained when the drop began (known then; kept through
+    /// a fall, see `phase.rs`), bytes/s.
+    pub sustained_bps: Option<f64>,
 }
 
 /// The causes of a drop, best first; `[Unknown]` when nothing explains it.
@@ -483,6 +519,11 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
             max_core_pct: e.max_core_pct,
         });
     }
+    if let Some(c) = disk_slowed(e, cx, device_held && !source_stall && saturated, &causes) {
+        // The root of the waits found: the disk itself wrote less. Its busy figure is in it.
+        causes.retain(|c| !matches!(c, Cause::DeviceSaturated { .. }));
+        causes.insert(0, c);
+    }
     if let Some(c) = network_cause(e, &causes, writer_blocked && stacks) {
         // The data stopped arriving: that is what held the writes, before anything it caused.
         causes.insert(0, c);
@@ -491,6 +532,56 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
         causes.push(Cause::Unknown);
     }
     causes
+}
+
+/// The disk slowed (docs/attribution.md, "disk slowed"): the destination's disks, saturated
+/// through the drop (`held`: and the writer held on the write side), wrote at most
+/// [`DISK_SLOWED_SHARE`] of the rate they sustained when it began. Not on ZFS (its disks write
+/// each block more than once) nor beside another writer (the disks then wrote more, not less).
+fn disk_slowed(e: &Evidence, cx: &Context<'_>, held: bool, found: &[Cause]) -> Option<Cause> {
+    let before = cx.sustained_bps?;
+    let during = e.dev_mean_until_end()?;
+    let other = found
+        .iter()
+        .any(|c| matches!(c, Cause::AnotherWriter { .. }));
+    if cx.on_zfs || other || !held || before <= 0.0 || during > DISK_SLOWED_SHARE * before {
+        return None;
+    }
+    let (held, held_pct) = match write_wait(e) {
+        Some((words, pct)) => (Some(words.to_string()), Some(pct * 100.0)),
+        None if found
+            .iter()
+            .any(|c| matches!(c, Cause::DirtyThrottle { .. })) =>
+        {
+            (Some("dirty throttling".to_string()), None)
+        }
+        None => (None, None),
+    };
+    Some(Cause::DiskSlowed {
+        device: cx.disks.to_string(),
+        before_bps: before,
+        during_bps: during,
+        held,
+        held_pct,
+    })
+}
+
+/// The write-side wait that held the copy threads longest, in words, when readable stacks show
+/// one at least [`HELD_SHARE`] of the drop.
+fn write_wait(e: &Evidence) -> Option<(&'static str, f64)> {
+    if !e.stacks_known() {
+        return None;
+    }
+    [
+        (WaitClass::DirtyThrottle, "dirty throttling"),
+        (WaitClass::WritebackWait, "waiting for the disk"),
+        (WaitClass::NearlyFull, "waiting for the disk"),
+        (WaitClass::Journal, "the ext4 journal"),
+    ]
+    .into_iter()
+    .map(|(c, w)| (w, e.held(c)))
+    .filter(|(_, h)| *h >= HELD_SHARE)
+    .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// `watch --net` (docs/attribution.md, "network"): the receive rate fell with the intake —

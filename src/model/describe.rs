@@ -32,6 +32,7 @@ impl Cause {
     /// A short label for tables and totals.
     pub fn label(&self) -> &'static str {
         match self {
+            Cause::DiskSlowed { .. } => "disk slowed",
             Cause::TxgSync { .. } => "txg sync",
             Cause::ZfsThrottle { .. } => "zfs throttle",
             Cause::DirtyThrottle { .. } => "dirty throttle",
@@ -51,6 +52,28 @@ impl Cause {
     /// The cause with its evidence, as a clause.
     pub fn describe(&self) -> String {
         match self {
+            Cause::DiskSlowed {
+                device,
+                before_bps,
+                during_bps,
+                held,
+                held_pct,
+            } => {
+                let mut s = format!(
+                    "the disk slowed: {}",
+                    fmt_rate_pair(*before_bps, *during_bps)
+                );
+                if !device.is_empty() {
+                    s.push_str(&format!(" ({device} saturated)"));
+                }
+                if let Some(h) = held {
+                    s.push_str(&format!("; the writer was held by {h}"));
+                    if let Some(p) = held_pct {
+                        s.push_str(&format!(" {p:.0} % of the time"));
+                    }
+                }
+                s
+            }
             Cause::TxgSync {
                 txg,
                 ndirty,
@@ -245,7 +268,19 @@ impl Event {
             EventKind::Phase {
                 bytes,
                 rate_bps,
+                slowed_from_bps: Some(from),
+                ..
+            } => format!(
+                "the disk slowed after {} and stayed slow: now at {}, was {}",
+                fmt_bytes(*bytes),
+                fmt_rate(*rate_bps),
+                fmt_rate(*from)
+            ),
+            EventKind::Phase {
+                bytes,
+                rate_bps,
                 pool: false,
+                ..
             } => format!(
                 "page cache full after {}: now at disk speed, {}",
                 fmt_bytes(*bytes),
@@ -255,6 +290,7 @@ impl Event {
                 bytes,
                 rate_bps,
                 pool: true,
+                ..
             } => format!(
                 "pool syncing back to back after {}: now at pool speed, {}",
                 fmt_bytes(*bytes),

@@ -1,6 +1,7 @@
-//! Speed-drop detection (DESIGN §5a): a rolling reference (median of recent non-drop
-//! ticks), a short time-weighted smoothing for decisions, and a small state machine
-//! (idle → candidate → drop → ended) whose boundaries are refined from raw ticks.
+//! Speed-drop detection (DESIGN §5a): a rolling reference (median rate of ≥ 1 s windows of
+//! recent non-drop copying), a short time-weighted smoothing for decisions that widens for a
+//! writer that writes in bursts, and a small state machine (idle → candidate → drop → ended)
+//! whose boundaries are refined from raw ticks.
 
 use std::collections::VecDeque;
 
@@ -62,6 +63,7 @@ pub(crate) struct DropSpan {
 struct RefEntry {
     t1: u64,
     dt: u64,
+    bytes: u64,
     bps: f64,
 }
 
@@ -78,17 +80,36 @@ struct Open {
     /// Start of the current run of raw ticks at or above the recovery threshold, and the
     /// bytes copied before it: the drop ends there when the smoothed speed confirms it.
     recovering_since: Option<(u64, u64)>,
+    /// End of the latest raw tick at or above the recovery threshold.
+    last_fast_end: u64,
 }
 
 /// Cap on kept ticks per ring (10 s at 100 ms is 100; faster ticks are covered by the cap).
 const REF_CAP: usize = 600;
-/// Recent raw ticks kept for backdating a candidate's start.
-const RECENT_CAP: usize = 16;
+/// Recent raw ticks kept for backdating a candidate's start (a bursty writer's smoothing
+/// window is up to `smooth_ticks` × [`MAX_BURST_GAP_NS`]).
+const RECENT_CAP: usize = 96;
+/// The reference is the median rate of windows of normal copying at least this long: a
+/// writer that writes 8 MiB at a time leaves most 100 ms ticks at zero, and a median of ticks
+/// was zero (or half the real rate for a stop-and-go writer).
+pub const REFERENCE_CHUNK_NS: u64 = 1_000_000_000;
+/// A writer is bursty when its normal copying has a byte-carrying tick only every this many
+/// ticks or fewer (mean time between them ÷ mean tick).
+pub const BURSTY_GAP_FACTOR: f64 = 1.5;
+/// The burst gap used is at most this long.
+pub const MAX_BURST_GAP_NS: u64 = 2_000_000_000;
+/// Smoothing ring cap (ticks).
+const SMOOTH_CAP: usize = 96;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Detector {
     cfg: DetectConfig,
+    /// The newest ticks: `smooth_ticks` of them, or for a bursty writer as many as span
+    /// `smooth_ticks` burst gaps.
     smooth: VecDeque<SpeedTick>,
+    /// Mean time between byte-carrying ticks of normal copying, when the writer is bursty
+    /// (see [`BURSTY_GAP_FACTOR`]).
+    burst_gap: Option<u64>,
     /// Ticks of normal copying, the newest `reference_window_ns` of them: the window counts
     /// copying time, not wall time, so a copy that stalls most of the time keeps a reference.
     normal: VecDeque<RefEntry>,
@@ -110,6 +131,7 @@ impl Detector {
         Detector {
             cfg,
             smooth: VecDeque::with_capacity(cfg.smooth_ticks.max(1)),
+            burst_gap: None,
             normal: VecDeque::new(),
             normal_ns: 0,
             in_drop: VecDeque::new(),
@@ -141,14 +163,71 @@ impl Detector {
         self.open.map(|o| o.min_bps)
     }
 
-    /// The current reference, once enough normal copying has been seen.
+    /// The current reference, once enough normal copying has been seen: the median rate of
+    /// the newest windows of normal copying, each at least [`REFERENCE_CHUNK_NS`] long,
+    /// counted back from the newest tick (an older rest shorter than a window is left out);
+    /// for a bursty writer the mean rate of all of it.
     pub fn reference(&mut self) -> Option<f64> {
         if self.normal_ns < self.cfg.min_reference_ns || self.normal.is_empty() {
             return None;
         }
-        let m = median(&mut self.scratch, self.normal.iter().map(|e| e.bps));
+        if self.burst_gap.is_some() {
+            // A few writes per window make window rates coarse (one 8 MiB write more or less
+            // is a quarter of a 2 s window at 12 MB/s): the whole window's mean is the rate.
+            let bytes = self
+                .normal
+                .iter()
+                .map(|e| e.bytes)
+                .fold(0, u64::saturating_add);
+            let m = bytes as f64 * 1e9 / self.normal_ns as f64;
+            let r = self.ceiling.map_or(m, |c| m.min(c));
+            return (r > 0.0).then_some(r);
+        }
+        let chunk = REFERENCE_CHUNK_NS;
+        let mut rates = Vec::new();
+        let (mut bytes, mut ns) = (0u64, 0u64);
+        for e in self.normal.iter().rev() {
+            bytes = bytes.saturating_add(e.bytes);
+            ns += e.dt;
+            if ns >= chunk {
+                rates.push(bytes as f64 * 1e9 / ns as f64);
+                (bytes, ns) = (0, 0);
+            }
+        }
+        if rates.is_empty() {
+            return None;
+        }
+        let m = median_of(&mut rates);
         let r = self.ceiling.map_or(m, |c| m.min(c));
         (r > 0.0).then_some(r)
+    }
+
+    /// The smoothing window for a bursty writer (`smooth_ticks` burst gaps), else 0: the
+    /// window is then `smooth_ticks` ticks.
+    fn smooth_window_ns(&self) -> u64 {
+        self.burst_gap
+            .map_or(0, |g| g.saturating_mul(self.cfg.smooth_ticks as u64))
+    }
+
+    /// The shortest slow run that is a drop: `min_drop_ns`, or a bursty writer's smoothing
+    /// window (a pause between two bursts is how it writes, not a drop).
+    fn min_drop_ns(&self) -> u64 {
+        self.cfg.min_drop_ns.max(self.smooth_window_ns())
+    }
+
+    /// Mean time between the byte-carrying ticks of normal copying, when it is at least
+    /// [`BURSTY_GAP_FACTOR`] mean ticks (capped at [`MAX_BURST_GAP_NS`]).
+    fn measure_burst_gap(&self) -> Option<u64> {
+        if self.normal_ns < self.cfg.min_reference_ns {
+            return self.burst_gap;
+        }
+        let active = self.normal.iter().filter(|e| e.bytes > 0).count() as u64;
+        if active == 0 {
+            return self.burst_gap;
+        }
+        let gap = self.normal_ns / active;
+        let tick = self.normal_ns / self.normal.len() as u64;
+        (gap as f64 >= BURSTY_GAP_FACTOR * tick as f64).then_some(gap.min(MAX_BURST_GAP_NS))
     }
 
     /// Sets (or clears) the sustained rate that caps the reference. An open drop measured
@@ -213,7 +292,7 @@ impl Detector {
         if tick.t1 <= tick.t0 {
             return Step::Quiet;
         }
-        push_capped(&mut self.smooth, tick, self.cfg.smooth_ticks.max(1));
+        self.push_smooth(tick);
         push_capped(&mut self.recent, tick, RECENT_CAP);
         let (b, d) = self.smooth.iter().fold((0u64, 0u64), |(b, d), t| {
             (b.saturating_add(t.bytes), d + t.dt())
@@ -224,7 +303,8 @@ impl Detector {
         let entry = RefEntry {
             t1: tick.t1,
             dt: tick.dt(),
-            bps: raw,
+            bytes: tick.bytes,
+            bps: tick.bps(),
         };
 
         match self.open {
@@ -234,6 +314,7 @@ impl Detector {
                     self.push_in_drop(entry);
                 } else {
                     self.push_normal(entry);
+                    self.burst_gap = self.measure_burst_gap();
                 }
                 step
             }
@@ -241,6 +322,23 @@ impl Detector {
                 self.push_in_drop(entry);
                 self.step_open(open, tick, raw, s)
             }
+        }
+    }
+
+    /// Keeps `smooth_ticks` ticks, or as many as span the bursty writer's window.
+    fn push_smooth(&mut self, tick: SpeedTick) {
+        self.smooth.push_back(tick);
+        let keep = self.cfg.smooth_ticks.max(1);
+        let window = self.smooth_window_ns();
+        let mut span: u64 = self.smooth.iter().map(SpeedTick::dt).sum();
+        while let Some(front) = self.smooth.front() {
+            let over = self.smooth.len() > SMOOTH_CAP
+                || (self.smooth.len() > keep && span - front.dt() >= window);
+            if !over {
+                break;
+            }
+            span -= front.dt();
+            self.smooth.pop_front();
         }
     }
 
@@ -273,7 +371,9 @@ impl Detector {
         if last_below_end.is_none() {
             bytes = tick.bytes;
         }
-        // Ticks already taken as normal inside the candidate move to the drop.
+        // Ticks already taken as normal inside the candidate move to the drop, and the
+        // reference is what came before it.
+        let mut moved = false;
         while let Some(back) = self.normal.back() {
             if back.t1 <= start {
                 break;
@@ -282,7 +382,13 @@ impl Detector {
             let e = *back;
             self.normal.pop_back();
             self.in_drop.push_front(e);
+            moved = true;
         }
+        let reference = if moved {
+            self.reference().unwrap_or(reference)
+        } else {
+            reference
+        };
         self.open = Some(Open {
             confirmed: false,
             start,
@@ -291,14 +397,16 @@ impl Detector {
             min_bps: s,
             bytes,
             recovering_since: None,
+            last_fast_end: start,
         });
         self.maybe_confirm()
             .unwrap_or(Step::Candidate { start, reference })
     }
 
     fn maybe_confirm(&mut self) -> Option<Step> {
+        let min_drop = self.min_drop_ns();
         let o = self.open.as_mut()?;
-        if !o.confirmed && o.last_below_end.saturating_sub(o.start) >= self.cfg.min_drop_ns {
+        if !o.confirmed && o.last_below_end.saturating_sub(o.start) >= min_drop {
             o.confirmed = true;
             return Some(Step::Confirmed { start: o.start });
         }
@@ -316,7 +424,13 @@ impl Detector {
         }
         if raw >= rec_thr {
             o.recovering_since.get_or_insert((tick.t0, bytes_before));
-        } else {
+            o.last_fast_end = tick.t1;
+        } else if self
+            .burst_gap
+            .is_none_or(|g| tick.t1.saturating_sub(o.last_fast_end) >= 2 * g)
+        {
+            // A bursty writer recovers with pauses between its writes: only a pause longer
+            // than two burst gaps breaks the recovering run.
             o.recovering_since = None;
         }
 
@@ -386,6 +500,17 @@ fn median(scratch: &mut Vec<f64>, values: impl Iterator<Item = f64>) -> f64 {
     }
     let mid = scratch.len() / 2;
     *scratch.select_nth_unstable_by(mid, f64::total_cmp).1
+}
+
+/// The median, the mean of the two middle values for an even count (a reference of two
+/// windows is not the faster one).
+fn median_of(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn span(o: &Open, end: u64, bytes_until_end: u64) -> DropSpan {
@@ -479,12 +604,83 @@ mod tests {
     }
 
     #[test]
-    fn no_reference_no_drop() {
-        // Stalled 0.3 s after the start: the first second is mostly stall, so the median
-        // (the reference) is zero and nothing counts as a drop.
+    fn no_reference_before_a_second_of_copying() {
+        // Stalled from the start: nothing copied, no reference, no drop.
+        assert!(run(&[0.0; 30]).is_empty());
+        // Stalled 0.3 s after the start: no drop before a second of copying exists; then the
+        // first second's rate (30 MB/s) is the reference and the stall a drop from 0.3 s.
         let mut v = vec![100.0; 3];
         v.extend([0.0; 20]);
-        assert!(run(&v).is_empty());
+        let steps = run(&v);
+        assert_eq!(
+            steps.first(),
+            Some(&(
+                10,
+                Step::Candidate {
+                    start: 3 * TICK,
+                    reference: 30e6
+                }
+            ))
+        );
+    }
+
+    /// 8 MiB writes at ~40 MB/s with jitter (one write every 0.1-0.35 s), the way smbd writes
+    /// a Samba upload: most 100 ms ticks are zero.
+    fn bursty(secs: f64, mbps: f64, seed: &mut u64) -> Vec<f64> {
+        let mut ticks = vec![0.0; (secs * 10.0) as usize];
+        let mut t = 0.0;
+        let interval = 8.0 * 1.048576 / mbps;
+        loop {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t += interval * (0.5 + (*seed >> 33) as f64 / (1u64 << 31) as f64);
+            let i = (t * 10.0) as usize;
+            if i >= ticks.len() {
+                return ticks;
+            }
+            ticks[i] += 8.0 * 1.048576 * 10.0;
+        }
+    }
+
+    #[test]
+    fn a_bursty_writer_has_its_real_rate_as_reference_and_its_stalls_as_drops() {
+        bursty_stall(40.0);
+        bursty_stall(12.0);
+    }
+
+    fn bursty_stall(mbps: f64) {
+        let mut seed = 7;
+        let mut v = bursty(20.0, mbps, &mut seed);
+        let stall_at = v.len();
+        v.extend([0.0; 40]);
+        v.extend(bursty(20.0, mbps, &mut seed));
+        let steps = run(&v);
+        let ends: Vec<DropSpan> = steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Ended(sp) => Some(*sp),
+                _ => None,
+            })
+            .collect();
+        // One drop, the stall: none from the pauses between two writes.
+        assert_eq!(ends.len(), 1, "{mbps}: {steps:?}");
+        let d = ends[0];
+        let r = d.reference / 1e6;
+        assert!(r > 0.8 * mbps && r < 1.2 * mbps, "{mbps}: reference {r}");
+        let (start, end) = (d.start as f64 / 1e9, d.end as f64 / 1e9);
+        let stall = stall_at as f64 / 10.0;
+        assert!(
+            start <= stall && start > stall - 1.5 * 8.4 / mbps,
+            "start {start}"
+        );
+        let gap = 8.4 / mbps;
+        // It ends at the first write after the stall (which comes up to 1.5 gaps later).
+        let first = (stall_at + 40..v.len()).find(|i| v[*i] > 0.0).unwrap() as f64 / 10.0;
+        assert!(
+            end == first && first < stall + 4.0 + 1.5 * gap,
+            "{mbps}: end {end}, {first}"
+        );
     }
 
     #[test]

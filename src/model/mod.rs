@@ -83,6 +83,10 @@ pub enum EventKind {
         /// The limit is the ZFS pool (else the destination disks).
         #[serde(default)]
         pool: bool,
+        /// The destination slowed to this new level and stayed there: the rate it sustained
+        /// before, bytes/s (the phase is that fall, not the page cache filling).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slowed_from_bps: Option<f64>,
     },
     FileError {
         path: String,
@@ -127,6 +131,20 @@ pub struct DropInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
 pub enum Cause {
+    /// The destination's disks slowed: saturated, they wrote at most half the rate they
+    /// sustained before the drop, and the writer was held on the write side.
+    DiskSlowed {
+        /// The destination's disks ("vda", "sdb+sdc").
+        device: String,
+        /// The rate they sustained before, and their write rate during the drop, bytes/s.
+        before_bps: f64,
+        during_bps: f64,
+        /// How the slow disk held the writer ("dirty throttling"), when the evidence shows it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held_pct: Option<f64>,
+    },
     TxgSync {
         txg: u64,
         ndirty: u64,
@@ -390,7 +408,8 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes in §5a order, for per-cause totals.
-const CAUSE_LABELS: [&str; 13] = [
+const CAUSE_LABELS: [&str; 14] = [
+    "disk slowed",
     "nearly full",
     "another writer",
     "txg sync",
@@ -409,6 +428,7 @@ const CAUSE_LABELS: [&str; 13] = [
 /// The same causes' stable machine names (the `cause` tag of the JSON output; the metrics'
 /// `cause` label). `cpu_starved` also counts the retired `cpu_saturated`.
 pub const CAUSE_NAMES: [&str; CAUSE_LABELS.len()] = [
+    "disk_slowed",
     "nearly_full",
     "another_writer",
     "txg_sync",
@@ -438,19 +458,20 @@ fn by_cause(secs: [f64; CAUSE_LABELS.len()]) -> Vec<(&'static str, f64)> {
 
 fn cause_index(c: &Cause) -> usize {
     match c {
-        Cause::NearlyFull { .. } => 0,
-        Cause::AnotherWriter { .. } => 1,
-        Cause::TxgSync { .. } => 2,
-        Cause::ZfsThrottle { .. } => 3,
-        Cause::ZilCommit { .. } => 4,
-        Cause::DirtyThrottle { .. } => 5,
-        Cause::WritebackBurst { .. } => 6,
-        Cause::JournalWait { .. } => 7,
-        Cause::DeviceSaturated { .. } => 8,
-        Cause::SourceStall { .. } => 9,
-        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 10,
-        Cause::NetworkReceive { .. } => 11,
-        Cause::Unknown => 12,
+        Cause::DiskSlowed { .. } => 0,
+        Cause::NearlyFull { .. } => 1,
+        Cause::AnotherWriter { .. } => 2,
+        Cause::TxgSync { .. } => 3,
+        Cause::ZfsThrottle { .. } => 4,
+        Cause::ZilCommit { .. } => 5,
+        Cause::DirtyThrottle { .. } => 6,
+        Cause::WritebackBurst { .. } => 7,
+        Cause::JournalWait { .. } => 8,
+        Cause::DeviceSaturated { .. } => 9,
+        Cause::SourceStall { .. } => 10,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 11,
+        Cause::NetworkReceive { .. } => 12,
+        Cause::Unknown => 13,
     }
 }
 
@@ -808,19 +829,46 @@ impl Model {
             let a = tick.t1.saturating_sub(phase::POOL_WINDOW_NS);
             self.txgs.sync_coverage(a, tick.t1, tick.t1)
         });
-        let ceiling = self.phase.measure(&self.recent, on_zfs, pool);
+        let before = self.bytes_now().saturating_sub(tick.bytes);
+        let ceiling = self
+            .phase
+            .measure(&self.recent, on_zfs, pool, self.bytes_now());
         let open_bytes = self.detector.open_bytes().unwrap_or(0);
-        if let Some(start) = self.detector.set_ceiling(ceiling) {
+        let cancelled = self.detector.set_ceiling(ceiling);
+        if cancelled.is_some() {
             self.evidence = None;
-            if let Some((rate, limit)) = self.phase.announce() {
-                let before = self.bytes_now().saturating_sub(tick.bytes);
-                out.push(phase_event(
-                    start,
-                    before.saturating_sub(open_bytes),
-                    rate,
-                    limit,
-                ));
-            }
+        }
+        // A fall that lasted is the destination's new level: a phase from where it began (the
+        // drop it was is withdrawn), said once the detector holds no drop against the old rate.
+        if self.detector.open_drop_start().is_none()
+            && let Some(f) = self.phase.take_learned()
+        {
+            let t = cancelled.map_or(f.since, |s| s.min(f.since));
+            let bytes = match cancelled {
+                Some(s) if s < f.since => before.saturating_sub(open_bytes),
+                _ => f.bytes,
+            };
+            self.phase.announce();
+            out.push(Event {
+                t_ns: t,
+                kind: EventKind::Phase {
+                    bytes,
+                    rate_bps: f.to,
+                    pool: self.phase.limit() == Some(phase::Limit::Pool),
+                    slowed_from_bps: Some(f.from),
+                },
+            });
+            return;
+        }
+        if let Some(start) = cancelled
+            && let Some((rate, limit)) = self.phase.announce()
+        {
+            out.push(phase_event(
+                start,
+                before.saturating_sub(open_bytes),
+                rate,
+                limit,
+            ));
         }
     }
 
@@ -857,6 +905,10 @@ impl Model {
             engine_timing: self.engine_timing,
             txg,
             dirty_max: self.env.zfs_dirty_data_max,
+            sustained_bps: (self.phase.limit() == Some(phase::Limit::Disk)
+                && self.phase.known_at(start))
+            .then(|| self.phase.ceiling())
+            .flatten(),
         }
     }
 
@@ -886,7 +938,16 @@ impl Model {
         let backlog = e
             .backlog_at_start()
             .map(|b| b.saturating_sub(others.unwrap_or(0)));
-        let lost = self.phase.lost_secs(secs, backlog);
+        // A disk that slowed did not write the backlog at its sustained rate: lost is the time
+        // it fell short of that rate.
+        let lost = match causes.first() {
+            Some(Cause::DiskSlowed {
+                before_bps,
+                during_bps,
+                ..
+            }) if *before_bps > 0.0 => Some(secs * (1.0 - during_bps / before_bps).max(0.0)),
+            _ => self.phase.lost_secs(secs, backlog),
+        };
         let paced = !self.on_zfs()
             && self.phase.limit() == Some(phase::Limit::Disk)
             && self.phase.known_at(start)
@@ -905,10 +966,11 @@ impl Model {
     }
 
     fn close_drop(&mut self, span: DropSpan, now: u64) -> Option<Event> {
-        let e = self
+        let mut e = self
             .evidence
             .take()
             .unwrap_or_else(|| Evidence::new(span.start, std::iter::empty()));
+        e.set_end(span.end);
         let (causes, bytes_lost) = self.judge_drop(
             &e,
             (span.start, span.end, now),
@@ -1113,6 +1175,10 @@ impl Model {
                 self.end_copy(t_ns, &mut out);
                 self.flush_start.get_or_insert(t_ns);
                 let b = self.flush_backlog();
+                if let Some(b) = b {
+                    self.facts
+                        .flush_started(b.bytes, b.scope == BacklogScope::System);
+                }
                 Some(EventKind::FlushStarted {
                     dirty: b.map_or(0, |b| b.bytes),
                     system: b.is_some_and(|b| b.scope == BacklogScope::System),
@@ -1219,7 +1285,7 @@ impl Model {
                 .find(|r| r.state == 'C' && r.stime > 0)?;
             return Some(r.nwritten as f64 * 1e9 / r.stime as f64).filter(|b| *b > 0.0);
         }
-        if let Some(c) = self.phase.ceiling() {
+        if let Some(c) = self.phase.slowed_to().or(self.phase.ceiling()) {
             return Some(c);
         }
         let k = self.kernel();
@@ -1620,6 +1686,7 @@ fn phase_event(t_ns: u64, bytes: u64, rate_bps: f64, limit: phase::Limit) -> Eve
             bytes,
             rate_bps,
             pool: limit == phase::Limit::Pool,
+            slowed_from_bps: None,
         },
     }
 }

@@ -4,6 +4,9 @@
 //! page cache filled is a *phase*, not a drop), and time lost is measured against it: a writer
 //! that stops while the disks keep writing its backlog at full speed loses nothing durable;
 //! only the part of a stall longer than the backlog lasts (backlog / sustained rate) is lost.
+//! A disk that slows down (an SMR disk whose cache filled, a RAID resync beside the copy) does
+//! not lower it at once: the rate it sustained before is kept, so the fall is a drop measured
+//! against it, and only a fall that lasts [`LEARN_FALL_NS`] becomes the disk's new level.
 
 use std::collections::VecDeque;
 
@@ -21,6 +24,15 @@ pub const POOL_WINDOW_NS: u64 = 5_000_000_000;
 pub const BURST_FACTOR: f64 = 2.0;
 /// … and is now within this multiple of it: the phase changed.
 pub const AT_RATE_FACTOR: f64 = 1.5;
+/// The sustained rate of disks is the highest rate they were measured at, saturated (a 3 s
+/// mean), within this long: a disk that slows is measured against what it sustained before,
+/// and only a fall that lasts this long lowers it. Below the detector's 30 s rebase, so a
+/// lasting fall is a phase, not a 30 s drop.
+pub const LEARN_FALL_NS: u64 = 20_000_000_000;
+/// Measured below this share of the sustained rate, the destination has slowed (the drop
+/// detector's threshold is the same share); a fall that lowers the sustained rate below this
+/// share of what it was is announced as a phase.
+pub const FALL_SHARE: f64 = 0.5;
 
 /// What saturated, for the phase event's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +50,24 @@ pub(crate) struct PhaseTracker {
     /// The copy ran faster than [`BURST_FACTOR`] × the ceiling at some point.
     burst: bool,
     announced: bool,
+    /// Measured rates of the last [`LEARN_FALL_NS`], (t, rate), each lower than the one
+    /// before it (the first is the highest).
+    history: VecDeque<(u64, f64)>,
+    /// The destination measured below [`FALL_SHARE`] × the sustained rate: since when, the
+    /// sustained rate then, and the latest rate measured.
+    fall: Option<Fall>,
+    /// A fall that lowered the sustained rate, until the model announces it.
+    learned: Option<Fall>,
+}
+
+/// A fall of the destination's rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Fall {
+    pub since: u64,
+    /// Bytes copied when it began.
+    pub bytes: u64,
+    pub from: f64,
+    pub to: f64,
 }
 
 impl PhaseTracker {
@@ -59,12 +89,13 @@ impl PhaseTracker {
 
     /// Measures saturation on the latest ticks: destination disks (`recent`, newest last) or,
     /// on ZFS, `pool` = (ns of the window some txg was syncing, pool write rate while syncing).
-    /// Returns the (possibly updated) ceiling.
+    /// `bytes` is what the copy has copied so far. Returns the (possibly updated) ceiling.
     pub fn measure(
         &mut self,
         recent: &VecDeque<TickInfo>,
         on_zfs: bool,
         pool: Option<(u64, Option<f64>)>,
+        bytes: u64,
     ) -> Option<f64> {
         let measured = if on_zfs {
             pool.and_then(|(covered, rate)| {
@@ -76,13 +107,62 @@ impl PhaseTracker {
         } else {
             disk_saturated(recent).map(|r| (r, Limit::Disk))
         };
-        if measured.is_some() {
-            self.ceiling = measured;
-            if self.known_since.is_none() {
-                self.known_since = recent.back().map(|t| t.t1);
+        let now = recent.back().map_or(0, |t| t.t1);
+        if let Some((rate, limit)) = measured {
+            if limit == Limit::Pool {
+                // A pool's rate is its txgs' (Σ nwritten ÷ Σ stime of those in the window):
+                // it follows them, and a slower txg is reported with its own figures.
+                self.history.clear();
             }
+            while self.history.back().is_some_and(|h| h.1 <= rate) {
+                self.history.pop_back();
+            }
+            self.history.push_back((now, rate));
+            while self.history.len() > 1
+                && self
+                    .history
+                    .front()
+                    .is_some_and(|h| h.0 + LEARN_FALL_NS <= now)
+            {
+                self.history.pop_front();
+            }
+            let c = self.history.front().map_or(rate, |h| h.1);
+            self.ceiling = Some((c, limit));
+            self.track_fall((now, bytes), c, rate);
+            self.known_since.get_or_insert(now);
         }
         self.ceiling()
+    }
+
+    fn track_fall(&mut self, (now, bytes): (u64, u64), c: f64, rate: f64) {
+        match self.fall.as_mut() {
+            Some(f) if c < FALL_SHARE * f.from => {
+                f.to = rate;
+                self.learned = self.fall.take();
+            }
+            Some(_) if rate >= FALL_SHARE * c => self.fall = None,
+            Some(f) => f.to = rate,
+            None if rate < FALL_SHARE * c => {
+                self.fall = Some(Fall {
+                    since: now,
+                    bytes,
+                    from: c,
+                    to: rate,
+                })
+            }
+            None => {}
+        }
+    }
+
+    /// The destination's latest measured rate while it has slowed below [`FALL_SHARE`] of the
+    /// sustained rate (not yet long enough to be its new level).
+    pub fn slowed_to(&self) -> Option<f64> {
+        self.fall.map(|f| f.to)
+    }
+
+    /// Once per lasting fall: when it began, the rate before and the new level.
+    pub fn take_learned(&mut self) -> Option<Fall> {
+        self.learned.take()
     }
 
     /// Seconds a stall of `secs` cost against the sustained rate when `backlog` bytes were
@@ -170,7 +250,7 @@ mod tests {
         // 3 s at 400 MB/s into the cache while the disk writes 40 MB/s flat out.
         for i in 0..30 {
             recent.push_back(tick(i, 400.0, 40.0, 100.0));
-            p.measure(&recent, false, None);
+            p.measure(&recent, false, None, 0);
         }
         assert_eq!(p.ceiling().map(|c| c.round()), Some(40e6));
         assert_eq!(p.phase_change(400e6), None);
@@ -186,12 +266,47 @@ mod tests {
     }
 
     #[test]
+    fn a_disk_that_slows_keeps_its_rate_until_the_fall_lasts() {
+        let mut p = PhaseTracker::default();
+        let mut recent = VecDeque::new();
+        let mut feed = |p: &mut PhaseTracker, from: u64, to: u64, dev: f64| {
+            for i in from..to {
+                if recent.len() >= 64 {
+                    recent.pop_front();
+                }
+                recent.push_back(tick(i, dev, dev, 100.0));
+                p.measure(&recent, false, None, 0);
+            }
+        };
+        feed(&mut p, 0, 100, 40.0);
+        assert_eq!(p.ceiling().map(|c| c.round()), Some(40e6));
+        // 8 s at 5 MB/s: still 40 MB/s sustained, the fall seen.
+        feed(&mut p, 100, 180, 5.0);
+        assert_eq!(p.ceiling().map(|c| c.round()), Some(40e6));
+        assert_eq!(p.slowed_to().map(|c| c.round()), Some(5e6));
+        feed(&mut p, 180, 260, 40.0);
+        assert_eq!(p.slowed_to(), None);
+        assert_eq!(p.take_learned(), None);
+        // A fall to 5 MB/s that lasts: after 20 s it is the new level, said once.
+        feed(&mut p, 260, 500, 5.0);
+        assert_eq!(p.ceiling().map(|c| c.round()), Some(5e6));
+        let f = p.take_learned().unwrap();
+        assert_eq!((f.from.round(), f.to.round()), (40e6, 5e6));
+        // Since the 3 s mean fell under half (1.8 s into the fall).
+        assert!((26.0..28.5).contains(&(f.since as f64 / 1e9)), "{f:?}");
+        assert_eq!(p.take_learned(), None);
+        // A faster disk raises it at once.
+        feed(&mut p, 500, 540, 30.0);
+        assert_eq!(p.ceiling().map(|c| c.round()), Some(30e6));
+    }
+
+    #[test]
     fn a_disk_that_is_not_busy_sets_nothing() {
         let mut p = PhaseTracker::default();
         let recent: VecDeque<_> = (0..30).map(|i| tick(i, 400.0, 40.0, 60.0)).collect();
-        assert_eq!(p.measure(&recent, false, None), None);
+        assert_eq!(p.measure(&recent, false, None, 0), None);
         // Busy but the copy wrote nothing (someone else's writes): no ceiling either.
         let recent: VecDeque<_> = (0..30).map(|i| tick(i, 0.0, 40.0, 100.0)).collect();
-        assert_eq!(p.measure(&recent, false, None), None);
+        assert_eq!(p.measure(&recent, false, None, 0), None);
     }
 }

@@ -20,8 +20,16 @@ pub const MEASURED_SHARE: f64 = 0.5;
 pub const MIN_COPY_SECS: f64 = 2.0;
 /// Logical ÷ physical bytes from which a ZFS copy "measures the CPU, not the disks".
 pub const COMPRESSED_RATIO: f64 = 10.0;
+/// The final flush took at least this share of the run (copy + flush): the verdict tells the
+/// two phases' story ("copied into RAM at A, then the disk wrote the backlog at B for C s").
+pub const FLUSH_SHARE: f64 = 0.5;
 /// Smallest copy for which the compression ratio is judged.
 const MIN_COMPRESS_BYTES: u64 = 64 << 20;
+/// A txg sync at least this long stalls the writers for as long (a Samba client timed out
+/// behind a 22 s one): the advice is then to make txgs smaller, never larger.
+pub const LONG_SYNC_SECS: f64 = 5.0;
+/// The sync length the advice for long syncs aims at.
+pub const TARGET_SYNC_SECS: f64 = 2.0;
 /// Txgs that wrote less than this are idle ticks of the pool, not the copy's data.
 const MIN_TXG_BYTES: u64 = 1 << 20;
 
@@ -90,6 +98,8 @@ pub(crate) struct Facts {
     txg_ndirty: u64,
     txg_nwritten: u64,
     txg_stime_ns: u64,
+    /// The longest of those syncs, ns.
+    txg_max_stime_ns: u64,
     /// Every byte the pool wrote in txgs committed after the first byte (physical).
     pool_written: u64,
     /// When the last txg commit was seen (its data includes the copy's last bytes only if it
@@ -101,6 +111,9 @@ pub(crate) struct Facts {
     max_core_pct: Option<f64>,
     /// The destination disks' busy time while copying: (Σ util % × tick ns, Σ tick ns).
     busy: (f64, f64),
+    /// This copy's data still to reach the destination when the final flush began (bytes; and
+    /// whether it is the system's figure, other writers' data included).
+    flush_backlog: Option<(u64, bool)>,
 }
 
 impl Facts {
@@ -112,7 +125,12 @@ impl Facts {
             self.txg_ndirty = self.txg_ndirty.saturating_add(row.ndirty);
             self.txg_nwritten = self.txg_nwritten.saturating_add(row.nwritten);
             self.txg_stime_ns = self.txg_stime_ns.saturating_add(row.stime);
+            self.txg_max_stime_ns = self.txg_max_stime_ns.max(row.stime);
         }
+    }
+
+    pub fn flush_started(&mut self, backlog: u64, system: bool) {
+        self.flush_backlog.get_or_insert((backlog, system));
     }
 
     pub fn throttle_zone(&mut self, t_ns: u64, bytes: u64, dirty: u64) {
@@ -234,6 +252,9 @@ impl Who {
 
 /// The verdict of a run.
 pub(crate) fn judge(i: &Input) -> Verdict {
+    if let Some(v) = flush_story(i) {
+        return v;
+    }
     let copy_secs = i.budget.copying_ns() / 1e9;
     if i.stats.bytes == 0 || copy_secs < MIN_COPY_SECS {
         return Verdict {
@@ -272,6 +293,62 @@ pub(crate) fn judge(i: &Input) -> Verdict {
         compressed_ratio: compressed.map(|c| c.0),
         text,
     }
+}
+
+/// When the final flush was the larger part of the run (at least [`FLUSH_SHARE`], or the
+/// copy phase too short to judge and the flush not): "Disk-bound: copied into RAM at A (X in
+/// Y s), then the disk wrote the backlog (Z) at B for C s; the flush was N % of the run." B is
+/// the backlog at the flush's start ÷ the flush's length.
+fn flush_story(i: &Input) -> Option<Verdict> {
+    let flush = i.stats.flush_secs?;
+    let (backlog, system) = i.facts.flush_backlog?;
+    let copy = i.stats.copy_secs;
+    // The system's figure holds other writers' data too: at most this copy's bytes were ours.
+    let backlog = if system {
+        backlog.min(i.stats.bytes)
+    } else {
+        backlog
+    };
+    let share = flush / (copy + flush).max(f64::MIN_POSITIVE);
+    let story = share >= FLUSH_SHARE || (copy < MIN_COPY_SECS && flush >= MIN_COPY_SECS);
+    if !story || backlog == 0 || flush <= 0.0 || i.stats.bytes == 0 {
+        return None;
+    }
+    let rate = backlog as f64 / flush;
+    let (limit, what) = if i.span.on_zfs {
+        (Limit::Pool, "the pool")
+    } else {
+        (Limit::Disk, "the disk")
+    };
+    let mut text = format!(
+        "{}: copied into RAM at {} ({} in {}), then {what} wrote the backlog ({}) at {} for {}; the flush was {} of the run.",
+        if i.span.on_zfs {
+            "Pool-bound"
+        } else {
+            "Disk-bound"
+        },
+        fmt_rate(i.stats.avg_bps),
+        fmt_bytes(i.stats.bytes),
+        fmt_secs(copy),
+        fmt_bytes(backlog),
+        fmt_rate(rate),
+        fmt_secs(flush),
+        pct(share)
+    );
+    if !i.span.on_zfs
+        && let Some((name, value)) = dirty_limit(i.env)
+    {
+        text.push_str(&format!(
+            " More RAM or a higher {name} (now {value}) only moves more of the copy into the flush; it cannot raise {}.",
+            fmt_rate(rate)
+        ));
+    }
+    Some(Verdict {
+        limit,
+        rate_bps: Some(rate),
+        compressed_ratio: None,
+        text,
+    })
 }
 
 fn pct(share: f64) -> String {
@@ -526,13 +603,81 @@ fn pool(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
         (Some(m), Some(p)) => ndirty as f64 >= 0.8 * m as f64 * p as f64 / 100.0,
         _ => false,
     };
-    if sized_by_max {
-        s.push_str(&format!(
-             " More RAM delays the first drop (it raises zfs_dirty_data_max, in /sys/module/zfs/parameters/); it cannot raise {}.",
-            fmt_rate(rate)
-        ));
+    let longest = f.txg_max_stime_ns as f64 / 1e9;
+    if let Some(advice) = pool_advice(i, rate, stime, longest, sized_by_max) {
+        s.push(' ');
+        s.push_str(&advice);
     }
     (Limit::Pool, Some(rate), s)
+}
+
+/// What the pool's figures say to change, with the numbers it rests on: syncs long enough to
+/// stall writers (≥ [`LONG_SYNC_SECS`]) → smaller txgs (zfs_dirty_data_max when the txgs were
+/// sized by it, else zfs_txg_timeout) with the expected sync length; otherwise, for txgs sized
+/// by the dirty limit, what raising it does — toward zfs_dirty_data_max_percent of RAM when it
+/// was set lower by hand, else "more RAM" — and that it cannot raise the pool's rate.
+fn pool_advice(
+    i: &Input,
+    rate: f64,
+    stime: f64,
+    longest: f64,
+    sized_by_max: bool,
+) -> Option<String> {
+    let env = i.env;
+    let max = env.zfs_dirty_data_max.filter(|m| *m > 0)?;
+    let tunable = |n: &str| {
+        env.tunables
+            .iter()
+            .find(|(k, _)| k == n)
+            .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+    };
+    if longest >= LONG_SYNC_SECS && stime > 0.0 {
+        let head = format!(
+            "Txg syncs of up to {} hold the writers as long (a network client may time out)",
+            fmt_secs(longest)
+        );
+        if sized_by_max {
+            let smaller = (max as f64 * TARGET_SYNC_SECS / longest) as u64;
+            return Some(format!(
+                "{head}: a smaller zfs_dirty_data_max (now {}) shortens them — at {} about {} would make them ~{}.",
+                fmt_bytes(max),
+                fmt_rate(rate),
+                fmt_bytes(smaller),
+                fmt_secs(TARGET_SYNC_SECS)
+            ));
+        }
+        let timeout = tunable("zfs_txg_timeout")?;
+        let shorter = ((timeout as f64 * TARGET_SYNC_SECS / longest).floor() as u64).max(1);
+        return Some(format!(
+            "{head}: the txgs closed at zfs_txg_timeout ({timeout} s), so a shorter one shortens them — {shorter} s would make them ~{}.",
+            fmt_secs(longest * shorter as f64 / timeout as f64)
+        ));
+    }
+    if !sized_by_max {
+        return None;
+    }
+    let by_pct = match (tunable("zfs_dirty_data_max_percent"), env.mem_total) {
+        (Some(p), Some(ram)) if ram > 0 => {
+            let d = ram as f64 * p as f64 / 100.0;
+            let d = tunable("zfs_dirty_data_max_max").map_or(d, |mm| d.min(mm as f64));
+            Some((p, d as u64))
+        }
+        _ => None,
+    };
+    match by_pct {
+        // Set by hand below what RAM gives it: more RAM changes nothing.
+        Some((p, default)) if (max as f64) < 0.9 * default as f64 => Some(format!(
+            "zfs_dirty_data_max was set to {} by hand, below its default of {} ({p} % of RAM, zfs_dirty_data_max_percent): raising it toward {} delays the first drop; it cannot raise {}.",
+            fmt_bytes(max),
+            fmt_bytes(default),
+            fmt_bytes(default),
+            fmt_rate(rate)
+        )),
+        _ => Some(format!(
+            "More RAM delays the first drop (it raises zfs_dirty_data_max, in /sys/module/zfs/parameters/); it cannot raise {}.",
+            fmt_rate(rate)
+        )),
+    }
 }
 
 /// "Disk-bound at 39 MB/s after the page cache filled (1.4 GB in 3.0 s): <held>."
@@ -606,4 +751,72 @@ fn compression(i: &Input) -> Option<(f64, String)> {
             ),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1_000_000_000;
+
+    /// `pool_advice` for a pool at 40 MB/s whose syncs took `longest` s, zfs_dirty_data_max
+    /// `max`, on a machine with `ram` (zfs_dirty_data_max_percent 10, zfs_txg_timeout 5).
+    fn advice(longest: f64, max: u64, ram: u64, sized_by_max: bool) -> Option<String> {
+        let env = Environment {
+            zfs_dirty_data_max: Some(max),
+            mem_total: Some(ram),
+            tunables: vec![
+                ("zfs_dirty_data_max_percent".into(), "10".into()),
+                ("zfs_txg_timeout".into(), "5".into()),
+            ],
+            ..Default::default()
+        };
+        let stats = Stats::of_engine(40e6, None);
+        let i = Input {
+            budget: &Budget::default(),
+            facts: &Facts::default(),
+            stats: &stats,
+            env: &env,
+            span: Span::default(),
+        };
+        pool_advice(&i, 40e6, longest * 0.8, longest, sized_by_max)
+    }
+
+    #[test]
+    fn long_syncs_get_smaller_txgs_never_more_ram() {
+        // 22 s syncs of 4 GB-sized txgs (the Samba timeout): a smaller limit, with its length.
+        let a = advice(22.0, 4 * GB, 40 * GB, true).unwrap();
+        assert_eq!(
+            a,
+            "Txg syncs of up to 22 s hold the writers as long (a network client may time out): a \
+             smaller zfs_dirty_data_max (now 4.00 GB) shortens them — at 40.0 MB/s about 364 MB \
+             would make them ~2.0 s."
+        );
+        assert!(!a.contains("RAM"));
+        // Txgs closed by the timeout: a shorter timeout, with the sync length it gives.
+        let a = advice(8.0, 4 * GB, 40 * GB, false).unwrap();
+        assert!(
+            a.ends_with("closed at zfs_txg_timeout (5 s), so a shorter one shortens them — 1 s would make them ~1.6 s."),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn a_hand_set_limit_is_named_and_more_ram_only_for_the_default() {
+        // 1 % of 40 GB set by hand where the default is 10 %.
+        let a = advice(2.0, 400_000_000, 40 * GB, true).unwrap();
+        assert!(
+            a.starts_with("zfs_dirty_data_max was set to 400 MB by hand, below its default of 4.00 GB (10 % of RAM"),
+            "{a}"
+        );
+        assert!(a.contains(
+            "raising it toward 4.00 GB delays the first drop; it cannot raise 40.0 MB/s."
+        ));
+        assert!(!a.contains("More RAM"), "{a}");
+        // At its default: more RAM is what raises it.
+        let a = advice(2.0, 4 * GB, 40 * GB, true).unwrap();
+        assert!(a.starts_with("More RAM delays the first drop"), "{a}");
+        // Short syncs of txgs not sized by the limit: nothing to change.
+        assert_eq!(advice(2.0, 4 * GB, 40 * GB, false), None);
+    }
 }
