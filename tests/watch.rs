@@ -62,12 +62,12 @@ fn watch_by_pid_counts_exactly_what_the_writer_wrote() {
         stdout.contains("copyscope watch: 210 MB written into"),
         "200 MiB written by dd, all of it after the watch started:\n{stdout}"
     );
-    assert!(stdout.contains("intake from process wchar"), "{stdout}");
+    assert!(stdout.contains("intake from writers' files"), "{stdout}");
 
     // The recording says it was a watch, and of what.
     let text = std::fs::read_to_string(&rec).unwrap();
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(header["watch"]["intake"], "process wchar");
+    assert_eq!(header["watch"]["intake"], "writers' files");
     assert_eq!(header["watch"]["pids"][0], dd.id());
     assert_eq!(header["sources"][0], format!("watch: pid {}", dd.id()));
 
@@ -136,7 +136,12 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
         .unwrap_or_else(|| panic!("the file being written is shown: {lines:?}"));
     assert!(seen["done"].as_u64().unwrap() > 0);
     let last = progress.last().unwrap();
-    assert_eq!(last["bytes_copied"], 40 * 65536, "{last}");
+    // write_bytes counts the page-cache folios a write dirtied: a few pages more at most.
+    let bytes = last["bytes_copied"].as_u64().unwrap();
+    assert!(
+        (40 * 65536..40 * 65536 + (256 << 10)).contains(&bytes),
+        "{last}"
+    );
 }
 
 #[test]
@@ -303,5 +308,5 @@ fn watch_by_pid_follows_a_cp_of_a_tree_to_its_current_file_and_position() {
         .lines()
         .find(|l| l.contains(&quoted))
         .unwrap_or_else(|| panic!("{quoted} in the plain lines:\n{plain}"));
-    assert!(line.contains("(process wchar)"), "{line}");
+    assert!(line.contains("(writers' files)"), "{line}");
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -15,11 +15,11 @@ use crate::exit::ExitStatus;
 use crate::frontend::session::{Recorder, Session};
 use crate::frontend::{Frontend, choose_frontend};
 use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
-use crate::present::quote::{quote, shell_escape};
+use crate::present::quote::{quote, said, shell_escape};
 use crate::report::recording::{Header, WatchTarget};
 use crate::sample::intake::{Intake, IntakeSource};
 use crate::sample::net::NetReader;
-use crate::sample::writers::WriterReader;
+use crate::sample::writers::{WatchedFs, WriterReader};
 use crate::sample::{SampleSource, SysRoot, probe_environment, spawn_sampler_from};
 use crate::ui::view::{Header as UiHeader, RunState};
 
@@ -33,7 +33,7 @@ pub struct WatchLines {
 }
 
 impl WatchLines {
-    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (process wchar); eth0 rx
+    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (writers' files); eth0 rx
     /// 99 MB/s now, avg 96 MB/s; writing /srv/share/f.bin at 512 MB" — the receive rate only
     /// with `--net`, the file only when a followed writer has one open.
     pub fn progress_line(
@@ -72,19 +72,14 @@ impl WatchLines {
         line
     }
 
-    /// The summary's first line and the drops, as a copy's summary has them.
+    /// The summary's first line: what was written and how long the watch ran. The average
+    /// is the model's, on the speeds line below it.
     pub fn summary_text(&self, o: &CopyOutcome, binary: bool) -> String {
-        let avg = if o.copy_secs > 0.0 {
-            o.bytes_copied as f64 / o.copy_secs
-        } else {
-            0.0
-        };
         format!(
-            "copyscope watch: {} written into {} in {} (avg {}, intake from {})\n",
+            "copyscope watch: {} written into {} in {} (intake from {})\n",
             fmt_bytes_with(o.bytes_copied, binary),
             shell_escape(&self.target.path),
             fmt_secs(o.copy_secs),
-            fmt_rate_with(avg, binary),
             self.target.intake
         )
     }
@@ -95,6 +90,65 @@ impl WatchLines {
 struct EndRule {
     duration: Option<Duration>,
     until_idle: Option<Duration>,
+}
+
+/// Without followed writers the intake is every writer's (the device's sectors, the dataset's
+/// bytes): a second carrying less than this share of the busiest second is another writer's
+/// trickle (journal commits, a log), not the writes being watched.
+const TRICKLE_SHARE: f64 = 0.05;
+
+/// How long the intake has been quiet: since its last byte, or since the followed writer was
+/// last held in the kernel (a stall is not the end); without followed writers, since the last
+/// second that was more than a trickle.
+#[derive(Debug)]
+struct QuietClock {
+    trickle: bool,
+    /// The span a rate is measured over (a second, or two sampling intervals if longer).
+    window: Duration,
+    recent: std::collections::VecDeque<(Duration, u64)>,
+    peak_bps: f64,
+    last: u64,
+    since: Duration,
+}
+
+impl QuietClock {
+    fn new(trickle: bool, window: Duration) -> Self {
+        QuietClock {
+            trickle,
+            window,
+            recent: std::collections::VecDeque::new(),
+            peak_bps: 0.0,
+            last: 0,
+            since: Duration::ZERO,
+        }
+    }
+
+    /// The intake `written` at `t` (since the watch started); returns how long it was quiet.
+    fn update(&mut self, t: Duration, written: u64, held: bool) -> Duration {
+        self.recent.push_back((t, written));
+        // Keep one reading at or before the window's start, so the rate spans the window.
+        while self.recent.len() > 1 && self.recent[1].0 + self.window <= t {
+            self.recent.pop_front();
+        }
+        let (t0, b0) = self.recent[0];
+        let span = t.saturating_sub(t0);
+        let full = span >= self.window;
+        let bps = if span.is_zero() {
+            0.0
+        } else {
+            written.saturating_sub(b0) as f64 / span.as_secs_f64()
+        };
+        if full {
+            self.peak_bps = self.peak_bps.max(bps);
+        }
+        let moved =
+            written != self.last && (!self.trickle || !full || bps > TRICKLE_SHARE * self.peak_bps);
+        if moved || held {
+            self.since = t;
+        }
+        self.last = written;
+        t.saturating_sub(self.since)
+    }
 }
 
 impl EndRule {
@@ -135,23 +189,22 @@ fn outcome(status: ExitStatus, written: u64, secs: f64) -> CopyOutcome {
 /// Watches the end conditions on its own thread; resolves `done` with the outcome.
 fn spawn_watcher(
     rule: EndRule,
+    mut quiet: QuietClock,
     progress: Arc<Progress>,
     control: Arc<Control>,
     start: Instant,
 ) -> oneshot::Receiver<CopyOutcome> {
     let (tx, rx) = oneshot::channel();
     std::thread::spawn(move || {
-        let (mut last, mut changed) = (0, Instant::now());
         loop {
             let written = progress.bytes_copied.load(Ordering::Relaxed);
             // A writer held in the kernel (a txg, dirty throttling, a nearly full disk) is
             // stalled, not quiet: the stall is what is being watched.
-            if written != last || progress.writer_held.load(Ordering::Relaxed) {
-                (last, changed) = (written, Instant::now());
-            }
+            let held = progress.writer_held.load(Ordering::Relaxed);
+            let elapsed = start.elapsed();
+            let quiet_for = quiet.update(elapsed, written, held);
             let cancelled = control.cancelled.load(Ordering::SeqCst);
-            if let Some(status) = rule.check(cancelled, start.elapsed(), written, changed.elapsed())
-            {
+            if let Some(status) = rule.check(cancelled, elapsed, written, quiet_for) {
                 let _ = tx.send(outcome(status, written, start.elapsed().as_secs_f64()));
                 return;
             }
@@ -239,7 +292,15 @@ fn start(
     header.watch = Some(target.clone());
     let recorder = Recorder::open(d.record.as_deref(), &header);
     let progress = Arc::new(Progress::default());
-    let writers = following.then(|| WriterReader::new(&root, &req.pids, &req.comms));
+    let writers = match following {
+        false => None,
+        true => {
+            let fs = WatchedFs::of(&req.path)
+                .map_err(|e| format!("watch {}: {}", quote(&req.path), said(&e)))?;
+            let since = SystemTime::now();
+            Some(WriterReader::new(&root, &req.pids, &req.comms, fs, since))
+        }
+    };
     let intake = Intake::new(source, writers, net, progress.clone());
     let (s_tx, samples) = mpsc::unbounded_channel();
     let (_ev_tx, engine_events) = mpsc::unbounded_channel();
@@ -256,7 +317,9 @@ fn start(
         duration: req.duration,
         until_idle: req.until_idle,
     };
-    let done = spawn_watcher(rule, progress.clone(), control.clone(), start);
+    let window = Duration::from_secs(1).max(2 * d.interval);
+    let quiet = QuietClock::new(!following, window);
+    let done = spawn_watcher(rule, quiet, progress.clone(), control.clone(), start);
     let sess = Session {
         env,
         header,
@@ -341,7 +404,7 @@ mod tests {
         let lines = WatchLines {
             target: WatchTarget {
                 path: "/srv/share".into(),
-                intake: "process wchar".into(),
+                intake: "writers' files".into(),
                 net: Some("eth0".into()),
                 ..Default::default()
             },
@@ -365,11 +428,60 @@ mod tests {
             false,
         );
         assert!(
-            l.ends_with("1.20 GB written (process wchar); eth0 rx 99.0 MB/s now, avg 96.0 MB/s"),
+            l.ends_with("1.20 GB written (writers' files); eth0 rx 99.0 MB/s now, avg 96.0 MB/s"),
             "{l}"
         );
         let l = lines.progress_line(Duration::ZERO, &snap, None, (0.0, 0.0), None, false);
         assert!(!l.contains(" rx "), "{l}");
+    }
+
+    /// Ticks of 50 ms: `rate` bytes/s for `secs`, the clock's quiet time after each.
+    fn run(
+        q: &mut QuietClock,
+        t: &mut Duration,
+        bytes: &mut u64,
+        rate: u64,
+        secs: f64,
+    ) -> Duration {
+        let tick = Duration::from_millis(50);
+        let mut quiet = Duration::ZERO;
+        for _ in 0..(secs * 20.0).round() as u32 {
+            *t += tick;
+            *bytes += rate / 20;
+            quiet = q.update(*t, *bytes, false);
+        }
+        quiet
+    }
+
+    #[test]
+    fn another_writers_trickle_is_quiet_when_no_writer_is_followed() {
+        let (mut t, mut b) = (Duration::ZERO, 0);
+        let mut q = QuietClock::new(true, Duration::from_secs(1));
+        assert!(run(&mut q, &mut t, &mut b, 80_000_000, 10.0) < Duration::from_millis(100));
+        // The copy is over; the journal and a log keep writing 1.4 MB/s.
+        let quiet = run(&mut q, &mut t, &mut b, 1_400_000, 6.0);
+        assert!(quiet >= Duration::from_secs(4), "{quiet:?}");
+        // A writer that comes back at 10 MB/s is writing again.
+        assert!(run(&mut q, &mut t, &mut b, 10_000_000, 2.0) < Duration::from_millis(100));
+        // Followed writers: every byte is theirs.
+        let (mut t, mut b) = (Duration::ZERO, 0);
+        let mut q = QuietClock::new(false, Duration::from_secs(1));
+        run(&mut q, &mut t, &mut b, 80_000_000, 10.0);
+        assert!(run(&mut q, &mut t, &mut b, 1_400_000, 6.0) < Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_held_writer_is_not_quiet() {
+        let mut q = QuietClock::new(false, Duration::from_secs(1));
+        let s = Duration::from_secs;
+        assert_eq!(q.update(s(1), 100, false), Duration::ZERO);
+        assert_eq!(q.update(s(5), 100, false), s(4));
+        assert_eq!(
+            q.update(s(9), 100, true),
+            Duration::ZERO,
+            "8 s in the kernel"
+        );
+        assert_eq!(q.update(s(12), 100, false), s(3), "from the last held tick");
     }
 
     #[test]

@@ -1,28 +1,44 @@
-//! Writer processes followed by `watch --pid/--comm`: their `/proc/PID/io` write counters
-//! (the intake a copy's own counters stand for), the file each is writing and its position
-//! from `/proc/PID/fd` and `fdinfo` (as progress(1) does), and the set of pids by command name.
-//! Pure parsers plus one stateful reader; every path is under the [`SysRoot`].
+//! Writer processes followed by `watch --pid/--comm`, with their children: the bytes they put
+//! into regular files on the watched filesystem, and the file they are writing. Two witnesses,
+//! neither enough alone: `/proc/PID/io` `write_bytes` (pages a process dirtied or wrote
+//! directly; socket and pipe writes never count, a file written and closed between two ticks
+//! does) and the growth of the regular files the processes hold open for writing (size and fd
+//! position from `/proc/PID/fd` and `fdinfo`: exact per file, and what tells the watched
+//! filesystem from the others). Pure parsers plus one stateful reader; every path is under the
+//! [`SysRoot`].
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use super::root::SysRoot;
 use crate::copy::CurrentFile;
 
-/// Ticks between two scans of /proc for new processes with a followed command name
-/// (smbd forks one per client connection; a scan reads every /proc/PID/comm).
-const COMM_RESCAN_TICKS: u64 = 10;
+/// Ticks between two reads of every /proc/PID/stat (a process can change its name by
+/// exec'ing). In between, each tick reads only the processes that are new or young: a `cp` of
+/// a small tree lives for less than a second, and smbd forks one process per client.
+const RESCAN_TICKS: u64 = 10;
+
+/// Ticks a process counts as young: its name is read again, as a shell that forked it
+/// exec's the real command moments later.
+const YOUNG_TICKS: u64 = 5;
+
+/// `statfs` magic numbers of filesystems whose pages are never accounted as `write_bytes`
+/// (no writeback: tmpfs, ramfs, hugetlbfs): growth there is not in a process's counter.
+const UNACCOUNTED_FS: [i64; 3] = [0x0102_1994, 0x8584_58f6, 0x9584_58f6];
 
 /// The write counters of `/proc/PID/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcIo {
     /// Bytes passed to write()-like syscalls (files, pipes and sockets).
     pub wchar: u64,
-    /// Bytes this process caused to be sent to the storage layer (page dirtying included).
+    /// Bytes this process caused to be sent to the storage layer: pages it dirtied in the
+    /// page cache (whole pages) and direct writes. Never socket or pipe writes.
     pub write_bytes: u64,
 }
 
-/// Parses `/proc/PID/io`; `None` when `wchar` is missing.
+/// Parses `/proc/PID/io`; `None` when `write_bytes` is missing.
 pub fn parse_proc_io(text: &str) -> Option<ProcIo> {
     let field = |name: &str| {
         text.lines().find_map(|l| {
@@ -31,8 +47,8 @@ pub fn parse_proc_io(text: &str) -> Option<ProcIo> {
         })
     };
     Some(ProcIo {
-        wchar: field("wchar")?,
-        write_bytes: field("write_bytes").unwrap_or(0),
+        wchar: field("wchar").unwrap_or(0),
+        write_bytes: field("write_bytes")?,
     })
 }
 
@@ -50,55 +66,111 @@ pub fn parse_fdinfo(text: &str) -> Option<(u64, u32)> {
     Some((pos?, flags?))
 }
 
-/// True for a descriptor opened for writing (O_WRONLY or O_RDWR) on a path that names a
-/// file (not a socket, pipe, anon inode or a pseudo filesystem).
-pub fn is_written_file(target: &str, flags: u32) -> bool {
-    const PSEUDO: [&str; 3] = ["/dev/", "/proc/", "/sys/"];
-    flags & 0o3 != 0 && target.starts_with('/') && !PSEUDO.iter().any(|p| target.starts_with(p))
+/// True for open flags that allow writing (O_WRONLY or O_RDWR).
+pub fn opened_for_writing(flags: u32) -> bool {
+    flags & 0o3 != 0
 }
 
-/// The parent pid from `/proc/PID/stat` (the field after the parenthesised name, which may
-/// itself hold spaces and parentheses).
-pub fn parse_ppid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+/// What `/proc/PID/stat` says of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcStat {
+    pub comm: String,
+    /// `R`, `S`, `D`, `Z` …
+    pub state: char,
+    pub ppid: u32,
 }
 
-/// The state letter from `/proc/PID/stat` (`R`, `S`, `D`, `Z` …).
-pub fn parse_state(stat: &str) -> Option<char> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().next()?.chars().next()
+/// Parses `/proc/PID/stat`: the name sits in parentheses and may itself hold spaces and
+/// parentheses, so the fields are those after the *last* `)`.
+pub fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let mut rest = stat.get(close + 1..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some(ProcStat {
+        comm: stat.get(open + 1..close)?.to_string(),
+        state,
+        ppid,
+    })
 }
 
-/// The process's name from `/proc/PID/comm`.
-pub fn parse_comm(text: &str) -> &str {
-    text.strip_suffix('\n').unwrap_or(text)
+/// The processes to follow: the pids given, those whose name is followed, and every
+/// descendant of either, from `(pid, comm, ppid)` of every process. Sorted.
+pub fn followed_set(table: &[(u32, String, u32)], pids: &[u32], comms: &[String]) -> Vec<u32> {
+    let mut set: HashSet<u32> = pids.iter().copied().collect();
+    set.extend(
+        (table.iter())
+            .filter(|(_, c, _)| comms.iter().any(|n| n == c))
+            .map(|(p, _, _)| *p),
+    );
+    loop {
+        let before = set.len();
+        let children: Vec<u32> = (table.iter())
+            .filter(|(p, _, pp)| set.contains(pp) && !set.contains(p))
+            .map(|(p, _, _)| *p)
+            .collect();
+        set.extend(children);
+        if set.len() == before {
+            break;
+        }
+    }
+    let mut v: Vec<u32> = set.into_iter().collect();
+    v.sort_unstable();
+    v
 }
 
-/// A file a writer holds open for writing.
+/// The filesystem a watch watches: the device number of PATH, and PATH itself (a file under
+/// it on a filesystem mounted inside, such as a child ZFS dataset, counts too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedFs {
+    pub dev: u64,
+    pub path: PathBuf,
+}
+
+impl WatchedFs {
+    /// PATH's filesystem.
+    pub fn of(path: &Path) -> std::io::Result<WatchedFs> {
+        let path = std::fs::canonicalize(path)?;
+        let dev = std::fs::metadata(&path)?.dev();
+        Ok(WatchedFs { dev, path })
+    }
+
+    /// Whether a file on device `dev`, opened as `target`, is on the watched filesystem.
+    pub fn holds(&self, dev: u64, target: &str) -> bool {
+        dev == self.dev || Path::new(target).starts_with(&self.path)
+    }
+}
+
+/// A descriptor open for writing on a regular file of the watched filesystem, this tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenFile {
     pub pid: u32,
     pub fd: u32,
     pub path: String,
     pub pos: u64,
+    pub size: u64,
+    /// Bytes its file grew since the previous tick (size or position).
+    pub grew: u64,
+    /// The tick its file last grew; `None` while it never did.
+    pub grew_at: Option<u64>,
 }
 
-/// Among the files held open for writing, the one being written now: the one whose position
-/// moved most since the previous tick, else the furthest along.
-pub fn current_of(files: &[WrittenFile], before: &HashMap<(u32, u32), u64>) -> Option<usize> {
-    let moved = |f: &WrittenFile| {
-        f.pos
-            .saturating_sub(before.get(&(f.pid, f.fd)).copied().unwrap_or(f.pos))
-    };
-    (0..files.len()).max_by_key(|&i| (moved(&files[i]), files[i].pos))
+/// Among the files held open for writing on the watched filesystem, the one being written:
+/// the one that grew most recently (this tick first, the most among those), so a writer
+/// between two 8 MiB `pwrite`s still shows its file. A file never seen growing is not shown.
+pub fn current_of(files: &[WrittenFile]) -> Option<usize> {
+    (0..files.len())
+        .filter(|&i| files[i].grew_at.is_some())
+        .max_by_key(|&i| (files[i].grew_at, files[i].grew))
 }
 
 /// What the followed writers did up to this tick.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WritersTick {
-    /// Bytes written since the watch started (exited threads and processes keep theirs).
-    pub wchar: u64,
+    /// Bytes written into regular files on the watched filesystem since the watch started
+    /// (exited threads and processes keep theirs).
+    pub bytes: u64,
     /// Processes followed now.
     pub pids: Vec<u32>,
     /// A followed process whose io file could not be read (not root, or another user's).
@@ -106,21 +178,41 @@ pub struct WritersTick {
     pub current: Option<CurrentFile>,
 }
 
-/// Follows writer processes by pid and command name.
+/// Follows writer processes by pid and command name, with their children.
 #[derive(Debug)]
 pub struct WriterReader {
     root: SysRoot,
     fixed: Vec<u32>,
     comms: Vec<String>,
-    by_comm: Vec<u32>,
+    fs: WatchedFs,
+    /// The watch's start: a file born since then was written entirely in view.
+    since: SystemTime,
+    followed: Vec<u32>,
+    /// Every process seen in /proc: its name, parent, and the tick it was first seen.
+    known: HashMap<u32, Known>,
     ticks: u64,
-    /// Per process: the wchar at the start, the last seen (less its reaped children's), the
-    /// last raw figure and the parent. The intake is the sum of (last - first).
+    /// Per process: its `write_bytes` at the start and its own part (less what followed
+    /// children it reaped had written), and its parent.
     io: HashMap<u32, Followed>,
     /// What followed children that ended had written, by parent: reaping adds a child's
     /// counters to its parent's (smbd's parent would count each finished connection again).
     reaped: HashMap<u32, u64>,
-    positions: HashMap<(u32, u32), u64>,
+    files: HashMap<FileKey, FileRec>,
+    fds: HashMap<(u32, u32), FdRec>,
+    /// Growth so far of the open files on the watched filesystem, and on other filesystems
+    /// whose writes are in `write_bytes`.
+    grown_here: u64,
+    grown_elsewhere: u64,
+    /// The intake so far (never goes back).
+    bytes: u64,
+}
+
+/// A process seen in /proc.
+#[derive(Debug, Clone)]
+struct Known {
+    comm: String,
+    ppid: u32,
+    first_tick: u64,
 }
 
 /// One read of a followed process.
@@ -129,39 +221,96 @@ struct Reading {
     ppid: u32,
 }
 
-/// The counters of one followed process.
+/// The counters of one followed process, in its `write_bytes` units.
 #[derive(Debug, Clone, Copy)]
 struct Followed {
     base: u64,
-    last: u64,
-    raw: u64,
+    /// The highest (counter − reaped children) seen: what the process wrote itself.
+    own: u64,
     ppid: u32,
     ended: bool,
 }
 
+/// A file by identity: inode and birth (an inode number is reused once a file is deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FileKey {
+    dev: u64,
+    ino: u64,
+    born: Option<SystemTime>,
+}
+
+/// What was seen of one file held open for writing.
+#[derive(Debug, Clone, Copy)]
+struct FileRec {
+    base_size: u64,
+    max_size: u64,
+    /// The most any descriptor's position moved past where it was first seen.
+    pos_growth: u64,
+    watched: bool,
+    /// Its growth is in the writers' `write_bytes` (not on tmpfs and the like).
+    accounted: bool,
+    grew_at: Option<u64>,
+}
+
+impl FileRec {
+    /// Bytes written into it in view: its size growth, or how far a descriptor moved in it
+    /// (a file rewritten in place keeps its size).
+    fn growth(&self) -> u64 {
+        (self.max_size - self.base_size).max(self.pos_growth)
+    }
+}
+
+/// One descriptor of a followed process: its file, the name it was opened by, and where its
+/// position was first seen.
+#[derive(Debug, Clone)]
+struct FdRec {
+    key: FileKey,
+    path: String,
+    base_pos: u64,
+}
+
+/// A descriptor open for writing on a regular file, as read this tick.
+struct OpenFd {
+    pid: u32,
+    fd: u32,
+    path: String,
+    pos: u64,
+    meta: std::fs::Metadata,
+}
+
 impl WriterReader {
-    pub fn new(root: &SysRoot, pids: &[u32], comms: &[String]) -> Self {
+    pub fn new(
+        root: &SysRoot,
+        pids: &[u32],
+        comms: &[String],
+        fs: WatchedFs,
+        since: SystemTime,
+    ) -> Self {
         WriterReader {
             root: root.clone(),
             fixed: pids.to_vec(),
             comms: comms.to_vec(),
-            by_comm: Vec::new(),
+            fs,
+            since,
+            followed: pids.to_vec(),
+            known: HashMap::new(),
             ticks: 0,
             io: HashMap::new(),
             reaped: HashMap::new(),
-            positions: HashMap::new(),
+            files: HashMap::new(),
+            fds: HashMap::new(),
+            grown_here: 0,
+            grown_elsewhere: 0,
+            bytes: 0,
         }
     }
 
     /// Reads every followed process once.
     pub fn read(&mut self) -> WritersTick {
-        if !self.comms.is_empty() && self.ticks.is_multiple_of(COMM_RESCAN_TICKS) {
-            self.by_comm = self.scan_comms();
-        }
+        self.followed = self.scan();
         let first = self.ticks == 0;
         self.ticks += 1;
-        let mut pids = self.fixed.clone();
-        pids.extend(self.by_comm.iter().filter(|p| !self.fixed.contains(p)));
+        let pids = self.followed.clone();
         let mut tick = WritersTick::default();
         // Ended processes first: a parent read before its reaped child is found gone would
         // count the child's bytes again.
@@ -198,16 +347,68 @@ impl WriterReader {
         for (pid, reading) in dying {
             self.account(pid, reading, first);
         }
-        for pid in dead {
+        for &pid in &dead {
             self.ended(pid);
         }
+        let living_pids: Vec<u32> = living.iter().map(|(pid, _)| *pid).collect();
         for (pid, reading) in living {
             tick.unreadable |= !self.account(pid, reading, first);
         }
-        tick.wchar = self.io.values().map(|f| f.last - f.base).sum();
-        tick.current = self.current_file(&pids);
+        let open = self.observe_files(&living_pids);
+        let counted: u64 = self.io.values().map(|f| f.own - f.base).sum();
+        let intake = self
+            .grown_here
+            .max(counted.saturating_sub(self.grown_elsewhere));
+        self.bytes = self.bytes.max(intake);
+        tick.bytes = self.bytes;
+        tick.current = current_of(&open).map(|i| {
+            let f = &open[i];
+            CurrentFile {
+                path: PathBuf::from(&f.path),
+                size: f.size.max(f.pos),
+                // A `pwrite` writer (smbd) leaves the position at 0: its file's size is how
+                // far it got.
+                done: if f.pos > 0 { f.pos } else { f.size },
+            }
+        });
         tick.pids = pids;
         tick
+    }
+
+    /// Every process's (pid, comm, ppid), and from them the processes to follow.
+    fn scan(&mut self) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir(self.root.join("proc")) else {
+            return self.fixed.clone();
+        };
+        let pids: HashSet<u32> = dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .collect();
+        self.known.retain(|p, _| pids.contains(p));
+        let (tick, full) = (self.ticks, self.ticks.is_multiple_of(RESCAN_TICKS));
+        for pid in pids {
+            let first = self.known.get(&pid).map_or(tick, |k| k.first_tick);
+            if !full && tick - first >= YOUNG_TICKS {
+                continue;
+            }
+            let Some(s) = (self.root)
+                .read_to_string(format!("proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| parse_stat(&t))
+            else {
+                continue;
+            };
+            let k = Known {
+                comm: s.comm,
+                ppid: s.ppid,
+                first_tick: first,
+            };
+            self.known.insert(pid, k);
+        }
+        let table: Vec<(u32, String, u32)> = (self.known.iter())
+            .map(|(p, k)| (*p, k.comm.clone(), k.ppid))
+            .collect();
+        followed_set(&table, &self.fixed, &self.comms)
     }
 
     /// `pid`'s write counter and parent, if it can be read.
@@ -225,7 +426,8 @@ impl WriterReader {
             .root
             .read_to_string(format!("proc/{pid}/stat"))
             .ok()
-            .and_then(|t| parse_ppid(&t))?;
+            .and_then(|t| parse_stat(&t))?
+            .ppid;
         Some(Reading { io, ppid })
     }
 
@@ -234,8 +436,8 @@ impl WriterReader {
         self.root
             .read_to_string(format!("proc/{pid}/stat"))
             .ok()
-            .and_then(|t| parse_state(&t))
-            .is_some_and(|s| !matches!(s, 'Z' | 'X' | 'x'))
+            .and_then(|t| parse_stat(&t))
+            .is_some_and(|s| !matches!(s.state, 'Z' | 'X' | 'x'))
     }
 
     /// Takes `pid`'s reading into the intake; false when the process exists but could not
@@ -253,82 +455,180 @@ impl WriterReader {
         };
         // What a process wrote before the watch is not intake; one that appeared since (smbd
         // forks one per client) wrote all of it in view.
-        let base = if first { io.wchar } else { 0 };
-        let adjusted = io
-            .wchar
-            .saturating_sub(self.reaped.get(&pid).copied().unwrap_or(0));
+        let raw = io.write_bytes;
+        let base = if first { raw } else { 0 };
+        let own = raw.saturating_sub(self.reaped.get(&pid).copied().unwrap_or(0));
         let f = self.io.entry(pid).or_insert(Followed {
             base,
-            last: base,
-            raw: io.wchar,
+            own: base,
             ppid,
             ended: false,
         });
-        f.last = f.last.max(adjusted);
-        f.raw = io.wchar;
+        f.own = f.own.max(own);
         true
     }
 
-    /// A followed process is gone: its parent's counter will include it once reaped.
+    /// A followed process is gone: its parent's counter will hold what it wrote, and what
+    /// the children it reaped had written, once it is reaped. Its own children that are gone
+    /// too are ended first: the amount added to its parent includes them (a grandchild ended
+    /// after its parent was counted again in the grandparent's counter: rsync's chain).
     fn ended(&mut self, pid: u32) {
-        if let Some(f) = self.io.get_mut(&pid).filter(|f| !f.ended) {
-            f.ended = true;
-            *self.reaped.entry(f.ppid).or_insert(0) += f.raw;
-        }
-    }
-
-    /// Pids whose comm is one of the followed names.
-    fn scan_comms(&self) -> Vec<u32> {
-        let Ok(dir) = std::fs::read_dir(self.root.join("proc")) else {
-            return Vec::new();
+        let Some(f) = self.io.get(&pid).copied().filter(|f| !f.ended) else {
+            return;
         };
-        let mut pids: Vec<u32> = dir
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                self.root
-                    .read_to_string(format!("proc/{pid}/comm"))
-                    .is_ok_and(|t| self.comms.iter().any(|c| c == parse_comm(&t)))
-            })
+        if let Some(f) = self.io.get_mut(&pid) {
+            f.ended = true;
+        }
+        self.settle_files(pid);
+        let kids: Vec<u32> = (self.io.iter())
+            .filter(|(_, c)| !c.ended && c.ppid == pid)
+            .map(|(k, _)| *k)
             .collect();
-        pids.sort_unstable();
-        pids
+        for k in kids {
+            if !self.alive(k) {
+                self.ended(k);
+            }
+        }
+        let credit = f.own + self.reaped.get(&pid).copied().unwrap_or(0);
+        *self.reaped.entry(f.ppid).or_insert(0) += credit;
     }
 
-    fn current_file(&mut self, pids: &[u32]) -> Option<CurrentFile> {
-        let files: Vec<WrittenFile> = pids.iter().flat_map(|&p| self.written_files(p)).collect();
-        let pick = current_of(&files, &self.positions);
-        self.positions = files.iter().map(|f| ((f.pid, f.fd), f.pos)).collect();
-        let f = &files[pick?];
-        let size = std::fs::metadata(self.root.join(format!("proc/{}/fd/{}", f.pid, f.fd)))
-            .map_or(f.pos, |m| m.len().max(f.pos));
-        Some(CurrentFile {
-            path: PathBuf::from(&f.path),
+    /// Reads the regular files the living followed processes hold open for writing, adds
+    /// their growth since the previous tick, and returns those on the watched filesystem.
+    fn observe_files(&mut self, pids: &[u32]) -> Vec<WrittenFile> {
+        let fds: Vec<OpenFd> = pids.iter().flat_map(|&p| self.open_fds(p)).collect();
+        let seen: HashSet<(u32, u32)> = fds.iter().map(|d| (d.pid, d.fd)).collect();
+        let open = fds.into_iter().filter_map(|d| self.observe(d)).collect();
+        self.fds.retain(|k, _| seen.contains(k));
+        // A file not born in view is counted again from where it stands if it is opened again.
+        let held: HashSet<FileKey> = self.fds.values().map(|r| r.key).collect();
+        let since = self.since;
+        self.files
+            .retain(|k, _| held.contains(k) || k.born.is_some_and(|b| b >= since));
+        open
+    }
+
+    /// Adds one descriptor's growth; the file as shown when it is on the watched filesystem.
+    fn observe(&mut self, d: OpenFd) -> Option<WrittenFile> {
+        let key = FileKey {
+            dev: d.meta.dev(),
+            ino: d.meta.ino(),
+            born: d.meta.created().ok(),
+        };
+        // A file born during the watch was written entirely in view; any other is counted
+        // from where it stood when first seen.
+        let fresh = key.born.is_some_and(|b| b >= self.since);
+        let size = d.meta.len();
+        if !self.files.contains_key(&key) {
+            let watched = self.fs.holds(key.dev, &d.path);
+            let accounted = watched || self.accounted(d.pid, d.fd);
+            let base = if fresh { 0 } else { size };
+            let rec = FileRec {
+                base_size: base,
+                max_size: base,
+                pos_growth: 0,
+                watched,
+                accounted,
+                grew_at: None,
+            };
+            self.files.insert(key, rec);
+        }
+        let rec = FdRec {
+            key,
+            path: d.path.clone(),
+            base_pos: if fresh { 0 } else { d.pos },
+        };
+        let fdrec = self.fds.entry((d.pid, d.fd)).or_insert_with(|| rec.clone());
+        if fdrec.key != key {
+            *fdrec = rec;
+        }
+        let moved = d.pos.saturating_sub(fdrec.base_pos);
+        let grew = self.grow(key, size, moved);
+        let rec = *self.files.get(&key)?;
+        rec.watched.then_some(WrittenFile {
+            pid: d.pid,
+            fd: d.fd,
+            path: d.path,
+            pos: d.pos,
             size,
-            done: f.pos,
+            grew,
+            grew_at: rec.grew_at,
         })
     }
 
-    /// The files `pid` holds open for writing, from its fd links and fdinfo.
-    fn written_files(&self, pid: u32) -> Vec<WrittenFile> {
+    /// Takes a file's size and a descriptor's move into its record and the totals; returns
+    /// how much the file grew.
+    fn grow(&mut self, key: FileKey, size: u64, moved: u64) -> u64 {
+        let Some(rec) = self.files.get_mut(&key) else {
+            return 0;
+        };
+        let before = rec.growth();
+        rec.max_size = rec.max_size.max(size);
+        rec.pos_growth = rec.pos_growth.max(moved);
+        let grew = rec.growth() - before;
+        if grew > 0 {
+            rec.grew_at = Some(self.ticks);
+        }
+        if rec.watched {
+            self.grown_here += grew;
+        } else if rec.accounted {
+            self.grown_elsewhere += grew;
+        }
+        grew
+    }
+
+    /// A process that ended wrote on after its last tick: the files it held are read once
+    /// more by name (still the same file: same inode and birth), so `dd`'s last 100 ms count
+    /// even though its parent, which now holds its counter, is not followed.
+    fn settle_files(&mut self, pid: u32) {
+        let held: Vec<(FileKey, String)> = (self.fds.iter())
+            .filter(|((p, _), _)| *p == pid)
+            .map(|(_, r)| (r.key, r.path.clone()))
+            .collect();
+        for (key, path) in held {
+            let Ok(m) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if (m.dev(), m.ino(), m.created().ok()) == (key.dev, key.ino, key.born) {
+                self.grow(key, m.len(), 0);
+            }
+        }
+    }
+
+    /// Whether writes through `pid`'s descriptor `fd` are in its `write_bytes` (its
+    /// filesystem has writeback: not tmpfs, ramfs, hugetlbfs).
+    fn accounted(&self, pid: u32, fd: u32) -> bool {
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        rustix::fs::statfs(self.root.join(format!("proc/{pid}/fd/{fd}")))
+            .map_or(true, |s| !UNACCOUNTED_FS.contains(&(s.f_type as i64)))
+    }
+
+    /// The regular files `pid` holds open for writing, from its fd links and fdinfo.
+    fn open_fds(&self, pid: u32) -> Vec<OpenFd> {
         let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{pid}/fd"))) else {
             return Vec::new();
         };
         dir.flatten()
             .filter_map(|e| {
                 let fd: u32 = e.file_name().to_str()?.parse().ok()?;
-                let target = std::fs::read_link(e.path()).ok()?;
-                let target = target.to_str()?;
                 let info = self
                     .root
                     .read_to_string(format!("proc/{pid}/fdinfo/{fd}"))
                     .ok()?;
                 let (pos, flags) = parse_fdinfo(&info)?;
-                is_written_file(target, flags).then(|| WrittenFile {
+                if !opened_for_writing(flags) {
+                    return None;
+                }
+                let target = std::fs::read_link(e.path()).ok()?;
+                // The link is followed to the open file itself, even a deleted one: sockets,
+                // pipes, devices and anonymous inodes are not regular files.
+                let meta = std::fs::metadata(e.path()).ok().filter(|m| m.is_file())?;
+                Some(OpenFd {
                     pid,
                     fd,
-                    path: target.to_string(),
+                    path: target.to_str()?.to_string(),
                     pos,
+                    meta,
                 })
             })
             .collect()
@@ -338,6 +638,7 @@ impl WriterReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn proc_io_of_a_real_process() {
@@ -351,7 +652,7 @@ mod tests {
                 write_bytes: 164_663_296
             })
         );
-        assert_eq!(parse_proc_io("rchar: 5\n"), None);
+        assert_eq!(parse_proc_io("rchar: 5\nwchar: 5\n"), None);
     }
 
     #[test]
@@ -359,145 +660,270 @@ mod tests {
         // fdinfo/1 of the same dd (O_WRONLY|O_DSYNC|O_LARGEFILE).
         let t = "pos:\t163577856\nflags:\t0110001\nmnt_id:\t27\nino:\t10010667\n";
         assert_eq!(parse_fdinfo(t), Some((163_577_856, 0o110001)));
-        assert!(is_written_file("/srv/share/big.iso", 0o100001));
-        assert!(is_written_file("/srv/share/big.iso", 0o2));
-        assert!(
-            !is_written_file("/srv/share/big.iso", 0o100000),
-            "read-only"
-        );
-        assert!(!is_written_file("socket:[12345]", 0o2));
-        assert!(!is_written_file("/dev/null", 0o1));
+        assert!(opened_for_writing(0o100001));
+        assert!(opened_for_writing(0o2));
+        assert!(!opened_for_writing(0o100000), "read-only");
     }
 
     #[test]
-    fn the_current_file_is_the_one_that_moved() {
-        let f = |fd, pos| WrittenFile {
+    fn stat_fields_after_a_name_with_parens() {
+        let s = parse_stat("4242 (rsync (x) y) D 4200 4200 4200 0 -1\n").unwrap();
+        assert_eq!(
+            (s.comm.as_str(), s.state, s.ppid),
+            ("rsync (x) y", 'D', 4200)
+        );
+        assert_eq!(parse_stat("4242 (smbd"), None);
+    }
+
+    #[test]
+    fn children_of_followed_processes_are_followed() {
+        let row = |p: u32, c: &str, pp: u32| (p, c.to_string(), pp);
+        // rsync's client 10, its receiver 11 and the receiver's generator 12; 20 is another
+        // rsync, 30 an unrelated child of init.
+        let table = [
+            row(1, "init", 0),
+            row(10, "rsync", 1),
+            row(11, "rsync", 10),
+            row(12, "rsync", 11),
+            row(13, "ssh", 10),
+            row(20, "rsync", 1),
+            row(30, "cron", 1),
+        ];
+        assert_eq!(followed_set(&table, &[10], &[]), vec![10, 11, 12, 13]);
+        assert_eq!(
+            followed_set(&table, &[], &["rsync".into()]),
+            vec![10, 11, 12, 13, 20]
+        );
+        assert_eq!(followed_set(&table, &[99], &[]), vec![99], "a pid kept");
+    }
+
+    #[test]
+    fn the_current_file_is_the_one_that_grew_last() {
+        let f = |fd, grew, grew_at| WrittenFile {
             pid: 7,
             fd,
             path: format!("/f{fd}"),
-            pos,
+            pos: 0,
+            size: 1000,
+            grew,
+            grew_at,
         };
-        let files = [f(3, 900), f(4, 200)];
-        let mut before = HashMap::new();
-        assert_eq!(current_of(&files, &before), Some(0), "furthest along");
-        before.insert((7, 3), 900);
-        before.insert((7, 4), 100);
-        assert_eq!(current_of(&files, &before), Some(1), "the one that moved");
-        assert_eq!(current_of(&[], &before), None);
+        assert_eq!(current_of(&[f(3, 0, None), f(4, 0, None)]), None);
+        assert_eq!(current_of(&[f(3, 0, Some(5)), f(4, 10, Some(9))]), Some(1));
+        assert_eq!(
+            current_of(&[f(3, 0, Some(5)), f(4, 0, None)]),
+            Some(0),
+            "between two pwrites the file stays shown"
+        );
+        assert_eq!(current_of(&[f(3, 50, Some(9)), f(4, 10, Some(9))]), Some(0));
+        assert_eq!(current_of(&[]), None);
     }
 
-    /// A fixture /proc: smbd 4242 writing /srv/share/big.iso at fd 7; 4243 is something else.
-    fn fixture(wchar: u64, pos: u64) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("proc/4242");
-        std::fs::create_dir_all(p.join("fd")).unwrap();
-        std::fs::create_dir_all(p.join("fdinfo")).unwrap();
-        std::fs::create_dir_all(dir.path().join("proc/4243")).unwrap();
-        std::fs::write(p.join("comm"), "smbd\n").unwrap();
-        std::fs::write(p.join("stat"), "4242 (smbd) S 4200 4200 4200 0 -1\n").unwrap();
-        std::fs::write(dir.path().join("proc/4243/comm"), "sshd\n").unwrap();
-        std::os::unix::fs::symlink("/srv/share/big.iso", p.join("fd/7")).unwrap();
-        std::os::unix::fs::symlink("socket:[99]", p.join("fd/8")).unwrap();
-        write_counters(dir.path(), wchar, pos);
-        std::fs::write(p.join("fdinfo/8"), "pos:\t0\nflags:\t02000002\n").unwrap();
-        dir
+    /// A fixture /proc under `dir`: the files its fd links point to are real files in `dir`,
+    /// so their size is what `stat` says.
+    struct Fixture {
+        dir: tempfile::TempDir,
     }
 
-    fn write_counters(root: &std::path::Path, wchar: u64, pos: u64) {
-        let p = root.join("proc/4242");
-        std::fs::write(
-            p.join("io"),
-            format!("rchar: 9\nwchar: {wchar}\nwrite_bytes: {wchar}\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("fdinfo/7"),
-            format!("pos:\t{pos}\nflags:\t0100001\n"),
-        )
-        .unwrap();
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(dir.path().join("share")).unwrap();
+            std::fs::create_dir_all(dir.path().join("run")).unwrap();
+            Fixture { dir }
+        }
+
+        fn root(&self) -> SysRoot {
+            SysRoot::new(self.dir.path())
+        }
+
+        /// The share is the watched filesystem (by path: the whole fixture is on one device).
+        fn fs(&self) -> WatchedFs {
+            WatchedFs {
+                dev: u64::MAX,
+                path: self.dir.path().join("share"),
+            }
+        }
+
+        fn reader(&self, comm: &str) -> WriterReader {
+            let since = SystemTime::now() - std::time::Duration::from_secs(3600);
+            WriterReader::new(&self.root(), &[], &[comm.to_string()], self.fs(), since)
+        }
+
+        fn proc(&self, pid: u32, comm: &str, state: char, ppid: u32, write_bytes: u64) {
+            let p = self.dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(p.join("fd")).unwrap();
+            std::fs::create_dir_all(p.join("fdinfo")).unwrap();
+            let stat = format!("{pid} ({comm}) {state} {ppid} 1 1 0 -1\n");
+            std::fs::write(p.join("stat"), stat).unwrap();
+            // wchar far above write_bytes: the socket writes that must not count.
+            let io = format!(
+                "rchar: 9\nwchar: {}\nwrite_bytes: {write_bytes}\n",
+                3 * write_bytes + 12345
+            );
+            std::fs::write(p.join("io"), io).unwrap();
+        }
+
+        fn gone(&self, pid: u32) {
+            std::fs::remove_dir_all(self.dir.path().join(format!("proc/{pid}"))).unwrap();
+        }
+
+        /// `pid` holds `rel` (under the fixture) open for writing at `fd`, position `pos`.
+        fn open(&self, pid: u32, fd: u32, rel: &str, pos: u64) {
+            let p = self.dir.path().join(format!("proc/{pid}"));
+            let link = p.join(format!("fd/{fd}"));
+            if !link.exists() {
+                std::os::unix::fs::symlink(self.dir.path().join(rel), link).unwrap();
+            }
+            std::fs::write(
+                p.join(format!("fdinfo/{fd}")),
+                format!("pos:\t{pos}\nflags:\t0100002\n"),
+            )
+            .unwrap();
+        }
+
+        fn grow(&self, rel: &str, size: u64) {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(self.dir.path().join(rel))
+                .unwrap();
+            f.set_len(size).unwrap();
+        }
+
+        fn path(&self, rel: &str) -> PathBuf {
+            self.dir.path().join(rel)
+        }
     }
 
+    fn rescan(r: &mut WriterReader) {
+        for _ in 0..RESCAN_TICKS {
+            r.read();
+        }
+    }
+
+    /// smbd writes an upload with `pwrite` (its position stays 0) while it keeps rewriting
+    /// its cache on another filesystem with plain writes (whose position moves) and answers
+    /// on a socket: the upload is the file shown, and only its bytes are the intake.
     #[test]
-    fn a_writer_found_by_comm_in_a_fixture_tree() {
-        let dir = fixture(1_000_000, 500);
-        let root = SysRoot::new(dir.path());
-        let mut r = WriterReader::new(&root, &[], &["smbd".to_string()]);
+    fn a_pwrite_writer_shows_its_growing_file_and_counts_only_that() {
+        let fx = Fixture::new();
+        fx.grow("run/gencache.tdb", 40_000);
+        fx.proc(4242, "smbd", 'S', 1, 1_000_000);
+        fx.open(4242, 9, "run/gencache.tdb", 40_000);
+        std::os::unix::fs::symlink("socket:[99]", fx.dir.path().join("proc/4242/fd/8")).unwrap();
+        std::fs::write(
+            fx.dir.path().join("proc/4242/fdinfo/8"),
+            "pos:\t0\nflags:\t02000002\n",
+        )
+        .unwrap();
+        let mut r = fx.reader("smbd");
         let first = r.read();
         assert_eq!(first.pids, vec![4242]);
         assert_eq!(
-            first.wchar, 0,
+            first.bytes, 0,
             "what it wrote before the watch is not counted"
         );
-        write_counters(dir.path(), 9_000_000, 8_000_500);
-        let next = r.read();
-        assert_eq!(next.wchar, 8_000_000);
-        let cur = next.current.unwrap();
-        assert_eq!(cur.path, PathBuf::from("/srv/share/big.iso"));
-        assert_eq!(cur.done, 8_000_500);
-        assert!(!next.unreadable);
+        // The client opens big.iso: 8 MiB arrive in one pwrite, the cache grows by 4 KiB.
+        fx.grow("share/big.iso", 0);
+        fx.open(4242, 7, "share/big.iso", 0);
+        r.read();
+        fx.grow("share/big.iso", 8 << 20);
+        fx.grow("run/gencache.tdb", 44_096);
+        fx.open(4242, 9, "run/gencache.tdb", 44_096);
+        fx.proc(4242, "smbd", 'S', 1, 1_000_000 + (8 << 20) + 4096);
+        let t = r.read();
+        assert_eq!(t.bytes, 8 << 20);
+        let cur = t.current.unwrap();
+        assert_eq!(cur.path, fx.path("share/big.iso"));
+        assert_eq!((cur.size, cur.done), (8 << 20, 8 << 20));
+        // Between two pwrites only the cache moves: the upload stays the file shown.
+        fx.grow("run/gencache.tdb", 48_192);
+        fx.open(4242, 9, "run/gencache.tdb", 48_192);
+        fx.proc(4242, "smbd", 'S', 1, 1_000_000 + (8 << 20) + 8192);
+        let t = r.read();
+        assert_eq!(t.bytes, 8 << 20);
+        assert_eq!(t.current.unwrap().path, fx.path("share/big.iso"));
+        assert!(!t.unreadable);
+    }
+
+    /// A file written and closed between two ticks is never seen open: `write_bytes` has it.
+    #[test]
+    fn files_written_between_two_ticks_count_through_write_bytes() {
+        let fx = Fixture::new();
+        fx.proc(500, "cp", 'R', 1, 0);
+        let since = SystemTime::now() - std::time::Duration::from_secs(3600);
+        let mut r = WriterReader::new(&fx.root(), &[500], &[], fx.fs(), since);
+        assert_eq!(r.read().bytes, 0);
+        fx.proc(500, "cp", 'R', 1, 3 * 4096);
+        let t = r.read();
+        assert_eq!(t.bytes, 3 * 4096);
+        assert_eq!(t.current, None, "nothing open to show");
     }
 
     #[test]
     fn a_reaped_child_is_not_counted_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let proc = |pid: u32, ppid: u32, wchar: u64| {
-            let p = dir.path().join(format!("proc/{pid}"));
-            std::fs::create_dir_all(&p).unwrap();
-            std::fs::write(p.join("comm"), "smbd\n").unwrap();
-            std::fs::write(p.join("stat"), format!("{pid} (smbd) S {ppid} 1 1 0\n")).unwrap();
-            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
-        };
-        proc(4200, 1, 50);
-        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &["smbd".to_string()]);
-        assert_eq!(r.read().wchar, 0);
+        let fx = Fixture::new();
+        fx.proc(4200, "smbd", 'S', 1, 50);
+        let mut r = fx.reader("smbd");
+        assert_eq!(r.read().bytes, 0);
         // A client connects: smbd forks a child that writes 10 MB, 9 MB of them seen.
-        proc(4242, 4200, 9_000_000);
-        for _ in 0..COMM_RESCAN_TICKS {
-            r.read();
-        }
-        assert_eq!(r.read().wchar, 9_000_000);
+        fx.proc(4242, "smbd", 'S', 4200, 9_000_000);
+        rescan(&mut r);
+        assert_eq!(r.read().bytes, 9_000_000);
         // The child ends and is reaped: the parent's counter now holds its 10 MB too.
-        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
-        proc(4200, 1, 50 + 10_000_000 + 7);
-        for _ in 0..=COMM_RESCAN_TICKS {
-            r.read();
-        }
+        fx.gone(4242);
+        fx.proc(4200, "smbd", 'S', 1, 50 + 10_000_000 + 7);
+        rescan(&mut r);
         assert_eq!(
-            r.read().wchar,
+            r.read().bytes,
             10_000_007,
             "the child's 10 MB once, and the parent's 7 bytes"
         );
+    }
+
+    /// rsync's chain: the generator is reaped by the receiver, the receiver by the client,
+    /// both between two ticks. Each one's bytes once: the receiver's counter held the
+    /// generator's when it was reaped, and the client's then holds both.
+    #[test]
+    fn a_chain_reaped_within_one_tick_is_counted_once() {
+        let fx = Fixture::new();
+        fx.proc(10, "rsync", 'S', 1, 0);
+        fx.proc(11, "rsync", 'S', 10, 0);
+        fx.proc(12, "rsync", 'S', 11, 0);
+        let mut r = fx.reader("rsync");
+        assert_eq!(r.read().bytes, 0);
+        fx.proc(11, "rsync", 'S', 10, 600);
+        fx.proc(12, "rsync", 'S', 11, 30);
+        assert_eq!(r.read().bytes, 630);
+        // The generator writes 5 more and exits, the receiver 40 more and exits; the client
+        // has reaped both (its own 2 bytes beside).
+        fx.gone(12);
+        fx.gone(11);
+        fx.proc(10, "rsync", 'S', 1, 2 + 640 + 35);
+        for _ in 0..3 * RESCAN_TICKS {
+            assert!(r.read().bytes <= 677);
+        }
+        assert_eq!(r.read().bytes, 677);
     }
 
     /// A child read between its reaping and its leaving /proc: its counters are readable, its
     /// stat (and so its parent) is not. It is not counted: its bytes are in its parent's.
     #[test]
     fn a_child_whose_parent_cannot_be_read_is_left_to_its_parents_counter() {
-        let dir = tempfile::tempdir().unwrap();
-        let proc = |pid: u32, stat: Option<u32>, wchar: u64| {
-            let p = dir.path().join(format!("proc/{pid}"));
-            std::fs::create_dir_all(&p).unwrap();
-            std::fs::write(p.join("comm"), "cswatchwr\n").unwrap();
-            if let Some(ppid) = stat {
-                let line = format!("{pid} (cswatchwr) S {ppid} 1 1 0\n");
-                std::fs::write(p.join("stat"), line).unwrap();
-            }
-            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
-        };
-        proc(4200, Some(1), 50);
-        let comms = ["cswatchwr".to_string()];
-        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &comms);
-        assert_eq!(r.read().wchar, 0);
-        proc(4242, None, 65536);
-        for _ in 0..COMM_RESCAN_TICKS {
-            r.read();
-        }
-        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
-        proc(4200, Some(1), 50 + 65536);
-        for _ in 0..=COMM_RESCAN_TICKS {
-            r.read();
-        }
-        assert_eq!(r.read().wchar, 65536, "the child's bytes once");
+        let fx = Fixture::new();
+        fx.proc(4200, "cswatchwr", 'S', 1, 50);
+        let mut r = fx.reader("cswatchwr");
+        assert_eq!(r.read().bytes, 0);
+        fx.proc(4242, "cswatchwr", 'S', 4200, 65536);
+        rescan(&mut r);
+        std::fs::remove_file(fx.dir.path().join("proc/4242/stat")).unwrap();
+        r.read();
+        fx.gone(4242);
+        fx.proc(4200, "cswatchwr", 'S', 1, 50 + 65536);
+        rescan(&mut r);
+        assert_eq!(r.read().bytes, 65536, "the child's bytes once");
     }
 
     /// The kernel's order when smbd reaps a connection's process: the child's counters are
@@ -505,33 +931,42 @@ mod tests {
     /// the bytes in both. Seen for real: an 800 MB upload counted as 1.60 GB.
     #[test]
     fn a_child_being_reaped_is_not_counted_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let proc = |pid: u32, ppid: u32, state: char, wchar: u64| {
-            let p = dir.path().join(format!("proc/{pid}"));
-            std::fs::create_dir_all(&p).unwrap();
-            std::fs::write(p.join("comm"), "smbd\n").unwrap();
-            let stat = format!("{pid} (smbd) {state} {ppid} 1 1 0\n");
-            std::fs::write(p.join("stat"), stat).unwrap();
-            std::fs::write(p.join("io"), format!("wchar: {wchar}\n")).unwrap();
-        };
-        proc(4200, 1, 'S', 50);
-        let mut r = WriterReader::new(&SysRoot::new(dir.path()), &[], &["smbd".to_string()]);
-        assert_eq!(r.read().wchar, 0);
-        proc(4242, 4200, 'S', 9_000_000);
-        for _ in 0..COMM_RESCAN_TICKS {
-            r.read();
-        }
-        assert_eq!(r.read().wchar, 9_000_000);
+        let fx = Fixture::new();
+        fx.proc(4200, "smbd", 'S', 1, 50);
+        let mut r = fx.reader("smbd");
+        assert_eq!(r.read().bytes, 0);
+        fx.proc(4242, "smbd", 'S', 4200, 9_000_000);
+        rescan(&mut r);
+        assert_eq!(r.read().bytes, 9_000_000);
         // Exited after 1 MB more; being reaped: its bytes are in the parent's counter already
         // while its /proc entry (a zombie's) is still there.
-        proc(4242, 4200, 'Z', 10_000_000);
-        proc(4200, 1, 'S', 50 + 10_000_000);
-        assert_eq!(r.read().wchar, 10_000_000, "once, while being reaped");
-        std::fs::remove_dir_all(dir.path().join("proc/4242")).unwrap();
-        proc(4200, 1, 'S', 50 + 10_000_000 + 7);
-        for _ in 0..=COMM_RESCAN_TICKS {
-            assert!(r.read().wchar <= 10_000_007);
+        fx.proc(4242, "smbd", 'Z', 4200, 10_000_000);
+        fx.proc(4200, "smbd", 'S', 1, 50 + 10_000_000);
+        assert_eq!(r.read().bytes, 10_000_000, "once, while being reaped");
+        fx.gone(4242);
+        fx.proc(4200, "smbd", 'S', 1, 50 + 10_000_000 + 7);
+        for _ in 0..=RESCAN_TICKS {
+            assert!(r.read().bytes <= 10_000_007);
         }
-        assert_eq!(r.read().wchar, 10_000_007);
+        assert_eq!(r.read().bytes, 10_000_007);
+    }
+
+    /// On a filesystem that does not put file writes in `write_bytes` the open files' growth
+    /// is the intake; a file seen again after it was closed is not counted twice.
+    #[test]
+    fn open_file_growth_counts_where_write_bytes_is_silent() {
+        let fx = Fixture::new();
+        fx.proc(700, "zfswr", 'R', 1, 0);
+        let mut r = fx.reader("zfswr");
+        r.read();
+        fx.grow("share/a.bin", 1_000_000);
+        fx.open(700, 3, "share/a.bin", 1_000_000);
+        assert_eq!(r.read().bytes, 1_000_000, "born in view: all of it");
+        std::fs::remove_file(fx.dir.path().join("proc/700/fd/3")).unwrap();
+        r.read();
+        fx.grow("share/a.bin", 1_500_000);
+        fx.open(700, 4, "share/a.bin", 1_500_000);
+        assert_eq!(r.read().bytes, 1_500_000);
+        assert!(Path::new(&fx.path("share/a.bin")).exists());
     }
 }
