@@ -10,6 +10,7 @@ use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::{speeds_text, summary_text_as};
+use crate::sample::EvidenceLevel;
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -70,6 +71,10 @@ pub fn final_summary_as(
                 drops.len() - MAX_DROPS_LISTED
             ));
         }
+    }
+    if let Some(level) = model.evidence() {
+        let line = format!("evidence: {}\n", EvidenceLevel::chain(level));
+        s.push_str(&if ascii { asciify(&line) } else { line });
     }
     match outcome {
         Some(o) => s.push_str(&summary_text_as(
