@@ -15,6 +15,15 @@ use crate::sample::EvidenceLevel;
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
 
+/// `evidence: exact (kernel trace) → sampled stacks → [wchan/stat] → counters only`: the
+/// fallback chain with the level the run's time rests on marked; `None` for a recording that
+/// does not say.
+pub fn evidence_line(model: &Model) -> Option<String> {
+    model
+        .evidence()
+        .map(|l| format!("evidence: {}", EvidenceLevel::chain(l)))
+}
+
 /// The after-exit summary, at most `width` columns wide (the text chart stays within 40–100).
 /// `outcome` is the engine's result (None for a replay).
 pub fn final_summary(
@@ -72,9 +81,9 @@ pub fn final_summary_as(
             ));
         }
     }
-    if let Some(level) = model.evidence() {
-        let line = format!("evidence: {}\n", EvidenceLevel::chain(level));
+    if let Some(line) = evidence_line(model) {
         s.push_str(&if ascii { asciify(&line) } else { line });
+        s.push('\n');
     }
     match outcome {
         Some(o) => s.push_str(&summary_text_as(

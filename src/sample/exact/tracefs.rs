@@ -81,10 +81,14 @@ pub fn remove_stale(tracefs: &Path, alive: impl Fn(u32) -> bool) -> Vec<String> 
     removed
 }
 
-/// A process still runs under `pid` and is a copyscope (a reused pid is someone else's).
+/// A process still runs under `pid` and is a copyscope (a reused pid is someone else's; a
+/// killed one not yet reaped is a zombie, and dead).
 pub fn copyscope_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .is_ok_and(|c| c.trim_end().starts_with("copyscope"))
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .as_deref()
+        .and_then(crate::sample::threads::parse_task_stat)
+        .is_some_and(|(comm, state)| comm.starts_with("copyscope") && !matches!(state, 'Z' | 'X'))
 }
 
 /// Our instance: removed on drop.
