@@ -86,6 +86,8 @@ fn sample() -> impl Strategy<Value = (u64, Sample)> {
                     }),
                     threads: None,
                     net_rx: None,
+                    exact: None,
+                    evidence: None,
                     zfs: zfs.map(|(txgs, (dly, over), arc_anon, birth_offset_ns)| ZfsSample {
                         pool: "tank".into(),
                         txgs,

@@ -232,6 +232,8 @@ impl Scenario {
                 stacks_readable: true,
             }),
             net_rx: None,
+            exact: None,
+            evidence: None,
         };
         self.items.push(Item::Sample(Box::new(sample)));
     }

@@ -334,6 +334,8 @@ fn a_long_recording_streams_into_a_bounded_model() {
             zfs: None,
             threads: None,
             net_rx: None,
+            exact: None,
+            evidence: None,
         })
         .expect("sample");
     }

@@ -430,6 +430,7 @@ pub(crate) fn run_session(
         if let serde_json::Value::Object(m) = &mut v {
             m.insert("notes".into(), json!(env.notes));
             m.insert("budget".into(), json::budget_json(model.budget()));
+            m.insert("evidence".into(), json!(model.evidence()));
             m.insert("verdict".into(), json!(model.verdict()));
         }
         emit(&with_net(v, watch, &st).to_string());
@@ -464,6 +465,9 @@ pub(crate) fn run_session(
 ",
             model.verdict().text
         ));
+        if let Some(line) = crate::report::summary::evidence_line(&model) {
+            text.push_str(&format!("  {line}\n"));
+        }
         for n in &env.notes {
             text.push_str(&format!("  note: {n}\n"));
         }

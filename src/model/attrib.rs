@@ -3,6 +3,7 @@
 //! The thresholds are documented in docs/attribution.md.
 
 use super::Cause;
+use super::exact::ExactTick;
 use crate::sample::{Cpu, PageCache, ThreadSample, WaitClass};
 
 /// The writer "sat in write()": share of the drop's time spent inside write calls.
@@ -98,6 +99,8 @@ pub(crate) struct ThreadTick {
     pub runq_ns: u64,
     /// Some blocked thread's wait channel or stack was readable.
     pub readable: bool,
+    /// The tick's exact off-CPU time, when traced: it replaces the instant's counts.
+    pub exact: Option<ExactTick>,
 }
 
 impl ThreadTick {
@@ -113,7 +116,15 @@ impl ThreadTick {
             classes,
             runq_ns: prev.map_or(0, |p| cur.runq_wait_ns.saturating_sub(p.runq_wait_ns)),
             readable: cur.stacks_readable,
+            exact: None,
         })
+    }
+
+    /// With the tick's exact figures (a trace is as readable as a stack).
+    pub fn with_exact(mut self, exact: Option<ExactTick>) -> ThreadTick {
+        self.readable |= exact.is_some();
+        self.exact = exact;
+        self
     }
 }
 
@@ -271,6 +282,10 @@ impl Evidence {
 
     fn fold_threads(&mut self, th: &ThreadTick, dt: u64) {
         self.stacks_readable |= th.readable;
+        if let Some(x) = th.exact {
+            self.fold_exact(&x, th.runq_ns, dt);
+            return;
+        }
         if th.active == 0 {
             if th.readable {
                 self.idle_ns += dt;
@@ -285,6 +300,21 @@ impl Evidence {
         let capacity = dt as f64 * active;
         self.thread_capacity_ns += capacity;
         self.runq_ns += (th.runq_ns as f64).min(capacity);
+    }
+
+    /// [`Evidence::fold_threads`] from the exact figures: each class's share of the threads'
+    /// active time, and the run-queue wait against that time.
+    fn fold_exact(&mut self, x: &ExactTick, runq_ns: u64, dt: u64) {
+        if x.active_ns == 0 {
+            self.idle_ns += dt;
+            return;
+        }
+        self.thread_ns += dt;
+        for (slot, share) in self.class_ns.iter_mut().zip(x.shares()) {
+            *slot += dt as f64 * share;
+        }
+        self.thread_capacity_ns += x.active_ns as f64;
+        self.runq_ns += (runq_ns as f64).min(x.active_ns as f64);
     }
 
     /// Data waiting to be written when the drop began (ZFS anon_size, else Dirty + Writeback).

@@ -128,6 +128,9 @@ pub(crate) enum Phase {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
     ns: [f64; Slice::ALL.len()],
+    /// Copying time whose split came from the exact trace, ns.
+    #[serde(default)]
+    exact_ns: f64,
 }
 
 impl Budget {
@@ -157,6 +160,9 @@ impl Budget {
                 match threads {
                     None => self.ns[Slice::Unknown.index()] += rest,
                     Some(t) => {
+                        if t.exact.is_some() {
+                            self.exact_ns += rest;
+                        }
                         for (slice, share) in split(t, dt_ns) {
                             self.ns[slice.index()] += share * rest;
                         }
@@ -206,6 +212,12 @@ impl Budget {
         self.measured() >= 0.5
     }
 
+    /// The exact trace gave the split of at least half the copying time measured.
+    pub fn is_exact(&self) -> bool {
+        let measured = self.copying_ns() - self.ns(Slice::Unknown);
+        measured > 0.0 && self.exact_ns >= 0.5 * measured
+    }
+
     /// Non-empty slices with their share of the whole, in bar order.
     pub fn shares(&self) -> Vec<(Slice, f64)> {
         Slice::ALL
@@ -230,7 +242,8 @@ impl Budget {
             .iter()
             .flat_map(|(s, n)| std::iter::repeat_n(s.glyph(), *n))
             .collect();
-        format!("[{bar}]  {}", self.legend())
+        let exact = if self.is_exact() { "  (exact)" } else { "" };
+        format!("[{bar}]  {}{exact}", self.legend())
     }
 
     /// `writing 40 % · txg wait 55 %`: every slice of at least 0.5 %.
@@ -270,19 +283,30 @@ impl Budget {
     }
 }
 
-/// A copying tick's split between slices (shares sum to 1). The states are an instant at the
+/// A copying tick's split between slices (shares sum to 1). With the exact trace, each class's
+/// share of the threads' active time over the tick; else the states are an instant at the
 /// tick's end, each active thread weighing 1/active; the run-queue wait is measured over the
 /// tick (Σ over copy threads ÷ active threads × tick), is time in state R, and so comes out of
 /// the running share first, then, if larger, out of the others in proportion.
 fn split(t: &ThreadTick, dt_ns: u64) -> Vec<(Slice, f64)> {
-    let active = t.active;
-    if active == 0 || dt_ns == 0 {
+    // Exact: each class's share of the threads' active time, the wait against that time.
+    let (class_shares, capacity) = match t.exact {
+        Some(x) => (x.shares(), x.active_ns as f64),
+        None => {
+            let mut c = [0.0; WaitClass::ALL.len()];
+            for class in WaitClass::ALL {
+                c[class.index()] = t.classes[class.index()] as f64 / f64::from(t.active.max(1));
+            }
+            (c, f64::from(t.active) * dt_ns as f64)
+        }
+    };
+    if capacity <= 0.0 || dt_ns == 0 {
         return vec![(Slice::Other, 1.0)];
     }
     let mut shares = [0.0; Slice::ALL.len()];
     for class in WaitClass::ALL {
         if let Some(slice) = Slice::of(class) {
-            shares[slice.index()] += t.classes[class.index()] as f64 / active as f64;
+            shares[slice.index()] += class_shares[class.index()];
         }
     }
     let sum: f64 = shares.iter().sum();
@@ -292,7 +316,7 @@ fn split(t: &ThreadTick, dt_ns: u64) -> Vec<(Slice, f64)> {
     for s in &mut shares {
         *s /= sum;
     }
-    let wait = (t.runq_ns as f64 / (active as f64 * dt_ns as f64)).clamp(0.0, 1.0);
+    let wait = (t.runq_ns as f64 / capacity).clamp(0.0, 1.0);
     let running = shares[Slice::Writing.index()];
     if wait <= running {
         shares[Slice::Writing.index()] -= wait;

@@ -11,6 +11,7 @@ mod backlog;
 pub mod budget;
 mod describe;
 mod detect;
+mod exact;
 pub mod metrics;
 mod net;
 mod phase;
@@ -529,6 +530,8 @@ pub struct Model {
     /// Txg syncs by pool, for the metrics.
     tally: metrics::Tally,
     budget: Budget,
+    /// Time per level of evidence the samples carried.
+    levels: exact::EvidenceTally,
     facts: verdict::Facts,
     phase: PhaseTracker,
     /// The destination's disks as the words name them ("vda", "sdb+sdc"), quoted.
@@ -596,6 +599,7 @@ impl Model {
             drops_by_cause: [0; CAUSE_LABELS.len()],
             tally: metrics::Tally::default(),
             budget: Budget::default(),
+            levels: exact::EvidenceTally::default(),
             facts: verdict::Facts::default(),
             phase: PhaseTracker::default(),
             dest_disks,
@@ -643,6 +647,7 @@ impl Model {
             self.net.fold(tick.t1, tick.dt(), b, KERNEL_WINDOW_NS);
         }
         self.add_to_budget(&tick);
+        self.levels.add(s.evidence, tick.dt());
 
         if let Some(z) = &s.zfs {
             for ch in self.txgs.update(s.t_ns, z) {
@@ -717,6 +722,12 @@ impl Model {
     /// Where the writer's time went so far (DESIGN §5a, issue 16).
     pub fn budget(&self) -> &Budget {
         &self.budget
+    }
+
+    /// The level of the fallback chain (exact → sampled stacks → wchan/stat → counters) the
+    /// run's time mostly rests on; `None` for recordings that do not say.
+    pub fn evidence(&self) -> Option<crate::sample::EvidenceLevel> {
+        self.levels.main()
     }
 
     /// What limits the copy, in one paragraph from the run's figures.
@@ -1804,7 +1815,12 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
                 .saturating_sub(a.zil_commits.unwrap_or(0)),
             _ => 0,
         },
-        threads: ThreadTick::between(prev.threads.as_ref(), s.threads.as_ref()),
+        threads: ThreadTick::between(prev.threads.as_ref(), s.threads.as_ref()).map(|t| {
+            t.with_exact(exact::ExactTick::between(
+                prev.exact.as_ref(),
+                s.exact.as_ref(),
+            ))
+        }),
         paced_ns: s.engine.paced_ns.saturating_sub(prev.engine.paced_ns),
     }
 }

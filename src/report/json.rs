@@ -122,7 +122,7 @@ pub fn budget_json(b: &crate::model::Budget) -> Value {
             json!({"slice": s, "secs": round3(b.ns(*s) / 1e9), "share": round3(*share)})
         })
         .collect();
-    json!({"total_secs": round3(b.total_ns() / 1e9), "slices": slices})
+    json!({"total_secs": round3(b.total_ns() / 1e9), "slices": slices, "exact": b.is_exact()})
 }
 
 /// The model's figures: the same numbers, by the same definitions, as the TUI header, the

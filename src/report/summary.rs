@@ -10,9 +10,19 @@ use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
 use crate::report::plain::{speeds_text, summary_text_as};
+use crate::sample::EvidenceLevel;
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
+
+/// `evidence: exact (kernel trace) → sampled stacks → [wchan/stat] → counters only`: the
+/// fallback chain with the level the run's time rests on marked; `None` for a recording that
+/// does not say.
+pub fn evidence_line(model: &Model) -> Option<String> {
+    model
+        .evidence()
+        .map(|l| format!("evidence: {}", EvidenceLevel::chain(l)))
+}
 
 /// The after-exit summary, at most `width` columns wide (the text chart stays within 40–100).
 /// `outcome` is the engine's result (None for a replay).
@@ -70,6 +80,10 @@ pub fn final_summary_as(
                 drops.len() - MAX_DROPS_LISTED
             ));
         }
+    }
+    if let Some(line) = evidence_line(model) {
+        s.push_str(&if ascii { asciify(&line) } else { line });
+        s.push('\n');
     }
     match outcome {
         Some(o) => s.push_str(&summary_text_as(

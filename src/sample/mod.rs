@@ -14,6 +14,7 @@ pub mod cpu;
 pub mod diskstats;
 pub mod env;
 pub mod error;
+pub mod exact;
 pub mod intake;
 pub mod mountinfo;
 pub mod net;
@@ -28,6 +29,7 @@ pub mod zfs;
 pub use blockdev::BlockDev;
 pub use env::{probe_environment, probe_environment_with};
 pub use error::ParseError;
+pub use exact::{EvidenceLevel, ExactSample};
 pub use reader::{SignalReader, read_sample};
 pub use root::SysRoot;
 pub use sampler::{SampleSource, SamplerHandle, SamplerStats, spawn_sampler, spawn_sampler_from};
@@ -65,6 +67,13 @@ pub struct Sample {
     /// `watch --net IFACE`: bytes the interface received so far (sysfs rx_bytes, cumulative).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_rx: Option<u64>,
+    /// The writer's threads' exact off-CPU time by class, from the kernel's trace (root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<ExactSample>,
+    /// What the writer's time was measured with at this tick (the fallback chain's level;
+    /// absent in recordings made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<EvidenceLevel>,
 }
 
 /// /proc/meminfo and /proc/vmstat figures, all converted to bytes.

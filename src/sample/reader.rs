@@ -229,6 +229,8 @@ pub struct SignalReader {
     cpu: Option<CpuMeter>,
     threads: ThreadReader,
     zfs: Option<ZfsFiles>,
+    /// Watch mode: the processes whose threads are read (the exact trace follows them too).
+    followed: Option<Vec<u32>>,
 }
 
 fn now_raw_ns() -> u64 {
@@ -282,12 +284,19 @@ impl SignalReader {
             },
             threads: ThreadReader::new(root),
             zfs,
+            followed: None,
         }
     }
 
     /// Watch mode: the threads read each tick are those of `pids` (the followed writers).
     pub fn follow_processes(&mut self, pids: &[u32]) {
         self.threads.follow(pids);
+        self.followed = Some(pids.to_vec());
+    }
+
+    /// The processes followed in watch mode (`None`: this process's copy threads).
+    pub fn followed(&self) -> Option<&[u32]> {
+        self.followed.as_deref()
     }
 
     /// Reads every source once. `t_ns` stamps the sample; `birth_offset_ns` is computed from

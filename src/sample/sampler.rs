@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rustix::time::{ClockId, clock_gettime};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::exact::{self, ExactSource};
 use super::intake::Intake;
 use super::reader::{SignalReader, read_sample};
 use super::root::SysRoot;
@@ -230,6 +231,18 @@ pub fn spawn_sampler_from(
             // Built here, not by the caller: its first readings (sysinfo reads /proc/stat and
             // /proc/cpuinfo) then overlap the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
+            // The kernel's trace of the writer's threads when allowed (root); removed when
+            // this thread ends, whichever way it ends.
+            let mut exact_src = ExactSource::start(&root, nanos(start.elapsed())).ok();
+            let stacks = exact::stacks_readable(&root);
+            let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
+                let mut s = source.tick(reader, start);
+                if let (Some(x), Some(pids)) = (exact_src.as_mut(), reader.followed()) {
+                    x.follow_processes(pids);
+                }
+                exact::fill(&mut s, exact_src.as_mut(), stacks);
+                s
+            };
             // Best effort: a tick costs ~0.2 ms of CPU, but on a machine busy with
             // compression or other jobs the scheduler can delay its wake-up by tens of ms.
             // A higher priority (lower nice) needs CAP_SYS_NICE; without it nothing changes.
@@ -256,14 +269,14 @@ pub fn spawn_sampler_from(
                 }
                 if cmd == Some(Cmd::Now) {
                     // Off the schedule: neither lateness nor a step of `next`.
-                    if tx.send(source.tick(&mut reader, start)).is_err() {
+                    if tx.send(take(&mut source, &mut reader)).is_err() {
                         break;
                     }
                     continue;
                 }
                 let late = nanos(Instant::now().saturating_duration_since(next));
                 let cpu0 = thread_cpu_ns();
-                let sample = source.tick(&mut reader, start);
+                let sample = take(&mut source, &mut reader);
                 let cpu = thread_cpu_ns().saturating_sub(cpu0);
                 if let Ok(mut s) = stats_t.lock() {
                     s.record(late, cpu);

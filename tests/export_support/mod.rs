@@ -177,6 +177,8 @@ pub fn built_recording(with_summary: bool) -> Recording {
             }),
             threads: None,
             net_rx: None,
+            exact: None,
+            evidence: None,
             zfs: Some(ZfsSample {
                 pool: "tank".to_string(),
                 txgs,

@@ -1,0 +1,72 @@
+#!/bin/bash
+# bench-exact.sh — what the exact trace costs: the same 1 GiB copy with it (root, the default)
+# and without it (COPYSCOPE_EXACT=0: the sampled stacks only), in turn A B B A …, each timed
+# by its own rusage (wait4: user + system seconds of copyscope and everything it waited for;
+# the kernel's work at each traced switch is charged to the copy's own threads). The source is
+# read once first, so every run copies from the page cache; each copy runs with --no-sync (the
+# final syncfs writes the whole GiB back in copyscope's own context, and how much of that
+# lands there rather than in the kernel's flusher threads varies by a factor of 5 from run
+# to run, drowning the figure); each destination is removed and synced away before the next.
+#
+# Usage: scripts/bench-exact.sh [--runs 7] [--size 1G] [--dir /var/tmp]   (root)
+# Env: COPYSCOPE_BIN (default $CARGO_TARGET_DIR/release/copyscope or target/release/copyscope).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+RUNS=7 SIZE=1G DIR=/var/tmp
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) RUNS=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --dir) DIR=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "bench-exact: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+BIN=${COPYSCOPE_BIN:-${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope}
+[ -x "$BIN" ] || { echo "bench-exact: $BIN missing (cargo build --release)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "bench-exact: the trace needs root" >&2; exit 2; }
+WORK=$(mktemp -d "$DIR/copyscope-bench-exact.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+head -c "$SIZE" /dev/urandom > "$WORK/src"
+cat "$WORK/src" > /dev/null
+
+python3 - "$BIN" "$WORK" "$RUNS" <<'PY'
+import os, statistics, subprocess, sys, time
+bin_, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+src, dst = f"{work}/src", f"{work}/dst"
+
+def one(exact):
+    """One copy: (wall s, user + system s of copyscope and its children, evidence)."""
+    if os.path.exists(dst):
+        os.remove(dst)
+    subprocess.run(["sync"], check=True)
+    env = dict(os.environ, COPYSCOPE_EXACT="1" if exact else "0")
+    out = open(f"{work}/out", "w")
+    t0 = time.monotonic()
+    p = subprocess.Popen([bin_, "--plain", "--no-sync", src, dst], stdout=out, stderr=out, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out.close()
+    text = open(f"{work}/out").read()
+    ev = text.split("evidence: ", 1)[1].split("\n", 1)[0] if "evidence: " in text else "?"
+    used = ev[ev.find("[") + 1:ev.find("]")] if "[" in ev else ev
+    return wall, ru.ru_utime + ru.ru_stime, used
+
+rows = {"exact": [], "sampled": []}
+for i in range(runs):
+    # A B, then B A: a run's place in the pair (after which file was removed) cancels out.
+    for label in ("exact", "sampled") if i % 2 == 0 else ("sampled", "exact"):
+        w, c, ev = one(label == "exact")
+        rows[label].append((w, c))
+        print(f"{label:8} wall {w:6.3f} s  cpu {c:6.3f} s  evidence: {ev}", flush=True)
+pairs = list(zip(rows["exact"], rows["sampled"]))
+for k, v in rows.items():
+    cpu = [c for _, c in v]
+    print(f"{k:8} cpu median {statistics.median(cpu):.3f} s (min {min(cpu):.3f}, max {max(cpu):.3f}),"
+          f" wall median {statistics.median(w for w, _ in v):.3f} s")
+ratio = statistics.median(a[1] / b[1] for a, b in pairs)
+extra = statistics.median(a[1] - b[1] for a, b in pairs)
+print(f"cpu exact / sampled, median of {len(pairs)} pairs: {ratio:.4f} ({(ratio - 1) * 100:+.1f} %),"
+      f" extra {extra * 1000:+.1f} ms a copy")
+PY

@@ -1,0 +1,329 @@
+//! Exact time-in-cause: every off-CPU interval of the writer's threads, with the kernel
+//! stack each one began in, from a private tracefs instance (`sched_switch` with a
+//! `stacktrace` trigger, `sched_wakeup`, `writeback:balance_dirty_pages`), added up per
+//! [`WaitClass`] into each sample. Needs root; without it the samples carry the fallback's
+//! level ([`EvidenceLevel`]) and the thread sampler's instants stay the evidence.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use rustix::time::{ClockId, clock_gettime};
+use serde::{Deserialize, Serialize};
+
+use super::root::SysRoot;
+use super::threads::{is_copier, parse_task_stat};
+use super::{Sample, WaitClass};
+
+pub mod intervals;
+pub mod parse;
+pub mod tracefs;
+
+use intervals::Accounts;
+use parse::{TraceEvent, TraceParser};
+use tracefs::{Instance, TRACEFS};
+
+/// How the writer's time was measured, best first: the fallback chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceLevel {
+    /// Every off-CPU interval from the kernel's trace (root).
+    Exact,
+    /// The threads' kernel stacks sampled each tick (root).
+    Stacks,
+    /// Wait channel and state sampled each tick (any user).
+    Wchan,
+    /// No thread states: the system's counters only.
+    Counters,
+}
+
+impl EvidenceLevel {
+    pub const ALL: [EvidenceLevel; 4] = [
+        EvidenceLevel::Exact,
+        EvidenceLevel::Stacks,
+        EvidenceLevel::Wchan,
+        EvidenceLevel::Counters,
+    ];
+
+    /// Words for the summary and the header.
+    pub fn label(self) -> &'static str {
+        match self {
+            EvidenceLevel::Exact => "exact (kernel trace)",
+            EvidenceLevel::Stacks => "sampled stacks",
+            EvidenceLevel::Wchan => "wchan/stat",
+            EvidenceLevel::Counters => "counters only",
+        }
+    }
+
+    /// `exact (kernel trace) → sampled stacks → wchan/stat → counters only`, the one in use
+    /// in brackets.
+    pub fn chain(used: EvidenceLevel) -> String {
+        EvidenceLevel::ALL
+            .iter()
+            .map(|l| {
+                if *l == used {
+                    format!("[{}]", l.label())
+                } else {
+                    l.label().to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
+/// The exact figures of the writer's threads so far (cumulative, like every counter in a
+/// [`Sample`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExactSample {
+    /// Thread time under trace, ns, summed over the writer's threads.
+    pub traced_ns: u64,
+    /// Of it, off the CPU per class, ns (asleep in user space is `sleeping`).
+    #[serde(default)]
+    pub off_cpu_ns: BTreeMap<WaitClass, u64>,
+    /// Threads followed at this tick.
+    pub threads: u32,
+    /// `balance_dirty_pages` pauses of the writer and their length, ms.
+    #[serde(default)]
+    pub throttle_pauses: u64,
+    #[serde(default)]
+    pub throttle_pause_ms: u64,
+    /// Trace entries the kernel dropped (a tick that lost some is not exact).
+    #[serde(default)]
+    pub lost_events: u64,
+}
+
+impl ExactSample {
+    pub fn off_cpu(&self, class: WaitClass) -> u64 {
+        self.off_cpu_ns.get(&class).copied().unwrap_or(0)
+    }
+}
+
+/// The writer's threads to follow: this process's copy threads and the copy's helper
+/// processes, or in watch mode every thread of the followed processes.
+#[derive(Debug)]
+struct Writers {
+    root: SysRoot,
+    helpers: fn() -> Vec<u32>,
+    followed: Option<Vec<u32>>,
+    not_writers: HashSet<u32>,
+}
+
+impl Writers {
+    /// `(tid, running)` of every writer thread now (`running`: state R).
+    fn list(&mut self) -> Vec<(u32, bool)> {
+        let procs: Vec<String> = match &self.followed {
+            Some(p) => p.iter().map(u32::to_string).collect(),
+            None => std::iter::once("self".to_string())
+                .chain((self.helpers)().iter().map(u32::to_string))
+                .collect(),
+        };
+        let mut found = Vec::new();
+        let mut listed = HashSet::new();
+        for proc in procs {
+            let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{proc}/task"))) else {
+                continue;
+            };
+            for tid in dir
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+            {
+                listed.insert(tid);
+                if self.not_writers.contains(&tid) {
+                    continue;
+                }
+                let stat = self
+                    .root
+                    .read_to_string(format!("proc/{proc}/task/{tid}/stat"))
+                    .ok();
+                let Some((comm, state)) = stat.as_deref().and_then(parse_task_stat) else {
+                    continue;
+                };
+                if self.followed.is_none() && !is_copier(&comm) {
+                    self.not_writers.insert(tid);
+                    continue;
+                }
+                found.push((tid, state == 'R'));
+            }
+        }
+        self.not_writers.retain(|t| listed.contains(t));
+        found
+    }
+}
+
+/// Most threads named in the filters (a filter is one page of text).
+const MAX_THREADS: usize = 64;
+
+/// The exact source of one sampler: the instance, the parser and the accounts.
+#[derive(Debug)]
+pub struct ExactSource {
+    instance: Instance,
+    parser: TraceParser,
+    accounts: Accounts,
+    writers: Writers,
+    /// CLOCK_MONOTONIC at the sampler's `t_ns` = 0.
+    mono_at_start: u64,
+    buf: Vec<u8>,
+    events: Vec<TraceEvent>,
+    failed: bool,
+}
+
+/// Why there is no exact source, for the notes.
+#[derive(Debug)]
+pub struct NotExact(pub String);
+
+/// `COPYSCOPE_EXACT=0` turns the trace off (to measure its cost against the same copy).
+pub const DISABLE_VAR: &str = "COPYSCOPE_EXACT";
+
+fn mono_ns() -> u64 {
+    let t = clock_gettime(ClockId::Monotonic);
+    u64::try_from(t.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+impl ExactSource {
+    /// Starts the trace for the live system (`elapsed_ns`: the sampler's clock now, to line
+    /// the trace's timestamps up with the samples'); removes stale instances first.
+    pub fn start(root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
+        if !root.is_live() {
+            return Err(NotExact("not the live system".into()));
+        }
+        if std::env::var_os(DISABLE_VAR).is_some_and(|v| v == "0") {
+            return Err(NotExact(format!("{DISABLE_VAR}=0")));
+        }
+        if !rustix::process::geteuid().is_root() {
+            return Err(NotExact("not root".into()));
+        }
+        Self::start_at(Path::new(TRACEFS), root, elapsed_ns)
+    }
+
+    fn start_at(tracefs: &Path, root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
+        tracefs::ensure_mounted(tracefs).map_err(|e| NotExact(e.to_string()))?;
+        tracefs::remove_stale(tracefs, tracefs::copyscope_alive);
+        let instance = Instance::create(tracefs).map_err(|e| NotExact(e.to_string()))?;
+        let parser = TraceParser::new(instance.fields.clone());
+        Ok(ExactSource {
+            instance,
+            parser,
+            accounts: Accounts::default(),
+            writers: Writers {
+                root: root.clone(),
+                helpers: crate::copy::writeback::children,
+                followed: None,
+                not_writers: HashSet::new(),
+            },
+            mono_at_start: mono_ns().saturating_sub(elapsed_ns),
+            buf: Vec::new(),
+            events: Vec::new(),
+            failed: false,
+        })
+    }
+
+    /// Watch mode: follow every thread of these processes.
+    pub fn follow_processes(&mut self, pids: &[u32]) {
+        self.writers.followed = Some(pids.to_vec());
+    }
+
+    /// The instance's directory (tests check it is gone after drop).
+    pub fn instance_dir(&self) -> PathBuf {
+        self.instance.dir().to_path_buf()
+    }
+
+    /// One tick at `t_ns`: the pipe read to its end, the events applied, new writer threads
+    /// named; `None` once the trace failed (the sample falls back).
+    pub fn tick(&mut self, t_ns: u64) -> Option<ExactSample> {
+        if self.failed {
+            return None;
+        }
+        let now = self.mono_at_start.saturating_add(t_ns);
+        if self.instance.read_available(&mut self.buf).is_err() {
+            self.failed = true;
+            return None;
+        }
+        self.events.clear();
+        self.parser.feed(&self.buf, &mut self.events);
+        self.parser.flush(&mut self.events);
+        for ev in &self.events {
+            self.accounts.apply(ev);
+        }
+        self.accounts.close_tick(now);
+        self.name_writers(now);
+        let t = &self.accounts.totals;
+        Some(ExactSample {
+            traced_ns: t.traced_ns,
+            off_cpu_ns: t.off_cpu_ns.clone(),
+            threads: u32::try_from(self.accounts.threads()).unwrap_or(u32::MAX),
+            throttle_pauses: t.throttle_pauses,
+            throttle_pause_ms: t.throttle_pause_ms,
+            lost_events: t.lost_events,
+        })
+    }
+
+    /// Adds writer threads not followed yet and drops those gone, then rewrites the filters
+    /// when the set changed.
+    fn name_writers(&mut self, now: u64) {
+        let list = self.writers.list();
+        let present: HashSet<u32> = list.iter().map(|(t, _)| *t).collect();
+        let gone: Vec<u32> = self
+            .accounts
+            .tracked()
+            .filter(|t| !present.contains(t))
+            .collect();
+        for t in gone {
+            self.accounts.remove(t);
+        }
+        for (tid, running) in list.iter().take(MAX_THREADS) {
+            if !self.accounts.is_tracked(*tid) {
+                self.accounts.add(*tid, now, *running);
+            }
+        }
+        let tids: Vec<u32> = self.accounts.tracked().collect();
+        if !tids.is_empty() && self.instance.follow(&tids).is_err() {
+            self.failed = true;
+        }
+    }
+}
+
+/// Fills the sample's exact figures and evidence level from what this tick had.
+/// `stacks_readable`: the thread sampler can read kernel stacks (root).
+pub fn fill(sample: &mut Sample, exact: Option<&mut ExactSource>, stacks_readable: bool) {
+    sample.exact = exact.and_then(|x| x.tick(sample.t_ns));
+    sample.evidence = Some(if sample.exact.is_some() {
+        EvidenceLevel::Exact
+    } else if sample.threads.is_none() {
+        EvidenceLevel::Counters
+    } else if stacks_readable {
+        EvidenceLevel::Stacks
+    } else {
+        EvidenceLevel::Wchan
+    });
+}
+
+/// Whether this process can read its own threads' kernel stacks (root: the sampled-stack
+/// level of the fallback).
+pub fn stacks_readable(root: &SysRoot) -> bool {
+    root.read_to_string("proc/thread-self/stack").is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_marks_the_level_used() {
+        assert_eq!(
+            EvidenceLevel::chain(EvidenceLevel::Wchan),
+            "exact (kernel trace) → sampled stacks → [wchan/stat] → counters only"
+        );
+    }
+
+    #[test]
+    fn a_fixture_root_never_traces() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(ExactSource::start(&SysRoot::new(t.path()), 0).is_err());
+        let mut s = Sample::default();
+        fill(&mut s, None, false);
+        assert_eq!(s.evidence, Some(EvidenceLevel::Counters));
+    }
+}
