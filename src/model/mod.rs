@@ -501,6 +501,8 @@ pub struct Model {
     evidence: Option<Evidence>,
     txgs: TxgTracker,
     first_byte_t: Option<u64>,
+    /// End of the last tick that carried bytes (watch: the writer's last write).
+    last_byte_t: Option<u64>,
     /// Watch mode: every followed writer had exited at the last tick (and whether that was
     /// already said once).
     writers_gone: bool,
@@ -574,6 +576,7 @@ impl Model {
             evidence: None,
             txgs: TxgTracker::default(),
             first_byte_t: None,
+            last_byte_t: None,
             writers_gone: false,
             writers_gone_said: false,
             paused_since: None,
@@ -764,6 +767,9 @@ impl Model {
     fn detect(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         if self.first_byte_t.is_none() && tick.bytes > 0 {
             self.first_byte_t = Some(tick.t0);
+        }
+        if tick.bytes > 0 {
+            self.last_byte_t = Some(tick.t1);
         }
         if self.writers_exited(tick, out) {
             return;
@@ -1465,6 +1471,21 @@ impl Model {
         &self.cfg
     }
 
+    /// The time the average divides by. A copy: from its start to the end of its copy phase.
+    /// A watch: the time the writer was active, from its first byte to its last (the wait
+    /// before the first write and the idle tail after the last are not the writer's; a stall
+    /// between two writes is, and is shown as a drop). A function of the samples alone, so
+    /// every output says the same average at every instant, live or replayed.
+    fn active_span(&self, elapsed_ns: u64) -> u64 {
+        if !self.cfg.stopped_tail_is_end {
+            return self.copy_end.unwrap_or(elapsed_ns);
+        }
+        match (self.first_byte_t, self.last_byte_t) {
+            (Some(first), Some(last)) => last.saturating_sub(first),
+            _ => 0,
+        }
+    }
+
     pub fn stats(&self) -> Stats {
         let last_t = self.latest.as_ref().map_or(0, |s| s.t_ns);
         let elapsed_ns = last_t.max(self.finished_at.unwrap_or(0));
@@ -1473,8 +1494,7 @@ impl Model {
             .paused_since
             .map_or(0, |p| elapsed_ns.saturating_sub(p));
         let copy_ns = self
-            .copy_end
-            .unwrap_or(elapsed_ns)
+            .active_span(elapsed_ns)
             .saturating_sub(self.paused_ns + paused_now);
         let rate = |ns: u64| {
             if ns > 0 {
@@ -1528,7 +1548,9 @@ impl Model {
             durable_secs: self
                 .flush_done
                 .map(|(t, _)| t.saturating_sub(self.paused_ns) as f64 / 1e9),
-            net: self.net.stats(),
+            net: self
+                .net
+                .stats(self.cfg.stopped_tail_is_end.then_some(copy_ns)),
         }
     }
 

@@ -65,11 +65,14 @@ impl NetTally {
         if ns > 0 { b * 1e9 / ns as f64 } else { 0.0 }
     }
 
-    /// The figures so far; None while the interface was never sampled.
-    pub(super) fn stats(&self) -> Option<NetStats> {
+    /// The figures so far; None while the interface was never sampled. `span_ns`: the time
+    /// the average divides by, the same as the intake's (the writer's active time), so the
+    /// two averages compare; None: the whole time sampled.
+    pub(super) fn stats(&self, span_ns: Option<u64>) -> Option<NetStats> {
+        let ns = span_ns.filter(|s| *s > 0).unwrap_or(self.ns);
         (self.ns > 0).then(|| NetStats {
             now_bps: self.now(),
-            avg_bps: self.bytes * 1e9 / self.ns as f64,
+            avg_bps: self.bytes * 1e9 / ns as f64,
             min_bps: self.min.unwrap_or(0.0),
             peak_bps: self.peak,
         })
@@ -88,12 +91,12 @@ mod tests {
         for (i, r) in rates.iter().enumerate() {
             t.fold((i as u64 + 1) * TICK, TICK, *r, SEC);
         }
-        t.stats().expect("sampled")
+        t.stats(None).expect("sampled")
     }
 
     #[test]
     fn never_sampled_is_none() {
-        assert_eq!(NetTally::default().stats(), None);
+        assert_eq!(NetTally::default().stats(None), None);
     }
 
     #[test]
