@@ -42,7 +42,9 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
     || die "not a git checkout: set SOURCE_DATE_EPOCH to the sources' time"
 fi
 export SOURCE_DATE_EPOCH TZ=UTC LC_ALL=C.UTF-8
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+# --no-optional-locks: a status must not rewrite the index, which build.rs watches (a
+# rewritten index would rebuild the binary that `cargo build --release` just made).
+if [ -n "$(git --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   echo "package.sh: warning: uncommitted changes; the version will say -dirty" >&2
 fi
 
