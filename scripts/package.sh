@@ -56,7 +56,24 @@ BIN=$TARGET/release/copyscope
 rm -rf "$ASSETS"
 mkdir -p "$ASSETS" "$OUT"
 # The release profile keeps line tables for profilers and backtraces; the package needs none.
-objcopy --strip-all --remove-section=.comment "$BIN" "$ASSETS/copyscope"
+# The linker's build ID hashes the debug information too, which names the checkout and the
+# target directory: it is replaced by the SHA-1 of the stripped binary (with the ID zeroed),
+# so the same sources give the same ID wherever they are built.
+strip_binary() {
+  local in=$1 out=$2 note=$ASSETS/build-id.note hex
+  objcopy --strip-all --remove-section=.comment "$in" "$out"
+  objcopy --dump-section .note.gnu.build-id="$note" "$out" /dev/null
+  # namesz 4, descsz 20, type 3 (NT_GNU_BUILD_ID), "GNU\0", then the 20-byte SHA-1 ID.
+  [ "$(stat -c %s "$note")" = 36 ] || die "unexpected build-id note in $in"
+  note_with() { printf '\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0'; printf "$(sed 's/../\\x&/g' <<<"$1")"; }
+  note_with 0000000000000000000000000000000000000000 > "$note"
+  objcopy --update-section .note.gnu.build-id="$note" "$out"
+  hex=$(sha1sum "$out" | cut -c1-40)
+  note_with "$hex" > "$note"
+  objcopy --update-section .note.gnu.build-id="$note" "$out"
+  rm -f "$note"
+}
+strip_binary "$BIN" "$ASSETS/copyscope"
 "$BIN" man > "$ASSETS/copyscope.1"
 "$BIN" completions bash > "$ASSETS/copyscope.bash"
 "$BIN" completions zsh > "$ASSETS/_copyscope"
