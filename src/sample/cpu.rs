@@ -11,6 +11,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use super::error::ParseError;
+use super::root::{MAX_FILE_BYTES, open_kernel_file};
 use super::{Cpu, SysRoot};
 
 /// The shortest window a figure covers, in USER_HZ ticks per core.
@@ -189,14 +190,14 @@ impl CpuMeter {
     /// on any error.
     fn read_stat(&mut self) -> Option<Stat> {
         if self.file.is_none() {
-            self.file = File::open(&self.path).ok();
+            self.file = open_kernel_file(&self.path).ok();
         }
         let mut f = self.file.as_ref()?;
         self.buf.clear();
-        // `take` keeps `read_to_end` from sizing its buffer by fstat (/proc says 0 bytes).
+        // `take` also keeps `read_to_end` from sizing its buffer by fstat (/proc says 0 bytes).
         let read = f
             .seek(SeekFrom::Start(0))
-            .and_then(|_| f.take(u64::MAX).read_to_end(&mut self.buf));
+            .and_then(|_| f.take(MAX_FILE_BYTES as u64).read_to_end(&mut self.buf));
         if read.is_err() {
             self.file = None;
             return None;
@@ -312,6 +313,15 @@ mod tests {
     #[test]
     fn no_meter_without_a_readable_stat() {
         let dir = tempfile::tempdir().unwrap();
+        assert!(CpuMeter::new(&SysRoot::new(dir.path())).is_none());
+    }
+
+    #[test]
+    fn a_fifo_planted_as_stat_is_no_meter_and_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("proc")).unwrap();
+        let fifo = dir.path().join("proc/stat");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from(0o600)).unwrap();
         assert!(CpuMeter::new(&SysRoot::new(dir.path())).is_none());
     }
 }
