@@ -399,3 +399,35 @@ fn lab_sample_dump_is_consistent() {
             .all(|s| s.page_cache.unwrap().dirty < 1 << 20)
     );
 }
+
+#[test]
+fn host_stat() {
+    use copyscope::sample::cpu::{parse_stat, usage};
+    let text = fixture("linux-host/proc/stat");
+    let s = parse_stat(&text).unwrap();
+    // Found by plain text search: the fields of the `cpu` and `cpu1` lines.
+    let line = |label: &str| -> Vec<u64> {
+        let l = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(label));
+        let l = l.unwrap_or_else(|| panic!("{label} not in fixture"));
+        l.split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (all, cpu1) = (line("cpu"), line("cpu1"));
+    assert_eq!(
+        (s.all.user, s.all.idle, s.all.steal),
+        (all[0], all[3], all[7])
+    );
+    assert_eq!(s.cores.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(
+        (s.cores[1].1.system, s.cores[1].1.softirq),
+        (cpu1[2], cpu1[6])
+    );
+    // One second later on the same machine (2 cores, 100 ticks a second): a figure.
+    let later = parse_stat(&fixture("linux-host/stat-after-1s")).unwrap();
+    let u = usage(&s, &later).expect("a 1 s window is long enough");
+    assert!((0.0..=100.0).contains(&u.busy_pct) && u.busy_pct <= u.max_core_pct);
+}

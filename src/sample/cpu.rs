@@ -1,59 +1,327 @@
-//! CPU busy per tick through sysinfo, refreshing only CPU usage (it reads the live
-//! /proc/stat, so it is used only when the [`SysRoot`](super::SysRoot) is the real `/`).
+//! CPU busy per tick from /proc/stat under the [`SysRoot`]: the pure [`parse_stat`], and
+//! [`CpuMeter`], which turns two readings into the all-core average and the busiest core.
 //!
-//! sysinfo recomputes usage at most every `MINIMUM_CPU_UPDATE_INTERVAL` (200 ms on Linux;
-//! /proc/stat counts 10 ms jiffies, so shorter windows would be noise): at 100 ms ticks each
-//! value covers the last ≥200 ms window and repeats on alternate ticks.
+//! /proc/stat counts USER_HZ ticks (10 ms on every Linux userspace sees), so a 100 ms window
+//! holds 10 ticks per core and one tick of rounding is 10 %. A figure therefore covers at
+//! least [`MIN_WINDOW_TICKS`] per core (200 ms): at 100 ms sampling it is recomputed on
+//! alternate ticks and repeated in between.
 
-use std::time::Instant;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
 
-use sysinfo::{CpuRefreshKind, MINIMUM_CPU_UPDATE_INTERVAL, RefreshKind, System};
+use super::error::ParseError;
+use super::root::{MAX_FILE_BYTES, open_kernel_file};
+use super::{Cpu, SysRoot};
 
-use super::Cpu;
+/// The shortest window a figure covers, in USER_HZ ticks per core.
+pub const MIN_WINDOW_TICKS: u64 = 20;
 
-/// Keeps the previous /proc/stat reading so each refresh yields usage since the last one.
-pub struct CpuMeter {
-    sys: System,
-    created: Instant,
+/// One `cpu` line of /proc/stat, in USER_HZ ticks since boot. `user` and `nice` include the
+/// time spent running guests (`guest`, `guest_nice`), so those two are not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
 }
 
-impl std::fmt::Debug for CpuMeter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuMeter").finish_non_exhaustive()
+impl CpuTimes {
+    /// (busy, idle) ticks from `prev` to `self`. Each counter's own difference, never below
+    /// zero: iowait is known to step backwards on tickless kernels.
+    fn since(&self, prev: &CpuTimes) -> (u64, u64) {
+        let d = |now: u64, then: u64| now.saturating_sub(then);
+        // Steal is time the hypervisor gave this CPU to someone else: not available to the
+        // copy, so busy.
+        let busy = d(self.user, prev.user)
+            + d(self.nice, prev.nice)
+            + d(self.system, prev.system)
+            + d(self.irq, prev.irq)
+            + d(self.softirq, prev.softirq)
+            + d(self.steal, prev.steal);
+        let idle = d(self.idle, prev.idle) + d(self.iowait, prev.iowait);
+        (busy, idle)
     }
+}
+
+/// The CPU lines of one /proc/stat reading.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// The `cpu` line: all cores summed.
+    pub all: CpuTimes,
+    /// The `cpuN` lines as (N, times); an offline core has no line.
+    pub cores: Vec<(u32, CpuTimes)>,
+}
+
+/// Parses the `cpu` and `cpuN` lines of /proc/stat (the other lines are skipped). The first
+/// four counters are required; the later ones, which old kernels lack, read as 0.
+pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
+    const FILE: &str = "stat";
+    let mut all = None;
+    let mut cores = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split_ascii_whitespace();
+        let Some(core) = it.next().and_then(|k| k.strip_prefix("cpu")) else {
+            continue;
+        };
+        let times = cpu_times(it).ok_or(ParseError::BadValue {
+            file: FILE,
+            field: "cpu",
+        })?;
+        if core.is_empty() {
+            all = Some(times);
+        } else {
+            let n = core.parse().map_err(|_| ParseError::BadValue {
+                file: FILE,
+                field: "cpuN",
+            })?;
+            cores.push((n, times));
+        }
+    }
+    let all = all.ok_or(ParseError::Missing {
+        file: FILE,
+        field: "cpu",
+    })?;
+    if cores.is_empty() {
+        return Err(ParseError::Missing {
+            file: FILE,
+            field: "cpuN",
+        });
+    }
+    Ok(Stat { all, cores })
+}
+
+/// The counters after a `cpu` label; `None` when fewer than four or one is not a number.
+fn cpu_times<'a>(fields: impl Iterator<Item = &'a str>) -> Option<CpuTimes> {
+    let mut v = [0u64; 8];
+    let mut n = 0;
+    for (slot, field) in v.iter_mut().zip(fields) {
+        *slot = field.parse().ok()?;
+        n += 1;
+    }
+    (n >= 4).then_some(CpuTimes {
+        user: v[0],
+        nice: v[1],
+        system: v[2],
+        idle: v[3],
+        iowait: v[4],
+        irq: v[5],
+        softirq: v[6],
+        steal: v[7],
+    })
+}
+
+/// Busy share in percent of `now` since `prev`; `None` when no tick passed.
+fn busy_pct(now: &CpuTimes, prev: &CpuTimes) -> Option<f32> {
+    let (busy, idle) = now.since(prev);
+    let total = busy + idle;
+    (total > 0).then(|| (busy as f64 * 100.0 / total as f64) as f32)
+}
+
+/// Usage from `prev` to `now`, or `None` when the window is shorter than
+/// [`MIN_WINDOW_TICKS`] per core or no core is in both readings.
+pub fn usage(prev: &Stat, now: &Stat) -> Option<Cpu> {
+    let (busy, idle) = now.all.since(&prev.all);
+    let cores = u64::try_from(now.cores.len()).unwrap_or(u64::MAX).max(1);
+    if (busy + idle) / cores < MIN_WINDOW_TICKS {
+        return None;
+    }
+    let max_core_pct = now
+        .cores
+        .iter()
+        .filter_map(|(n, t)| {
+            let (_, before) = prev.cores.iter().find(|(m, _)| m == n)?;
+            busy_pct(t, before)
+        })
+        .reduce(f32::max)?;
+    Some(Cpu {
+        busy_pct: busy_pct(&now.all, &prev.all)?,
+        max_core_pct,
+    })
+}
+
+/// Keeps /proc/stat open and the reading that starts the current window.
+#[derive(Debug)]
+pub struct CpuMeter {
+    path: PathBuf,
+    file: Option<File>,
+    buf: Vec<u8>,
+    start: Stat,
+    last: Option<Cpu>,
 }
 
 impl CpuMeter {
-    /// Takes the first reading; `None` when sysinfo cannot read CPU figures here.
-    pub fn new() -> Option<Self> {
-        let kind = RefreshKind::nothing().with_cpu(CpuRefreshKind::nothing().with_usage());
-        let sys = System::new_with_specifics(kind).ok()?;
-        if sys.cpus().is_empty() {
-            return None;
-        }
-        Some(CpuMeter {
-            sys,
-            created: Instant::now(),
-        })
+    /// Takes the first reading of `root`'s /proc/stat; `None` when it cannot be read or parsed.
+    pub fn new(root: &SysRoot) -> Option<Self> {
+        let mut meter = CpuMeter {
+            path: root.join("proc/stat"),
+            file: None,
+            buf: Vec::new(),
+            start: Stat::default(),
+            last: None,
+        };
+        meter.start = meter.read_stat()?;
+        Some(meter)
     }
 
-    /// Usage over the latest window: the all-core average and the busiest core. `None` for
-    /// the first two windows after [`CpuMeter::new`]: the first per-core figures sysinfo
-    /// computes were seen as 0 % while the global one was not (in the ZFS lab VM).
+    /// Usage over the latest window of at least [`MIN_WINDOW_TICKS`] per core: a new figure
+    /// once the window is long enough, else the previous one. `None` until the first window
+    /// is complete and on a tick when /proc/stat cannot be read.
     pub fn read(&mut self) -> Option<Cpu> {
-        self.sys.refresh_cpu_usage();
-        if self.created.elapsed() < 2 * MINIMUM_CPU_UPDATE_INTERVAL {
+        let now = self.read_stat()?;
+        self.advance(now)
+    }
+
+    /// Closes the window at `now` when it is long enough.
+    fn advance(&mut self, now: Stat) -> Option<Cpu> {
+        if let Some(cpu) = usage(&self.start, &now) {
+            self.last = Some(cpu);
+            self.start = now;
+        }
+        self.last
+    }
+
+    /// The whole file from offset 0 to end of file, parsed; `None` (and a reopen next time)
+    /// on any error.
+    fn read_stat(&mut self) -> Option<Stat> {
+        if self.file.is_none() {
+            self.file = open_kernel_file(&self.path).ok();
+        }
+        let mut f = self.file.as_ref()?;
+        self.buf.clear();
+        // `take` also keeps `read_to_end` from sizing its buffer by fstat (/proc says 0 bytes).
+        let read = f
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| f.take(MAX_FILE_BYTES as u64).read_to_end(&mut self.buf));
+        if read.is_err() {
+            self.file = None;
             return None;
         }
-        let max_core_pct = self
-            .sys
-            .cpus()
-            .iter()
-            .map(|c| c.usage())
-            .fold(0.0f32, f32::max);
-        Some(Cpu {
-            busy_pct: self.sys.global_cpu_usage(),
-            max_core_pct,
-        })
+        parse_stat(std::str::from_utf8(&self.buf).ok()?).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This machine's /proc/stat, read twice one second apart (tests/fixtures/linux-host).
+    const T0: &str = include_str!("../../tests/fixtures/linux-host/proc/stat");
+    const T1: &str = include_str!("../../tests/fixtures/linux-host/stat-after-1s");
+
+    fn times(s: &str) -> CpuTimes {
+        cpu_times(s.split_ascii_whitespace()).unwrap()
+    }
+
+    #[test]
+    fn parses_the_aggregate_and_every_core() {
+        let s = parse_stat(T0).unwrap();
+        assert_eq!(s.cores.len(), 2);
+        assert_eq!(s.cores[1].0, 1);
+        // The aggregate is the cores' sum, converted to ticks once: within a tick per core.
+        let sum = s.cores.iter().fold(0, |a, (_, t)| a + t.user);
+        assert!(s.all.user.abs_diff(sum) <= 2, "{} vs {sum}", s.all.user);
+        assert_eq!(s.all.user, 283_053, "the fixture's first counter");
+    }
+
+    #[test]
+    fn old_kernels_without_the_later_counters_still_parse() {
+        let s = parse_stat("cpu  10 0 5 85\ncpu0 10 0 5 85\n").unwrap();
+        assert_eq!(s.all.idle, 85);
+        assert_eq!(s.all.steal, 0);
+    }
+
+    #[test]
+    fn missing_or_broken_lines_are_errors() {
+        assert!(parse_stat("intr 1 2 3\n").is_err());
+        assert!(parse_stat("cpu  1 2 3 4\n").is_err(), "no core line");
+        assert!(parse_stat("cpu  1 2 x 4\ncpu0 1 2 3 4\n").is_err());
+        assert!(parse_stat("cpu  1 2 3\ncpu0 1 2 3 4\n").is_err());
+    }
+
+    #[test]
+    fn guest_time_is_not_counted_twice() {
+        // user 50 includes guest 30: 50 busy of 100, not 80.
+        let a = times("0 0 0 0 0 0 0 0 0 0");
+        let b = times("50 0 0 50 0 0 0 0 30 0");
+        assert_eq!(busy_pct(&b, &a), Some(50.0));
+    }
+
+    #[test]
+    fn steal_is_busy_and_a_backwards_iowait_is_no_negative_time() {
+        let a = times("0 0 0 0 40 0 0 0");
+        let b = times("10 0 0 70 30 0 0 20");
+        // busy 10 + 20 steal; idle 70 (+0, not -10, of iowait).
+        assert_eq!(busy_pct(&b, &a), Some(30.0));
+    }
+
+    #[test]
+    fn a_window_shorter_than_the_minimum_gives_no_figure() {
+        let a = parse_stat("cpu  0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
+        // 38 ticks over 2 cores: 19 each, one short.
+        let b = parse_stat("cpu  19 0 0 19\ncpu0 19 0 0 0\ncpu1 0 0 0 19\n").unwrap();
+        assert_eq!(usage(&a, &b), None);
+        let c = parse_stat("cpu  20 0 0 20\ncpu0 20 0 0 0\ncpu1 0 0 0 20\n").unwrap();
+        let u = usage(&a, &c).unwrap();
+        assert_eq!((u.busy_pct, u.max_core_pct), (50.0, 100.0));
+    }
+
+    #[test]
+    fn an_unchanged_file_never_gives_a_figure() {
+        let s = parse_stat(T0).unwrap();
+        assert_eq!(usage(&s, &s), None);
+    }
+
+    #[test]
+    fn one_second_on_this_machine() {
+        let (a, b) = (parse_stat(T0).unwrap(), parse_stat(T1).unwrap());
+        let u = usage(&a, &b).unwrap();
+        let expect = |pa: &CpuTimes, pb: &CpuTimes| busy_pct(pb, pa).unwrap();
+        assert_eq!(u.busy_pct, expect(&a.all, &b.all));
+        let cores: Vec<f32> = (0..2)
+            .map(|i| expect(&a.cores[i].1, &b.cores[i].1))
+            .collect();
+        assert_eq!(u.max_core_pct, cores[0].max(cores[1]));
+        assert!(u.busy_pct <= u.max_core_pct);
+    }
+
+    #[test]
+    fn the_meter_reads_under_the_sys_root_and_repeats_within_a_window() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("proc")).unwrap();
+        let stat = dir.path().join("proc/stat");
+        std::fs::write(&stat, T0).unwrap();
+        let mut m = CpuMeter::new(&SysRoot::new(dir.path())).unwrap();
+        assert_eq!(m.read(), None, "the file has not moved: no window yet");
+        // Rewritten in place: the meter keeps the file open and reads it again from 0.
+        std::fs::write(&stat, T1).unwrap();
+        let first = m.read().unwrap();
+        let (a, b) = (parse_stat(T0).unwrap(), parse_stat(T1).unwrap());
+        assert_eq!(Some(first), usage(&a, &b));
+        assert_eq!(
+            m.read(),
+            Some(first),
+            "no tick since: the last figure again"
+        );
+    }
+
+    #[test]
+    fn no_meter_without_a_readable_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(CpuMeter::new(&SysRoot::new(dir.path())).is_none());
+    }
+
+    #[test]
+    fn a_fifo_planted_as_stat_is_no_meter_and_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("proc")).unwrap();
+        let fifo = dir.path().join("proc/stat");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from(0o600)).unwrap();
+        assert!(CpuMeter::new(&SysRoot::new(dir.path())).is_none());
     }
 }

@@ -242,8 +242,7 @@ fn now_raw_ns() -> u64 {
 }
 
 impl SignalReader {
-    /// Prepares the readers for `env` (devices, pool) under `root`. The CPU meter runs only
-    /// on the live root, since sysinfo cannot be pointed at a fixture tree.
+    /// Prepares the readers for `env` (devices, pool) under `root`.
     pub fn new(root: &SysRoot, env: &Environment) -> Self {
         let zfs = env.zfs_pool.as_ref().map(|pool| ZfsFiles {
             pool: pool.clone(),
@@ -277,11 +276,7 @@ impl SignalReader {
                 .iter()
                 .map(|d| (d.major, d.minor))
                 .collect(),
-            cpu: if root.is_live() {
-                CpuMeter::new()
-            } else {
-                None
-            },
+            cpu: CpuMeter::new(root),
             threads: ThreadReader::new(root),
             zfs,
             followed: None,

@@ -77,7 +77,7 @@ impl SysRoot {
     }
 
     /// True when the root is the real `/`, i.e. live kernel data of this process.
-    /// Things that cannot be redirected (sysinfo's CPU reading, `zpool`) only run then.
+    /// Things that cannot be redirected (`zpool`) only run then.
     pub fn is_live(&self) -> bool {
         self.0 == Path::new("/")
     }

@@ -228,8 +228,8 @@ pub fn spawn_sampler_from(
     let thread = std::thread::Builder::new()
         .name("copyscope-sampler".to_string())
         .spawn(move || {
-            // Built here, not by the caller: its first readings (sysinfo reads /proc/stat and
-            // /proc/cpuinfo) then overlap the start of the copy instead of delaying it.
+            // Built here, not by the caller: its first reading (the CPU meter's /proc/stat)
+            // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
             // The kernel's trace of the writer's threads when allowed (root); removed when
             // this thread ends, whichever way it ends.
