@@ -117,8 +117,9 @@ fn two_real_recordings_stack_on_one_speed_scale_and_time_axis() {
         "{md}"
     );
     // ext4-disk-lowered's four ~2 s jbd2 stops at the disk's speed are the kernel pacing the
-    // writer, not drops (docs/attribution.md).
-    assert!(md.contains("| drops | 2 | 0 |"), "{md}");
+    // writer, not drops (docs/attribution.md). The ZFS tree's three: two txg syncs and a CPU
+    // dip at 4.8 s whose run-queue wait the recording's schedstat shows at 60–94 %.
+    assert!(md.contains("| drops | 3 | 0 |"), "{md}");
     assert!(!md.contains("-0.00"), "{md}");
 }
 
