@@ -225,6 +225,31 @@ const CORPUS: &[Truth] = &[
         phase: true,
     },
     Truth {
+        name: "zfs-samba-20mbps",
+        what: "`copyscope watch /tank/share --comm smbd` while smbclient puts 600 MB from guest \
+               RAM through smbd (8 MiB writes) onto the aged pool at 20 MB/s \
+               (scripts/zfs-samba-stalls.sh); the serving smbd sat in a txg wait with its wchar \
+               still from 9.4 s to 20.3 s (truth.csv), otherwise it wrote in bursts",
+        first_cause: &["txg sync"],
+        never: &["dirty throttle", "writeback", "journal", "unknown"],
+        drops: (1, 3),
+        known: &[(9.4, 20.3, "txg sync")],
+        max_lost_secs: 1.0,
+        phase: true,
+    },
+    Truth {
+        name: "zfs-samba-6mbps",
+        what: "the same upload onto the pool at 6 MB/s: smbd in a txg wait from 7.5 s to 17.5 s \
+               and from 18.5 s to 59.4 s (truth.csv); the 41 s sync made smbclient fail with \
+               NT_STATUS_IO_TIMEOUT",
+        first_cause: &["txg sync"],
+        never: &["dirty throttle", "writeback", "journal", "unknown"],
+        drops: (2, 3),
+        known: &[(7.5, 17.5, "txg sync"), (18.5, 59.4, "txg sync")],
+        max_lost_secs: 1.0,
+        phase: true,
+    },
+    Truth {
         name: "zfs-zeros-lz4",
         what: "the 1536 MiB of zeros onto a dataset with compression=lz4: ZFS stores no blocks \
                for zeros (txgs of 100 MB dirty write ~1 MB), the copy runs CPU-bound at \
