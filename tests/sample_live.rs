@@ -166,6 +166,24 @@ fn real_write_moves_dirty_past_the_background_threshold() {
     // 3 × the background threshold (1.5 × when it could not be lowered): enough for the flusher
     // to start, sized to this machine.
     let bg = bg_thresh_bytes();
+    // Other tests write beside this one: wait (up to 20 s) until the system's dirty and
+    // writeback data are well under the threshold, so the model sees a crossing, not a
+    // start above it.
+    let dirty_now = || {
+        let m = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kb = |k: &str| {
+            m.lines()
+                .find(|l| l.starts_with(k))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        (kb("Dirty:") + kb("Writeback:")) << 10
+    };
+    let settle = Instant::now();
+    while dirty_now() > bg / 2 && settle.elapsed() < Duration::from_secs(20) {
+        rustix::fs::sync();
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let bytes = if _lowered.is_some() {
         bg * 3
     } else {
