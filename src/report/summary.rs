@@ -103,9 +103,9 @@ pub fn final_summary_as(
         None => {
             let st = &data.stats;
             s.push_str(&format!(
-                "recorded: {} in {} files, {} failed\n",
+                "recorded: {} in {}, {} failed\n",
                 units.size(st.bytes),
-                st.files,
+                crate::present::format::fmt_files(st.files),
                 st.failed
             ));
             let ms = model.stats();
