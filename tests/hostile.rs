@@ -32,24 +32,6 @@ fn need_root(test: &str) -> bool {
     is_root()
 }
 
-fn kind_of(ft: fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "dir"
-    } else if ft.is_symlink() {
-        "symlink"
-    } else if ft.is_fifo() {
-        "fifo"
-    } else if ft.is_char_device() {
-        "chardev"
-    } else if ft.is_block_device() {
-        "blockdev"
-    } else if ft.is_socket() {
-        "socket"
-    } else {
-        "file"
-    }
-}
-
 /// Everything a copy must never change about an entry outside its tree.
 #[derive(Debug, PartialEq, Eq)]
 struct Untouched {
@@ -70,7 +52,7 @@ fn untouched_state(root: &Path) -> BTreeMap<PathBuf, Untouched> {
     for e in walkdir::WalkDir::new(root) {
         let e = e.unwrap();
         let m = fs::symlink_metadata(e.path()).unwrap();
-        let kind = kind_of(m.file_type());
+        let kind = kind(m.file_type());
         out.insert(
             e.path().to_path_buf(),
             Untouched {
@@ -884,7 +866,7 @@ fn copied_tree(root: &Path) -> BTreeMap<PathBuf, Copied> {
     walk(root)
         .into_iter()
         .map(|(rel, m)| {
-            let kind = kind_of(m.file_type());
+            let kind = kind(m.file_type());
             let p = root.join(&rel);
             let c = Copied {
                 kind,

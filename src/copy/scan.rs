@@ -706,12 +706,17 @@ fn enter_dir(
     if dest.created {
         sh.dir_created(path);
     }
+    // One fstat for both: whether it is private, and (made by this run) its inode.
+    let st = rfs::fstat(&dest.fd).ok();
     if dest.created
-        && let Ok(id) = nofollow::ident_of(&dest.fd)
+        && let Some(m) = st.as_ref().map(Meta::from_stat)
     {
-        sh.made_dirs.insert(id);
+        sh.made_dirs.insert(Ident {
+            dev: m.dev,
+            ino: m.ino,
+        });
     }
-    let private = stage::is_private(&dest.fd);
+    let private = st.as_ref().is_some_and(stage::is_private_stat);
     node.hold();
     let child = Arc::new(DirNode {
         src,

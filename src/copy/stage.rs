@@ -33,9 +33,13 @@ pub const STAGE_MARKER: &str = ".copyscope-stage-";
 
 /// Whether only we can make, rename or remove names in the directory `fd` holds.
 pub(crate) fn is_private(fd: impl AsFd) -> bool {
-    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    rfs::fstat(fd)
-        .is_ok_and(|s| s.st_uid as u32 == nofollow::euid() && s.st_mode as u32 & 0o022 == 0)
+    rfs::fstat(fd).is_ok_and(|s| is_private_stat(&s))
+}
+
+/// [`is_private`] of a directory already `fstat`ed.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+pub(crate) fn is_private_stat(s: &rfs::Stat) -> bool {
+    s.st_uid as u32 == nofollow::euid() && s.st_mode as u32 & 0o022 == 0
 }
 
 /// A staging directory this run made and holds open.

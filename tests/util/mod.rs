@@ -123,7 +123,8 @@ pub struct EntryInfo {
     pub hash: Option<blake3::Hash>,
 }
 
-fn kind(ft: fs::FileType) -> &'static str {
+/// A file type as a word (`dir`, `symlink`, `fifo`, …), for comparing trees.
+pub fn kind(ft: fs::FileType) -> &'static str {
     if ft.is_dir() {
         "dir"
     } else if ft.is_symlink() {
