@@ -98,12 +98,15 @@ fn sample_write(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let start = Instant::now();
     let mut h = spawn_sampler(root, &env, Arc::clone(&progress), interval, start, tx);
+    // The model takes its baseline from the first sample: write only once it is taken, or a
+    // sampler thread scheduled late on a loaded machine sees the write already past the
+    // threshold and (rightly) waits for a re-crossing that never comes.
+    let mut out: Vec<Sample> = rx.blocking_recv().into_iter().collect();
     write_zeros(&dir.path().join("big"), bytes, &progress);
     std::thread::sleep(tail);
     h.stop();
     let ran = start.elapsed();
     let stats = h.stats();
-    let mut out = Vec::new();
     while let Ok(s) = rx.try_recv() {
         out.push(s);
     }
@@ -243,7 +246,10 @@ fn real_write_moves_dirty_past_the_background_threshold() {
         events
             .iter()
             .any(|e| matches!(e.kind, copyscope::model::EventKind::WritebackStarted { .. })),
-        "a writeback-started event from the real kernel's figures: {events:?}"
+        "a writeback-started event from the real kernel's figures (first sample: dirty {} MiB, \
+         writeback {} MiB): {events:?}",
+        pcs[0].dirty >> 20,
+        pcs[0].writeback >> 20
     );
 }
 
