@@ -509,3 +509,65 @@ fn a_disk_cut_is_a_drop_of_its_own_while_it_lasts_and_after() {
         .sum();
     assert!((7.8 * 0.8..=7.8 * 1.2).contains(&slowed), "{slowed}");
 }
+
+/// The pool's write rate straight from the recorded `txgs` kstat: Σ nwritten ÷ Σ stime of the
+/// txgs that committed after the copy's first byte and wrote at least 1 MiB (what the pool did
+/// with the copy's data, not its housekeeping).
+fn kstat_pool_rate(rec: &Recording) -> Option<f64> {
+    let first = rec.samples.iter().find(|s| s.engine.bytes_copied > 0)?.t_ns;
+    let mut committed = std::collections::BTreeMap::new();
+    let mut before = std::collections::BTreeSet::new();
+    for s in &rec.samples {
+        for r in s.zfs.iter().flat_map(|z| &z.txgs) {
+            if r.state == 'C' {
+                if s.t_ns < first {
+                    before.insert(r.txg);
+                }
+                committed.entry(r.txg).or_insert((r.nwritten, r.stime));
+            }
+        }
+    }
+    let (bytes, ns) = committed
+        .iter()
+        .filter(|(txg, (w, st))| !before.contains(*txg) && *w >= 1 << 20 && *st > 0)
+        .fold((0u64, 0u64), |(b, n), (_, (w, st))| (b + w, n + st));
+    (ns > 0).then(|| bytes as f64 * 1e9 / ns as f64)
+}
+
+#[test]
+fn the_pool_rate_told_is_the_kstats() {
+    for name in [
+        "zfs-samba-20mbps",
+        "zfs-samba-6mbps",
+        "zfs-aged-bigfile",
+        "zfs-tree-40mbps",
+    ] {
+        let rec = Recording::load(&corpus_dir().join(format!("{name}.jsonl"))).unwrap();
+        let kstat = kstat_pool_rate(&rec).unwrap();
+        let m = replay(&rec);
+        let phase = m.events().iter().find_map(|e| match e.kind {
+            EventKind::Phase {
+                rate_bps,
+                pool: true,
+                ..
+            } => Some(rate_bps),
+            _ => None,
+        });
+        let v = m.verdict();
+        eprintln!(
+            "{name}: kstat {:.2} MB/s, phase {:?}, verdict {:?} {:?}",
+            kstat / 1e6,
+            phase.map(|r| r / 1e6),
+            v.limit,
+            v.rate_bps.map(|r| r / 1e6)
+        );
+        let near = |r: f64| (r / kstat - 1.0).abs() <= 0.15;
+        let phase = phase.unwrap_or_else(|| panic!("{name}: no pool phase"));
+        assert!(near(phase), "{name}: phase {phase} vs kstat {kstat}");
+        // Each ran at the pool's pace (the tree's copy threads also waited for a CPU 29 % of
+        // the time, yet copied faster than the pool wrote): the pool is the limit.
+        assert_eq!(v.limit, copyscope::model::Limit::Pool, "{name}: {}", v.text);
+        let r = v.rate_bps.unwrap();
+        assert!(near(r), "{name}: verdict {r} vs kstat {kstat}");
+    }
+}

@@ -108,6 +108,13 @@ fn violations(text: &str) -> Vec<String> {
                     bad.push(format!("{prev} s  in: {line}"));
                 }
             }
+            // Counts are grouped by threes: "1 200 files", never "1200 files".
+            if matches!(*tok, "files" | "drops" | "txgs")
+                && is_digits(prev, prev.len())
+                && prev.len() > 3
+            {
+                bad.push(format!("{prev} {tok}  in: {line}"));
+            }
             // A clock ends in two-digit seconds; "256:1" is a ratio.
             let clockish = tok.contains(':')
                 && tok
@@ -133,6 +140,7 @@ fn the_checker_rejects_the_old_families() {
         "took 75.8 s",
         "last byte 57.0 s",
         "1.1 GB",
+        "629 MB in 1200 files",
         "9.99 kB", // fine…
     ] {
         let v = violations(old);

@@ -745,6 +745,7 @@ impl Model {
                 first_byte: self.first_byte_t,
                 copy_end: self.copy_end.unwrap_or(stats.elapsed_ns),
                 on_zfs: self.on_zfs(),
+                pool_saturated: self.phase.limit() == Some(phase::Limit::Pool),
             },
         })
     }
@@ -844,7 +845,8 @@ impl Model {
         let on_zfs = self.on_zfs();
         let pool = on_zfs.then(|| {
             let a = tick.t1.saturating_sub(phase::POOL_WINDOW_NS);
-            self.txgs.sync_coverage(a, tick.t1, tick.t1)
+            let since = self.first_byte_t.unwrap_or(u64::MAX);
+            self.txgs.sync_coverage(since, (a, tick.t1), tick.t1)
         });
         let before = self.bytes_now().saturating_sub(tick.bytes);
         let ceiling = self

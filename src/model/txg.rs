@@ -5,6 +5,9 @@ use std::collections::VecDeque;
 
 use crate::sample::{TxgRow, ZfsSample};
 
+/// A committed txg must have written at least this much to tell the pool's write rate.
+pub const MIN_RATE_TXG_BYTES: u64 = 1 << 20;
+
 /// Txgs remembered (100 ms ticks and 5 s txgs: 32 rows cover minutes).
 const TRACK_CAP: usize = 32;
 /// How far a mapped time may sit outside the observed bracket and still be trusted.
@@ -193,12 +196,23 @@ impl TxgTracker {
 
     /// Time within `[a, b]` some txg was syncing, and the pool's write rate while syncing
     /// (Σ nwritten / Σ stime of the committed txgs that synced in it), for "syncs back to back".
-    pub fn sync_coverage(&self, a: u64, b: u64, now: u64) -> (u64, Option<f64>) {
+    /// Only syncs that began at or after `since` (the copy's first byte) count: the txgs a pool
+    /// syncs before (its creation, a `zpool sync`, an idle pool's housekeeping) carry a few
+    /// hundred KB each, and their fixed cost would pass for a slow pool. A txg that wrote less
+    /// than [`MIN_RATE_TXG_BYTES`] tells the same fixed cost, not the pool's rate.
+    pub fn sync_coverage(&self, since: u64, (a, b): (u64, u64), now: u64) -> (u64, Option<f64>) {
         let (mut covered, mut bytes, mut stime) = (0u64, 0u64, 0u64);
         for k in &self.tracks {
+            if k.sync_start().is_none_or(|s| s < since) {
+                continue;
+            }
             let o = k.overlap(a, b, now);
             covered += o;
-            if o > 0 && k.row.state == 'C' && k.row.stime > 0 {
+            if o > 0
+                && k.row.state == 'C'
+                && k.row.stime > 0
+                && k.row.nwritten >= MIN_RATE_TXG_BYTES
+            {
                 bytes = bytes.saturating_add(k.row.nwritten);
                 stime = stime.saturating_add(k.row.stime);
             }

@@ -18,6 +18,8 @@ pub const LOST_SHARE: f64 = 0.25;
 pub const MEASURED_SHARE: f64 = 0.5;
 /// A copy shorter than this says "unknown".
 pub const MIN_COPY_SECS: f64 = 2.0;
+/// A copy averaging at least this share of the pool's write rate ran at the pool's pace.
+pub const AT_POOL_SHARE: f64 = 0.85;
 /// Logical ÷ physical bytes from which a ZFS copy "measures the CPU, not the disks".
 pub const COMPRESSED_RATIO: f64 = 10.0;
 /// The final flush took at least this share of the run (copy + flush): the verdict tells the
@@ -165,6 +167,8 @@ pub(crate) struct Span {
     /// End of the copy phase (last byte, flush, fatal), else the last sample.
     pub copy_end: u64,
     pub on_zfs: bool,
+    /// The pool synced back to back while the copy ran (the model's sustained-rate phase).
+    pub pool_saturated: bool,
 }
 
 /// Everything the verdict reads.
@@ -406,6 +410,9 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
         );
     };
     let held = pct(slices.iter().map(|s| b.share(*s)).sum());
+    if let Some(v) = pool_despite(i, limit, &who) {
+        return v;
+    }
     match limit {
         Limit::RateLimit => rate_limit(i, &held),
         Limit::Pool => pool(i, &format!("{writer} waited for them {held} of the time")),
@@ -459,6 +466,39 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             ),
         ),
     }
+}
+
+/// A copy held by its CPU (or its own pace, or the source) that still ran at the pool's write
+/// rate or faster, onto a pool that synced back to back, was limited by the pool: a faster
+/// CPU would only have filled the pool's dirty data sooner. The other wait is told beside it.
+fn pool_despite(i: &Input, limit: Limit, who: &Who) -> Option<(Limit, Option<f64>, String)> {
+    let other = match limit {
+        Limit::Cpu => Slice::CpuWait,
+        Limit::Source => Slice::SourceRead,
+        Limit::Copier => Slice::Writing,
+        _ => return None,
+    };
+    let rate = i.facts.pool_bps()?;
+    if !i.span.on_zfs || !i.span.pool_saturated || i.stats.avg_bps < AT_POOL_SHARE * rate {
+        return None;
+    }
+    let b = i.budget;
+    let what = match other {
+        Slice::CpuWait => "waited for a core",
+        Slice::SourceRead => "waited for reads",
+        _ => "ran on a CPU",
+    };
+    Some(pool(
+        i,
+        &format!(
+            "{} waited for them {} of the time; it also {what} {} of the time, yet {} averaged {}, as fast as the pool writes",
+            who.writer,
+            pct(b.share(Slice::TxgWait)),
+            pct(b.share(other)),
+            who.run,
+            fmt_rate(i.stats.avg_bps)
+        ),
+    ))
 }
 
 /// "Limited by --bwlimit 20 MB/s: the copy waited for its own rate limit 92 % of the time;

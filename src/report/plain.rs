@@ -311,10 +311,9 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
         ExitStatus::Cancelled => "cancelled",
     };
     s.push_str(&format!(
-        "copyscope: {head}: {} in {} file{}, {} {}",
+        "copyscope: {head}: {} in {}, {} {}",
         fmt_bytes_with(o.bytes_copied, binary),
-        o.files_copied,
-        if o.files_copied == 1 { "" } else { "s" },
+        crate::present::format::fmt_files(o.files_copied),
         if reads { "read" } else { "copy" },
         // The model's copy time, which its speeds divide by; the engine's where none ran.
         fmt_secs(if st.bytes > 0 {

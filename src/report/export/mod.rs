@@ -261,10 +261,9 @@ impl ChartData {
             return format!("{} written", size(st.bytes));
         }
         format!(
-            "{} in {} file{}",
+            "{} in {}",
             size(st.bytes),
-            st.files,
-            if st.files == 1 { "" } else { "s" }
+            crate::present::format::fmt_files(st.files)
         )
     }
 

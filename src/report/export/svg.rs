@@ -9,7 +9,7 @@ use crate::model::{EventKind, Slice};
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
 use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit};
-use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_count, fmt_rate, fmt_secs};
 use crate::present::text::ellipsize_middle;
 
 const INK: &str = "#0f172a";
@@ -989,9 +989,9 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
 
     heading(o, 1, "Run");
     let files = if st.failed > 0 {
-        format!("{} ({} failed)", st.files, st.failed)
+        format!("{} ({} failed)", fmt_count(st.files), fmt_count(st.failed))
     } else {
-        format!("{}", st.files)
+        fmt_count(st.files)
     };
     match &data.watch {
         Some(intake) => {
