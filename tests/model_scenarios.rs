@@ -38,6 +38,8 @@ struct Levels {
     /// The writer hands over `copy_mbps` in writes of this many bytes (smbd: 8 MiB), spaced
     /// 0.5-1.5 × the mean interval apart; `None`: a little every tick.
     burst: Option<f64>,
+    /// The writer's kernel stacks could be read (root); else only its states are known.
+    stacks: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -64,6 +66,7 @@ impl Default for Levels {
             zfs: None,
             writer: None,
             burst: None,
+            stacks: true,
         }
     }
 }
@@ -229,7 +232,7 @@ impl Scenario {
                 runq_wait_ns: self.runq_ns,
                 classes: [(class, 1), (WaitClass::Sleeping, 1)].into_iter().collect(),
                 held_in: None,
-                stacks_readable: true,
+                stacks_readable: lv.stacks,
             }),
             net_rx: None,
             exact: None,
@@ -541,6 +544,68 @@ fn stalled_reader_on_zfs_is_not_blamed_on_the_syncing_txg() {
             .iter()
             .any(|e| e.kind == EventKind::TxgSyncStarted { txg: 1204 })
     );
+}
+
+/// A hog takes the copier's core while a txg syncs: every copy thread is runnable (R, 80 % of
+/// the time on the run queue), none waits on the txg. The sync is an event, not the cause;
+/// with or without readable kernel stacks (the states alone show the writer was not blocked).
+#[test]
+fn a_cpu_dip_during_a_txg_sync_is_the_cpu() {
+    for stacks in [true, false] {
+        let syncing = TxgRow {
+            txg: 310,
+            birth: 1_000_000_000,
+            state: 'S',
+            otime: 2_000_000_000,
+            qtime: 40_000,
+            wtime: 1_000_000,
+            ..Default::default()
+        };
+        let open = TxgRow {
+            txg: 311,
+            birth: 3_001_040_000,
+            state: 'O',
+            ..Default::default()
+        };
+        let before = TxgRow {
+            state: 'O',
+            otime: 0,
+            qtime: 0,
+            wtime: 0,
+            ..syncing
+        };
+        let mut sc = Scenario::new(Levels {
+            copy_mbps: 150.0,
+            writer: Some((WaitClass::Running, 0.02)),
+            stacks,
+            zfs: Some(ZfsLevels {
+                rows: vec![before],
+                arc_anon: Some(300 * MB),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        sc.run(3000, |_| {})
+            .run(2000, |l| {
+                l.copy_mbps = 20.0;
+                l.cpu_pct = 100.0;
+                l.writer = Some((WaitClass::Running, 0.8));
+                l.zfs.as_mut().unwrap().rows = vec![syncing, open];
+            })
+            .run(3000, |l| {
+                l.copy_mbps = 150.0;
+                l.cpu_pct = 20.0;
+                l.writer = Some((WaitClass::Running, 0.02));
+            });
+        let m = sc.model(zfs_env());
+        let d = drops(&m);
+        assert_eq!(d.len(), 1, "stacks {stacks}: {d:?}");
+        assert!(
+            matches!(d[0].2[..], [Cause::CpuStarved { .. }]),
+            "stacks {stacks}: {:?}",
+            d[0].2
+        );
+    }
 }
 
 /// A hog shares the copier's core: the copy thread is runnable but waits on the run queue

@@ -75,9 +75,24 @@ fn the_recording_is_a_real_copy_onto_zfs() {
 #[test]
 fn replay_gives_the_live_events() {
     let rec = load();
-    let live = live_events(&rec);
+    let mut live = live_events(&rec);
     let model = replay_model(&rec, ModelConfig::default());
-    let replayed = model.events();
+    let mut replayed = model.events().to_vec();
+    // The one place today's model differs from the build that recorded the copy: that build
+    // measured the pool's rate over the syncs of the first 5 s, the pool's few-hundred-KB
+    // housekeeping txgs before the first byte included, and said "now at pool speed, 29.9
+    // MB/s" at the first stall. Today only the copy's own txgs count: the phase comes once
+    // they tell the pool's rate, at the kstat's (38.7 MB/s, as the verdict says).
+    let is_phase = |e: &Event| matches!(e.kind, EventKind::Phase { .. });
+    let EventKind::Phase { rate_bps, .. } =
+        replayed.iter().find(|e| is_phase(e)).expect("phase").kind
+    else {
+        unreachable!()
+    };
+    assert!((rate_bps / 38.7e6 - 1.0).abs() < 0.05, "{rate_bps}");
+    live.retain(|e| !is_phase(e));
+    replayed.retain(|e| !is_phase(e));
+    let replayed = &replayed[..];
 
     let (l, r) = (drops(&live), drops(replayed));
     assert_eq!(l.len(), r.len(), "drop count");

@@ -457,8 +457,16 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
     } else {
         !cx.engine_timing || write_share >= WRITE_BLOCKED_SHARE
     };
-    // A kernel wait with a known signature: shown by the stacks when they are readable.
-    let held = |class: WaitClass| !stacks || e.held(class) >= HELD_SHARE;
+    // A kernel wait with a known signature: shown by the stacks when they are readable. With
+    // only the threads' states, such a wait is at least a blocked (D) writer: a writer that
+    // ran or waited for a CPU through the drop was held by none of them.
+    let held = |class: WaitClass| {
+        if stacks {
+            e.held(class) >= HELD_SHARE
+        } else {
+            !threads || e.held_writing() >= HELD_SHARE
+        }
+    };
     // A read stall can still come from the destination when both share one disk.
     let has_device = cx.has_device || e.dev_ns > 0;
     let device_may_matter = has_device && (!source_stall || !e.source_disk);
