@@ -608,6 +608,44 @@ fn a_cpu_dip_during_a_txg_sync_is_the_cpu() {
     }
 }
 
+/// A hog takes the copier's core while it reads: the engine sits in read() 90 % of the time,
+/// but the copy thread is runnable throughout (80 % on the run queue), never blocked on the
+/// source: the read was slow because it waited for a CPU.
+#[test]
+fn a_read_stretched_by_a_starved_cpu_is_the_cpu() {
+    for stacks in [true, false] {
+        let mut sc = Scenario::new(Levels {
+            copy_mbps: 300.0,
+            writer: Some((WaitClass::Running, 0.02)),
+            stacks,
+            ..Default::default()
+        });
+        sc.run(3000, |_| {})
+            .run(2000, |l| {
+                l.copy_mbps = 30.0;
+                l.cpu_pct = 100.0;
+                l.read_share = 0.9;
+                l.write_share = 0.05;
+                l.writer = Some((WaitClass::Running, 0.8));
+            })
+            .run(3000, |l| {
+                l.copy_mbps = 300.0;
+                l.cpu_pct = 20.0;
+                l.read_share = 0.3;
+                l.write_share = 0.4;
+                l.writer = Some((WaitClass::Running, 0.02));
+            });
+        let m = sc.model(ext4());
+        let d = drops(&m);
+        assert_eq!(d.len(), 1, "stacks {stacks}: {d:?}");
+        assert!(
+            matches!(d[0].2[..], [Cause::CpuStarved { .. }]),
+            "stacks {stacks}: {:?}",
+            d[0].2
+        );
+    }
+}
+
 /// A hog shares the copier's core: the copy thread is runnable but waits on the run queue
 /// 80 % of the time. The all-core average (98 % during the drop) is not what decides.
 #[test]

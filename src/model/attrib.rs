@@ -342,6 +342,11 @@ impl Evidence {
         self.thread_ns > 0 && self.stacks_readable
     }
 
+    /// Share of the thread time blocked in the kernel (neither running nor asleep).
+    fn blocked_share(&self) -> f64 {
+        1.0 - self.held(WaitClass::Running) - self.held(WaitClass::Sleeping)
+    }
+
     /// Share of the thread time held on the write side (a known write wait or an unexplained D).
     fn held_writing(&self) -> f64 {
         WaitClass::ALL
@@ -437,14 +442,20 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
     let write_share = e.share(e.write_ns);
     let threads = e.thread_ns > 0;
     let stacks = e.stacks_known();
+    // A copier that ran or waited for a CPU through the drop and was hardly ever blocked: its
+    // long read() calls were the CPU's (a starved reader copies slowly inside read()).
+    let cpu_only = threads
+        && e.runq_share().is_some_and(|w| w >= RUNQ_WAIT_SHARE)
+        && e.blocked_share() < HELD_SHARE;
     // A source stall: the engine sat in read(), or (copy_file_range, where reads happen inside
     // the write call) its threads' kernel stacks were in the read path.
-    let source_stall = (cx.engine_timing
-        && read_share >= READ_STALL_SHARE
-        && write_share < READ_STALL_MAX_WRITE_SHARE)
-        || (stacks
-            && e.held(WaitClass::SourceRead) >= READ_HELD_SHARE
-            && e.held_writing() < READ_STALL_MAX_WRITE_SHARE);
+    let source_stall = !cpu_only
+        && ((cx.engine_timing
+            && read_share >= READ_STALL_SHARE
+            && write_share < READ_STALL_MAX_WRITE_SHARE)
+            || (stacks
+                && e.held(WaitClass::SourceRead) >= READ_HELD_SHARE
+                && e.held_writing() < READ_STALL_MAX_WRITE_SHARE));
     // Held on the write side: the kernel stacks say so when readable; else the engine's time
     // in write calls; without engine times (watch mode, the dd capture) the counters decide.
     // A writer whose threads were readable and slept through the whole drop (a receiver in
