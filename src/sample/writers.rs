@@ -545,7 +545,10 @@ impl WriterReader {
         let moved = d.pos.saturating_sub(fdrec.base_pos);
         let grew = self.grow(key, size, moved);
         let rec = *self.files.get(&key)?;
-        rec.watched.then_some(WrittenFile {
+        // Shown only inside the watched directory: a log or an inherited stdout elsewhere on
+        // the same filesystem (appended to by others) counts, but is not the file written.
+        let inside = Path::new(&d.path).starts_with(&self.fs.path);
+        (rec.watched && inside).then_some(WrittenFile {
             pid: d.pid,
             fd: d.fd,
             path: d.path,
@@ -846,6 +849,34 @@ mod tests {
         assert_eq!(t.bytes, 8 << 20);
         assert_eq!(t.current.unwrap().path, fx.path("share/big.iso"));
         assert!(!t.unreadable);
+    }
+
+    /// A writer's stdout is a log elsewhere on the watched filesystem that others append to:
+    /// it is not the file shown, even while the writer's own file has not grown yet.
+    #[test]
+    fn a_file_outside_the_watched_directory_is_never_shown() {
+        let fx = Fixture::new();
+        let fs = WatchedFs {
+            dev: std::fs::metadata(fx.dir.path()).unwrap().dev(),
+            path: fx.path("share"),
+        };
+        fx.grow("run/ci.log", 1000);
+        fx.proc(77, "python3", 'S', 1, 0);
+        fx.open(77, 1, "run/ci.log", 1000);
+        let since = SystemTime::now() - std::time::Duration::from_secs(3600);
+        let mut r = WriterReader::new(&fx.root(), &[77], &[], fs, since);
+        r.read();
+        fx.grow("run/ci.log", 60_000);
+        fx.open(77, 1, "run/ci.log", 60_000);
+        assert_eq!(r.read().current, None);
+        fx.grow("share/upload.bin", 0);
+        fx.open(77, 5, "share/upload.bin", 0);
+        r.read();
+        fx.grow("share/upload.bin", 1 << 20);
+        fx.grow("run/ci.log", 90_000);
+        fx.open(77, 1, "run/ci.log", 90_000);
+        let t = r.read();
+        assert_eq!(t.current.unwrap().path, fx.path("share/upload.bin"));
     }
 
     /// A file written and closed between two ticks is never seen open: `write_bytes` has it.
