@@ -546,6 +546,93 @@ fn stalled_reader_on_zfs_is_not_blamed_on_the_syncing_txg() {
     );
 }
 
+/// Small txgs sync one after another through a stall (a tree of small files: each txg holds
+/// a few files): none covers half of the drop, together they cover it, and the writer's stack
+/// is in a txg wait throughout. The drop names them all and the share of the wait.
+#[test]
+fn short_syncs_back_to_back_through_a_stall_are_named_together() {
+    let row = |txg: u64, state: char, birth: u64, otime: u64, stime: u64| TxgRow {
+        txg,
+        birth,
+        state,
+        otime,
+        stime,
+        ndirty: if state == 'C' { 20 * MB } else { 0 },
+        nwritten: if state == 'C' { 20 * MB } else { 0 },
+        ..Default::default()
+    };
+    let ms = 1_000_000;
+    // txg 310 syncs 3.0-3.6 s, 311 3.7-4.3 s, 312 4.4-5.0 s.
+    let t310 = |st| {
+        row(
+            310,
+            st,
+            1000 * ms,
+            2000 * ms,
+            if st == 'C' { 600 * ms } else { 0 },
+        )
+    };
+    let t311 = |st| {
+        row(
+            311,
+            st,
+            3000 * ms,
+            if st == 'O' { 0 } else { 700 * ms },
+            if st == 'C' { 600 * ms } else { 0 },
+        )
+    };
+    let t312 = |st| {
+        row(
+            312,
+            st,
+            3700 * ms,
+            if st == 'O' { 0 } else { 700 * ms },
+            if st == 'C' { 600 * ms } else { 0 },
+        )
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 150.0,
+        writer: Some((WaitClass::Running, 0.02)),
+        zfs: Some(ZfsLevels {
+            rows: vec![row(310, 'O', 1000 * ms, 0, 0)],
+            arc_anon: Some(300 * MB),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let set = |l: &mut Levels, rows: Vec<TxgRow>| l.zfs.as_mut().unwrap().rows = rows;
+    sc.run(3000, |_| {})
+        .run(600, |l| {
+            l.copy_mbps = 1.0;
+            l.write_share = 0.95;
+            l.writer = Some((WaitClass::ZfsTxg, 0.0));
+            set(l, vec![t310('S'), t311('O')]);
+        })
+        .run(100, |l| set(l, vec![t310('C'), t311('O')]))
+        .run(600, |l| set(l, vec![t310('C'), t311('S'), t312('O')]))
+        .run(100, |l| set(l, vec![t311('C'), t312('O')]))
+        .run(600, |l| set(l, vec![t311('C'), t312('S')]))
+        .run(3000, |l| {
+            l.copy_mbps = 150.0;
+            l.write_share = 0.4;
+            l.writer = Some((WaitClass::Running, 0.02));
+            set(l, vec![t312('C'), row(313, 'O', 5000 * ms, 0, 0)]);
+        });
+    let m = sc.model(zfs_env());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1, "{d:?}");
+    let Cause::TxgSync { syncs: Some(s), .. } = &d[0].2[0] else {
+        panic!("{:?}", d[0].2)
+    };
+    assert_eq!((s.first, s.last, s.count), (310, 312, 3), "{s:?}");
+    assert!(s.held_pct.is_some_and(|p| p > 80.0), "{s:?}");
+    let text = d[0].2[0].describe();
+    assert!(
+        text.starts_with("txgs 310-312 synced one after another"),
+        "{text}"
+    );
+}
+
 /// A hog takes the copier's core while a txg syncs: every copy thread is runnable (R, 80 % of
 /// the time on the run queue), none waits on the txg. The sync is an event, not the cause;
 /// with or without readable kernel stacks (the states alone show the writer was not blocked).
@@ -1105,6 +1192,7 @@ fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
                 stime_ns: 2_500_000_000,
                 // No arcstats: the percentage comes from ndirty against 4 GiB.
                 dirty_pct_of_max: Some(300e6 * 100.0 / (4u64 << 30) as f64),
+                syncs: None,
             }]
         )]
     );

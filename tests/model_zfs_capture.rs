@@ -237,6 +237,7 @@ fn every_stall_is_a_txg_sync_and_none_blames_the_page_cache() {
             ndirty,
             stime_ns,
             dirty_pct_of_max,
+            ..
         } = &d.causes[0]
         else {
             panic!("first cause is the txg sync: {}", ev.describe());
@@ -305,6 +306,7 @@ fn first_stall_exactly() {
                 stime_ns: 6_244_167_340,
                 // arc anon_size peaked at 319 844 352 just before the stall.
                 dirty_pct_of_max: Some(319_844_352.0 * 100.0 / DIRTY_MAX as f64),
+                syncs: None,
             },
             // dmu_tx_dirty_delay rose 0 → 656 in the second before the stall, then froze.
             Cause::ZfsThrottle {

@@ -142,6 +142,7 @@ fn every_drop_is_a_txg_sync_or_the_zfs_throttle() {
                 ndirty,
                 stime_ns,
                 dirty_pct_of_max,
+                ..
             } => {
                 assert!(
                     *ndirty > 50_000_000,

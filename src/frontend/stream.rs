@@ -590,6 +590,7 @@ mod tests {
                     ndirty: 0,
                     stime_ns,
                     dirty_pct_of_max: Some(29.0),
+                    syncs: None,
                 }],
             }),
         }

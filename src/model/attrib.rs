@@ -2,8 +2,8 @@
 //! open, then one pure decision that lists the causes best first, each with its numbers.
 //! The thresholds are documented in docs/attribution.md.
 
-use super::Cause;
 use super::exact::ExactTick;
+use super::{Cause, TxgSyncs};
 use crate::sample::{Cpu, PageCache, ThreadSample, WaitClass};
 
 /// The writer "sat in write()": share of the drop's time spent inside write calls.
@@ -417,6 +417,8 @@ pub(crate) struct TxgHit {
     pub ndirty: u64,
     /// 0 until the txg commits.
     pub stime_ns: u64,
+    /// Several syncs together covered the drop: (first txg, last txg, count, ns covered, drop ns).
+    pub syncs: Option<(u64, u64, u32, u64, u64)>,
 }
 
 /// What the decision needs besides the evidence.
@@ -677,6 +679,16 @@ fn zfs_causes(e: &Evidence, cx: &Context<'_>, held: bool, causes: &mut Vec<Cause
             ndirty: h.ndirty,
             stime_ns: h.stime_ns,
             dirty_pct_of_max: pct,
+            syncs: h
+                .syncs
+                .map(|(first, last, count, covered_ns, drop_ns)| TxgSyncs {
+                    first,
+                    last,
+                    count,
+                    covered_ns,
+                    drop_ns,
+                    held_pct: e.stacks_known().then(|| e.held(WaitClass::ZfsTxg) * 100.0),
+                }),
         });
     }
     if e.zfs_delays > 0 || e.zfs_over_max > 0 {

@@ -74,11 +74,28 @@ impl Cause {
                 }
                 s
             }
+            Cause::TxgSync { syncs: Some(r), .. } => {
+                let mut s = format!(
+                    "txgs {}-{} synced one after another through it ({} syncs, {} of the {})",
+                    r.first,
+                    r.last,
+                    r.count,
+                    fmt_secs(r.covered_ns as f64 / 1e9),
+                    fmt_secs(r.drop_ns as f64 / 1e9)
+                );
+                if let Some(p) = r.held_pct {
+                    s.push_str(&format!(
+                        "; the writer waited on a txg {p:.0} % of the time"
+                    ));
+                }
+                s
+            }
             Cause::TxgSync {
                 txg,
                 ndirty,
                 stime_ns,
                 dirty_pct_of_max,
+                syncs: None,
             } => {
                 let mut s = if *stime_ns > 0 {
                     format!(
@@ -361,6 +378,7 @@ mod tests {
                         ndirty: 1_100_000_000,
                         stime_ns: 1_600_000_000,
                         dirty_pct_of_max: Some(62.0),
+                        syncs: None,
                     },
                     Cause::ZfsThrottle {
                         delays: 656,

@@ -128,6 +128,22 @@ pub struct DropInfo {
     pub causes: Vec<Cause>,
 }
 
+/// Several txgs that synced one after another through a drop, none covering half of it alone
+/// (small txgs: a tree of small files, or syncs forced by the copy).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TxgSyncs {
+    pub first: u64,
+    pub last: u64,
+    pub count: u32,
+    /// Time within the drop some of them was syncing, ns.
+    pub covered_ns: u64,
+    /// The drop's length, ns.
+    pub drop_ns: u64,
+    /// Share of the writer's time in a txg wait, percent, when its stacks were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_pct: Option<f64>,
+}
+
 /// A cause with its evidence numbers (§5a order: best first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
@@ -151,6 +167,10 @@ pub enum Cause {
         ndirty: u64,
         stime_ns: u64,
         dirty_pct_of_max: Option<f64>,
+        /// Set when several syncs together held the drop; `txg` is the one that overlapped it
+        /// the most.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        syncs: Option<TxgSyncs>,
     },
     ZfsThrottle {
         delays: u64,
@@ -901,22 +921,37 @@ impl Model {
             || self.latest.as_ref().is_some_and(|s| s.zfs.is_some())
     }
 
+    /// The txg sync that covered `[start, end]`: one covering at least
+    /// [`attrib::TXG_OVERLAP_FRACTION`] of it, else several that together did (the one that
+    /// overlapped most, with the run of them).
+    fn txg_hit(&self, start: u64, end: u64, now: u64) -> Option<TxgHit> {
+        let hit = |k: txg::TxgTrack, syncs| {
+            let done = k.row.state == 'C';
+            TxgHit {
+                txg: k.row.txg,
+                ndirty: if done { k.row.ndirty } else { 0 },
+                stime_ns: if done { k.row.stime } else { 0 },
+                syncs,
+            }
+        };
+        if let Some(k) = self
+            .txgs
+            .best_overlap(start, end, now, attrib::TXG_OVERLAP_FRACTION)
+        {
+            return Some(hit(k, None));
+        }
+        let run = self.txgs.overlapping(start, end, now);
+        let len = end.saturating_sub(start).max(1);
+        if run.count < 2 || (run.covered as f64) < attrib::TXG_OVERLAP_FRACTION * len as f64 {
+            return None;
+        }
+        let syncs = (run.first, run.last, run.count, run.covered, len);
+        Some(hit(run.most, Some(syncs)))
+    }
+
     fn context(&self, start: u64, end: u64, now: u64) -> Context<'_> {
         let on_zfs = self.on_zfs();
-        let txg = on_zfs
-            .then(|| {
-                self.txgs
-                    .best_overlap(start, end, now, attrib::TXG_OVERLAP_FRACTION)
-            })
-            .flatten()
-            .map(|k| {
-                let done = k.row.state == 'C';
-                TxgHit {
-                    txg: k.row.txg,
-                    ndirty: if done { k.row.ndirty } else { 0 },
-                    stime_ns: if done { k.row.stime } else { 0 },
-                }
-            });
+        let txg = on_zfs.then(|| self.txg_hit(start, end, now)).flatten();
         Context {
             disks: &self.dest_disks,
             on_zfs,
@@ -1734,6 +1769,7 @@ fn fill_txg_cause(d: &mut DropInfo, txg: u64, ndirty: u64, stime: u64, max: Opti
             ndirty: n,
             stime_ns,
             dirty_pct_of_max,
+            ..
         } = c
             && *t == txg
             && *stime_ns == 0
@@ -1867,6 +1903,7 @@ mod tests {
                         ndirty,
                         stime_ns,
                         dirty_pct_of_max: None,
+                        syncs: None,
                     },
                     Cause::ZfsThrottle {
                         delays: 3,
@@ -1911,6 +1948,7 @@ mod tests {
                 ndirty: 100,
                 stime_ns: 7,
                 dirty_pct_of_max: Some(25.0),
+                syncs: None,
             }
         );
         // Txg 13 never committed; a drop after the commit is not touched; a drop that

@@ -14,7 +14,7 @@ const TRACK_CAP: usize = 32;
 const MAP_SLACK_NS: i128 = 250_000_000;
 
 /// What is known about one txg.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct TxgTrack {
     pub row: TxgRow,
     /// Last sample time the row was seen before it reached S (O, Q or W).
@@ -85,6 +85,18 @@ impl TxgTrack {
         let s1 = self.sync_end().unwrap_or(now);
         s1.min(b).saturating_sub(s0.max(a))
     }
+}
+
+/// The txgs whose syncs overlapped a span ([`TxgTracker::overlapping`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Overlapping {
+    pub first: u64,
+    pub last: u64,
+    pub count: u32,
+    /// Time within the span some of them was syncing (syncs do not overlap each other).
+    pub covered: u64,
+    /// The one that overlapped the span the most.
+    pub most: TxgTrack,
 }
 
 /// A txg event found by [`TxgTracker::update`].
@@ -192,6 +204,31 @@ impl TxgTracker {
             .filter(|(o, _)| *o > 0 && *o as f64 >= min_fraction * len as f64)
             .max_by_key(|(o, k)| (*o, k.row.txg))
             .map(|(_, k)| *k)
+    }
+
+    /// Every txg whose sync overlapped `[a, b]`: how many, the first and last, the time some
+    /// of them was syncing, and the one that overlapped most. `None` when none did.
+    pub fn overlapping(&self, a: u64, b: u64, now: u64) -> Overlapping {
+        let mut run = Overlapping::default();
+        let mut most = 0;
+        for k in &self.tracks {
+            let o = k.overlap(a, b, now);
+            if o == 0 {
+                continue;
+            }
+            if run.count == 0 {
+                run.first = k.row.txg;
+            }
+            run.count += 1;
+            run.last = k.row.txg;
+            run.covered += o;
+            if o >= most {
+                most = o;
+                run.most = *k;
+            }
+        }
+        run.covered = run.covered.min(b.saturating_sub(a));
+        run
     }
 
     /// Time within `[a, b]` some txg was syncing, and the pool's write rate while syncing

@@ -219,6 +219,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
             ndirty: 500_000_000,
             stime_ns: 1_500_000_000,
             dirty_pct_of_max: Some(11.6),
+            syncs: None,
         }];
         if k == 1 {
             causes.push(Cause::ZfsThrottle {

@@ -1102,6 +1102,9 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         let y = head_y + (i as f64 + 1.0) * row_gap;
         let cx = x0 + 3.0 * col_w + 18.0 * s;
         let cause = match d.causes.first() {
+            Some(crate::model::Cause::TxgSync { syncs: Some(r), .. }) => {
+                format!("txgs {}-{}", r.first, r.last)
+            }
             Some(crate::model::Cause::TxgSync { txg, .. }) => format!("txg {txg}"),
             Some(c) => cause_label(c).to_string(),
             None => drop_label(d).to_string(),
