@@ -358,7 +358,8 @@ fn dirty_above_freerun_with_the_writer_in_write() {
             t_ns: 31 * TICK,
             kind: EventKind::WritebackStarted {
                 dirty: 1600 * MB,
-                bg_thresh: BG
+                bg_thresh: BG,
+                writeback: 100 * MB
             }
         }
     );
@@ -543,6 +544,45 @@ fn stalled_reader_on_zfs_is_not_blamed_on_the_syncing_txg() {
         m.events()
             .iter()
             .any(|e| e.kind == EventKind::TxgSyncStarted { txg: 1204 })
+    );
+}
+
+/// A copy onto tmpfs while other writers' dirty data crosses the background threshold and
+/// the throttle zone: tmpfs is never written back nor throttled, so neither is this copy's
+/// event ("the kernel is pacing writes" would be false).
+#[test]
+fn a_tmpfs_copy_gets_no_page_cache_events_from_other_writers() {
+    let tmpfs = Environment {
+        fs_type: Some("tmpfs".into()),
+        mount_point: Some("/dev/shm".into()),
+        page_size: 4096,
+        ..Default::default()
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 800.0,
+        dirty: 10 * MB,
+        ..Default::default()
+    });
+    sc.run(2000, |_| {})
+        .run(3000, |l| l.dirty = THRESH + 100 * MB)
+        .run(2000, |l| l.dirty = 10 * MB);
+    let m = sc.model(tmpfs);
+    let page_cache: Vec<_> = m
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::WritebackStarted { .. } | EventKind::DirtyThrottleZone { .. }
+            )
+        })
+        .collect();
+    assert!(page_cache.is_empty(), "{page_cache:?}");
+    assert!(
+        sc.model(ext4())
+            .events()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::WritebackStarted { .. }))
     );
 }
 

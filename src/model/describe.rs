@@ -268,13 +268,30 @@ impl Event {
                 }
                 s
             }
-            EventKind::WritebackStarted { dirty, bg_thresh } => format!(
-                "dirty {} crossed the background threshold {}: writeback started",
-                fmt_bytes(*dirty),
-                fmt_bytes(*bg_thresh)
-            ),
+            EventKind::WritebackStarted {
+                dirty,
+                bg_thresh,
+                writeback,
+            } => match (dirty > bg_thresh, *writeback > 0) {
+                (true, _) => format!(
+                    "dirty {} crossed the background threshold {}: writeback started",
+                    fmt_bytes(*dirty),
+                    fmt_bytes(*bg_thresh)
+                ),
+                (false, true) => format!(
+                    "dirty {} + writeback {} crossed the background threshold {}: writeback started",
+                    fmt_bytes(*dirty),
+                    fmt_bytes(*writeback),
+                    fmt_bytes(*bg_thresh)
+                ),
+                (false, false) => format!(
+                    "writeback started at the background threshold {} (dirty {}, the rest already being written back)",
+                    fmt_bytes(*bg_thresh),
+                    fmt_bytes(*dirty)
+                ),
+            },
             EventKind::DirtyThrottleZone { dirty, freerun } => format!(
-                "dirty {} reached the throttle limit ({} freerun): the kernel is pacing writes",
+                "dirty + writeback {} reached the throttle limit ({} freerun): the kernel is pacing writes",
                 fmt_bytes(*dirty),
                 fmt_bytes(*freerun)
             ),
@@ -362,6 +379,36 @@ impl MarkerKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The writeback line says what crossed the threshold: dirty alone, dirty + writeback (the
+    /// flusher already moved part of it), or, from a recording without the writeback figure,
+    /// never a smaller number "crossing" a larger one.
+    #[test]
+    fn writeback_started_names_what_crossed() {
+        let says = |dirty, writeback| {
+            Event {
+                t_ns: 0,
+                kind: EventKind::WritebackStarted {
+                    dirty,
+                    bg_thresh: 100_000_000,
+                    writeback,
+                },
+            }
+            .describe()
+        };
+        assert_eq!(
+            says(112_000_000, 0),
+            "dirty 112 MB crossed the background threshold 100 MB: writeback started"
+        );
+        assert_eq!(
+            says(74_100_000, 40_000_000),
+            "dirty 74.1 MB + writeback 40.0 MB crossed the background threshold 100 MB: writeback started"
+        );
+        assert_eq!(
+            says(74_100_000, 0),
+            "writeback started at the background threshold 100 MB (dirty 74.1 MB, the rest already being written back)"
+        );
+    }
 
     #[test]
     fn drop_reads_like_a_diagnosis() {

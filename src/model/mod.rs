@@ -64,6 +64,10 @@ pub enum EventKind {
     WritebackStarted {
         dirty: u64,
         bg_thresh: u64,
+        /// Pages under writeback then (the flusher moves dirty pages there as it starts, so on
+        /// a fast disk dirty alone may sit under the threshold); 0 in older recordings.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        writeback: u64,
     },
     /// Dirty + writeback entered the throttle zone (above freerun).
     DirtyThrottleZone {
@@ -911,6 +915,11 @@ impl Model {
         }
     }
 
+    /// The destination lives in memory (tmpfs, ramfs): nothing of it is ever written back.
+    fn in_memory(&self) -> bool {
+        matches!(self.env.fs_type.as_deref(), Some("tmpfs" | "ramfs"))
+    }
+
     fn bytes_now(&self) -> u64 {
         self.latest.as_ref().map_or(0, |s| s.engine.bytes_copied)
     }
@@ -1064,6 +1073,12 @@ impl Model {
         let Some(p) = s.page_cache else {
             return;
         };
+        // Only where this copy's writes pass through the dirty page cache: on tmpfs (no
+        // device, never written back) and on ZFS (its own dirty data) the figures are other
+        // writers', and "the kernel is pacing writes" would not be this copy's.
+        if self.on_zfs() || self.in_memory() {
+            return;
+        }
         if p.bg_thresh > 0 {
             // The flusher starts when Dirty passes the background threshold. On a disk as fast as
             // the writer, Dirty only pokes above it between two samples and the flusher moves it
@@ -1078,6 +1093,7 @@ impl Model {
                     kind: EventKind::WritebackStarted {
                         dirty: p.dirty,
                         bg_thresh: p.bg_thresh,
+                        writeback: p.writeback,
                     },
                 });
             } else if !self.wb_armed
@@ -1883,6 +1899,11 @@ fn tick_info(prev: &Sample, s: &Sample) -> TickInfo {
         }),
         paced_ns: s.engine.paced_ns.saturating_sub(prev.engine.paced_ns),
     }
+}
+
+/// For serde: a count of 0 is left out.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]
