@@ -624,7 +624,7 @@ fn connections_to_the_endpoint_cannot_take_the_copys_descriptors() {
     );
     assert!(status.success(), "{status:?}\n{said}");
     assert!(
-        said.contains("done: ") && said.contains(" in 4000 files"),
+        said.contains("done: ") && said.contains(" in 4 000 files"),
         "{said}"
     );
     util::assert_same_tree(&src, &dst);
