@@ -22,6 +22,10 @@ pub struct Backlog {
     pub scope: BacklogScope,
 }
 
+/// Dirty data the system may hold besides a copy whose own is all written (the journal, other
+/// writers' trickle) before the copy's share counts as unknown.
+const UNKNOWN_SHARE_MIN: u64 = 16 << 20;
+
 /// This copy's backlog from what it `handed` to the kernel and what `reached` the destination
 /// since it started (its disks' sectors written, on ZFS the committed txgs' bytes; `None`
 /// when the destination's counters are unknown), bounded by the `system` backlog (all of this
@@ -41,6 +45,15 @@ pub(crate) fn this_copy(
         });
     }
     match reached {
+        // The disks wrote all this copy handed over and more, while the system still holds
+        // dirty data: others wrote there too, and which of what is left is ours is unknown
+        // (calling it 0 said "to flush 0 B" before a 3.4 s flush). The system's figure.
+        Some(r) if r >= handed && system.is_some_and(|s| s > UNKNOWN_SHARE_MIN) => {
+            system.map(|bytes| Backlog {
+                bytes,
+                scope: BacklogScope::System,
+            })
+        }
         Some(r) => {
             let own = handed.saturating_sub(r);
             Some(Backlog {
@@ -86,9 +99,18 @@ mod tests {
             this_copy(400 * MB, Some(0), Some(50 * MB), false),
             own(50 * MB)
         );
-        // Other writers and the journal made the disks write more than this copy handed over.
+        // Other writers made the disks write more than this copy handed over, and 300 MB are
+        // still dirty: how much of it is this copy's is unknown, so the system's figure.
         assert_eq!(
             this_copy(400 * MB, Some(900 * MB), Some(300 * MB), false),
+            Some(Backlog {
+                bytes: 300 * MB,
+                scope: BacklogScope::System
+            })
+        );
+        // All written (the journal wrote a little more); the system holds a trickle only.
+        assert_eq!(
+            this_copy(400 * MB, Some(404 * MB), Some(2 * MB), false),
             own(0)
         );
     }
