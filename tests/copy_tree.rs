@@ -362,6 +362,11 @@ fn verify_fsync_no_sync_and_no_preserve() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("verified 4 files: all match"), "{out}");
     assert!(out.contains("DONTNEED"), "{out}");
+    // The durable rate of a verified copy counts each file's read-back: said so.
+    assert!(
+        out.contains("(fsync per file and read back: --verify)"),
+        "{out}"
+    );
     assert_same_tree(&src, &d);
     let d2 = t.path().join("d2");
     let o = copyscope(&[OsStr::new("--fsync"), src.as_os_str(), d2.as_os_str()]);

@@ -339,6 +339,8 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
     }
     let durable = match (st.durable_bps, o.sync) {
         _ if reads => "uncached: each file's pages were dropped first (posix_fadvise(DONTNEED)), so this is the device's read rate (on ZFS the ARC may still serve it); a read has nothing to make durable".to_string(),
+        // Each file is fsynced, then read back before the next: the rate counts the read-back.
+        (Some(d), _) if o.verify.is_some() => format!("durable {} (fsync per file and read back: --verify)", fmt_rate_with(d, binary)),
         (Some(d), SyncMode::PerFile) => format!("durable {} (fsync per file)", fmt_rate_with(d, binary)),
         (Some(d), _) => format!("durable {} (after syncfs)", fmt_rate_with(d, binary)),
         (None, SyncMode::None) => {
