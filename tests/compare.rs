@@ -228,3 +228,39 @@ fn export_without_outputs_overwrites_nothing_without_force() {
         "my notes"
     );
 }
+
+/// Two runs onto the same pool of the same host: without `--label` each is told apart by its
+/// recording's name (both were "zfs tank on zfs-lab").
+#[test]
+fn runs_of_one_filesystem_are_told_apart_by_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        dir.path().join("before.jsonl"),
+        dir.path().join("after.jsonl"),
+    );
+    std::fs::copy(corpus("zfs-tree-40mbps.jsonl"), &a).unwrap();
+    std::fs::copy(corpus("zfs-aged-bigfile.jsonl"), &b).unwrap();
+    let out = run(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--svg",
+            "c.svg",
+            "--markdown",
+            "c.md",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(dir.path().join("c.svg")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("c.md")).unwrap();
+    for name in ["before", "after"] {
+        assert!(svg.contains(&format!("· {name}")), "{name}");
+        assert!(md.contains(&format!("· {name}")), "{name}: {md}");
+    }
+}

@@ -71,7 +71,7 @@ pub fn load_runs(
     labels: &[String],
     cfg: ModelConfig,
 ) -> anyhow::Result<Vec<Run>> {
-    files
+    let mut runs = files
         .iter()
         .enumerate()
         .map(|(i, f)| {
@@ -84,7 +84,43 @@ pub fn load_runs(
             });
             Ok(Run { label, data })
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<Run>>>()?;
+    let given = labels.len().min(files.len());
+    let names: Vec<String> = files.iter().map(|f| file_name(f)).collect();
+    tell_apart(&mut runs[given..], &names[given..]);
+    Ok(runs)
+}
+
+/// The recording's name as the user typed it, without the directory and `.jsonl`.
+fn file_name(f: &std::path::Path) -> String {
+    let name = f.file_name().map_or_else(
+        || f.to_string_lossy().into_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    name.strip_suffix(".jsonl").unwrap_or(&name).to_string()
+}
+
+/// Runs onto one filesystem of one host get the same default label: each one that shares its
+/// label with another gets its recording's name after it ("ext4 /dev/vda on vm · before"), and
+/// its start time when the names are the same too.
+fn tell_apart(runs: &mut [Run], names: &[String]) {
+    let same = |runs: &[Run], i: usize| {
+        runs.iter()
+            .enumerate()
+            .any(|(j, r)| j != i && r.label == runs[i].label)
+    };
+    let shared: Vec<bool> = (0..runs.len()).map(|i| same(runs, i)).collect();
+    for (i, name) in names.iter().enumerate() {
+        if shared[i] {
+            runs[i].label = format!("{} · {name}", runs[i].label);
+        }
+    }
+    let shared: Vec<bool> = (0..runs.len()).map(|i| same(runs, i)).collect();
+    for (i, run) in runs.iter_mut().enumerate() {
+        if shared[i] && !run.data.title.date.is_empty() {
+            run.label = format!("{} · {}", run.label, run.data.title.date);
+        }
+    }
 }
 
 /// The shared scale: the longest run's duration, the highest run's top speed (or the user's),
