@@ -62,6 +62,24 @@ fn markdown_real_zfs_run() {
     insta::assert_snapshot!("zfs_lab_markdown", render_markdown(&data));
 }
 
+/// `--title` names the Markdown's heading, as it names the pictures'.
+#[test]
+fn markdown_heading_takes_the_users_title() {
+    let data = ChartData::from_recording(&zfs_lab());
+    let md = copyscope::report::export::markdown::render_markdown_titled(
+        &data,
+        Some("NAS upload, before the fix"),
+    );
+    assert_eq!(
+        md.lines().next(),
+        Some("### copyscope: NAS upload, before the fix")
+    );
+    assert_eq!(
+        render_markdown(&data).lines().next(),
+        Some(format!("### copyscope: {} → {}", data.title.source, data.title.dest).as_str())
+    );
+}
+
 #[test]
 fn markdown_escapes_table_cells() {
     let mut rec = built_recording(true);

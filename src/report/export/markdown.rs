@@ -19,10 +19,23 @@ fn cell(s: &str) -> String {
 
 /// Renders the run as Markdown.
 pub fn render_markdown(data: &ChartData) -> String {
+    render_markdown_titled(data, None)
+}
+
+/// [`render_markdown`] with the user's `--title` in the heading instead of
+/// "source → destination", as the pictures have it.
+pub fn render_markdown_titled(data: &ChartData, title: Option<&str>) -> String {
     let t = &data.title;
     let st = &data.stats;
     let mut o = String::new();
-    let _ = writeln!(o, "### copyscope: {} → {}", cell(&t.source), cell(&t.dest));
+    match title {
+        Some(title) => {
+            let _ = writeln!(o, "### copyscope: {}", cell(title));
+        }
+        None => {
+            let _ = writeln!(o, "### copyscope: {} → {}", cell(&t.source), cell(&t.dest));
+        }
+    }
     o.push('\n');
     let mut facts: Vec<String> = Vec::new();
     if !t.fs.is_empty() {
@@ -86,7 +99,7 @@ pub fn render_markdown(data: &ChartData) -> String {
     }
     let _ = writeln!(
         o,
-        "| min / peak (per sample) | {} / {} | | | |",
+        "| min / peak (1 s means) | {} / {} | | | |",
         fmt_mbps(st.min_bps),
         fmt_mbps(st.peak_bps)
     );

@@ -641,7 +641,7 @@ pub fn write_targets_look(
         written.push(p.clone());
     }
     if let Some(p) = &targets.markdown {
-        write_or_print(p, &render_markdown(data))?;
+        write_or_print(p, &markdown::render_markdown_titled(data, look.title))?;
         written.push(p.clone());
     }
     Ok(written)
