@@ -64,15 +64,37 @@ fn wrap(items: &[String], sep: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// "copyscope  SOURCE → DEST" in `width` columns: each path is shortened in its middle, the
+/// longer one first, so the arrow between them always stays.
+fn title_line(source: &str, dest: &str, width: usize) -> String {
+    let head = "copyscope  ";
+    let arrow = " → ";
+    let room = width.saturating_sub(head.chars().count() + arrow.chars().count());
+    let (ns, nd) = (source.chars().count(), dest.chars().count());
+    let (ws, wd) = if ns + nd <= room {
+        (ns, nd)
+    } else {
+        // Half each, a short one giving the rest of its half to the other.
+        let half = room / 2;
+        match (ns <= half, nd <= room - half) {
+            (true, _) => (ns, room - ns),
+            (_, true) => (room - nd, nd),
+            _ => (half, room - half),
+        }
+    };
+    format!(
+        "{head}{}{arrow}{}",
+        ellipsize_middle(source, ws),
+        ellipsize_middle(dest, wd)
+    )
+}
+
 /// Renders the chart as text no wider than `width_cols` (clamped to 40–100).
 pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
     let width = width_cols.clamp(40, 100);
     let mut out: Vec<String> = Vec::new();
     let t = &data.title;
-    out.push(ellipsize_middle(
-        &format!("copyscope  {} → {}", t.source, t.dest),
-        width,
-    ));
+    out.push(title_line(&t.source, &t.dest, width));
     let mut sub: Vec<String> = Vec::new();
     for part in [&t.fs, &t.date] {
         if !part.is_empty() {
@@ -333,5 +355,27 @@ fn verdict(data: &ChartData, width: usize, out: &mut Vec<String>) {
             })
             .collect();
         out.extend(wrap(&words, " ", width));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shortened_title_keeps_its_arrow() {
+        let long = format!("/srv/{}/src", "a".repeat(80));
+        let dest = format!("/tank/{}/dst", "b".repeat(80));
+        for (src, dst) in [
+            (long.as_str(), dest.as_str()),
+            (long.as_str(), "/tank"),
+            ("/src", dest.as_str()),
+        ] {
+            let line = title_line(src, dst, 60);
+            assert!(line.chars().count() <= 60, "{line}");
+            assert!(line.contains(" → "), "{line}");
+        }
+        assert_eq!(title_line("/a", "/b", 60), "copyscope  /a → /b");
+        assert!(title_line(&long, "/tank", 60).ends_with(" → /tank"));
     }
 }
