@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use copyscope::model::{Cause, EventKind, Model, ModelConfig};
-use copyscope::sample::{DiskCounters, Environment, PageCache, Sample};
+use copyscope::sample::{DiskCounters, Environment, PageCache, Sample, ThreadSample, WaitClass};
 use serde_json::Value;
 
 mod util;
@@ -30,6 +30,11 @@ struct Phase {
 }
 
 fn watch_of(phases: &[Phase]) -> Model {
+    watch_with_threads(phases, |_| None)
+}
+
+/// [`watch_of`] with the receiver's threads as `threads(phase index)` gives them.
+fn watch_with_threads(phases: &[Phase], threads: impl Fn(usize) -> Option<ThreadSample>) -> Model {
     let env = Environment {
         fs_type: Some("ext4".into()),
         mount_source: Some("/dev/sda1".into()),
@@ -43,39 +48,41 @@ fn watch_of(phases: &[Phase]) -> Model {
     };
     let mut m = Model::new(cfg, env);
     let (mut t, mut bytes, mut rx, mut sectors, mut busy_ms) = (0u64, 0.0, 5e9, 0.0, 0.0);
-    let mut emit = |t: u64, bytes: f64, rx: f64, sectors: f64, busy_ms: f64| {
-        let mut s = Sample {
-            t_ns: t,
-            // Dirty far below the background threshold (16 GiB machine, signals.md §4.2):
-            // the page cache holds nobody.
-            page_cache: Some(PageCache {
-                dirty: 30_000_000,
-                writeback: 0,
-                bg_thresh: 1_503_238_553,
-                thresh: 3_006_477_107,
-                written: 0,
-            }),
-            dest_disk: Some(DiskCounters {
-                sectors_written: sectors as u64,
-                io_ticks_ms: busy_ms as u64,
-                disks: 1,
+    let mut emit =
+        |t: u64, bytes: f64, rx: f64, sectors: f64, busy_ms: f64, th: Option<ThreadSample>| {
+            let mut s = Sample {
+                t_ns: t,
+                // Dirty far below the background threshold (16 GiB machine, signals.md §4.2):
+                // the page cache holds nobody.
+                page_cache: Some(PageCache {
+                    dirty: 30_000_000,
+                    writeback: 0,
+                    bg_thresh: 1_503_238_553,
+                    thresh: 3_006_477_107,
+                    written: 0,
+                }),
+                dest_disk: Some(DiskCounters {
+                    sectors_written: sectors as u64,
+                    io_ticks_ms: busy_ms as u64,
+                    disks: 1,
+                    ..Default::default()
+                }),
+                net_rx: Some(rx as u64),
+                threads: th,
                 ..Default::default()
-            }),
-            net_rx: Some(rx as u64),
-            ..Default::default()
+            };
+            s.engine.bytes_copied = bytes as u64;
+            m.apply(&s);
         };
-        s.engine.bytes_copied = bytes as u64;
-        m.apply(&s);
-    };
-    emit(t, bytes, rx, sectors, busy_ms);
-    for p in phases {
+    emit(t, bytes, rx, sectors, busy_ms, threads(0));
+    for (i, p) in phases.iter().enumerate() {
         for _ in 0..p.ms * 1_000_000 / TICK {
             t += TICK;
             bytes += p.intake_mbps * MB / 10.0;
             rx += p.rx_mbps * MB / 10.0;
             sectors += p.dev_mbps * MB / 10.0 / 512.0;
             busy_ms += p.util_pct;
-            emit(t, bytes, rx, sectors, busy_ms);
+            emit(t, bytes, rx, sectors, busy_ms, threads(i));
         }
     }
     m.finish(t);
@@ -99,6 +106,44 @@ const STEADY: Phase = Phase {
     dev_mbps: 40.0,
     util_pct: 30.0,
 };
+
+/// The sender pauses while the disk is still busy writing back what came before (90 %): the
+/// receiver's threads are readable and asleep (in recv()) through the pause, so the disk did
+/// not hold it: the network.
+#[test]
+fn a_receiver_asleep_on_its_socket_is_the_network_even_beside_a_busy_disk() {
+    let phases = [
+        STEADY,
+        Phase {
+            ms: 1500,
+            intake_mbps: 0.0,
+            rx_mbps: 0.2,
+            dev_mbps: 38.0,
+            util_pct: 90.0,
+        },
+        STEADY,
+    ];
+    let m = watch_with_threads(&phases, |i| {
+        let (class, active) = if i == 1 {
+            (WaitClass::Sleeping, 0)
+        } else {
+            (WaitClass::Running, 1)
+        };
+        Some(ThreadSample {
+            threads: 1,
+            active,
+            classes: [(class, 1)].into_iter().collect(),
+            stacks_readable: true,
+            ..Default::default()
+        })
+    });
+    let d = drop_causes(&m);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        matches!(d[0][0], Cause::NetworkReceive { .. }),
+        "the network first: {d:?}"
+    );
+}
 
 #[test]
 fn receive_rate_falling_with_the_writes_is_the_network() {
@@ -303,10 +348,16 @@ fn a_pausing_sender_over_loopback_is_the_network() {
         .iter()
         .filter(|d| d["causes"][0]["cause"] == "network_receive")
         .collect();
-    assert!(
-        !network.is_empty(),
-        "the pause is a drop with the network as its cause (received {received} bytes): {drops:?}"
-    );
+    if network.is_empty() {
+        // Kept for a look at why: the recording holds every sample the model judged.
+        let kept = std::env::temp_dir().join("copyscope-watch-net-failed.jsonl");
+        let _ = std::fs::copy(&rec, &kept);
+        panic!(
+            "the pause is a drop with the network as its cause (received {received} bytes; \
+             recording kept at {}): {drops:?}",
+            kept.display()
+        );
+    }
     let d = network[0];
     let before = d["causes"][0]["before_bps"].as_f64().unwrap();
     assert!(before > 1e6, "lo carried the intake before the pause: {d}");

@@ -49,6 +49,8 @@ pub const NET_MIN_SHARE_OF_INTAKE: f64 = 0.5;
 /// Network: the destination disk was busy less than this share of the drop (it was not what
 /// held the writes; a disk that holds them closes the TCP window, and rx falls too).
 pub const NET_DEVICE_IDLE_PCT: f64 = 50.0;
+/// … unless the writer's threads slept (waiting for data) at least this share of the drop.
+pub const NET_ASLEEP_SHARE: f64 = 0.5;
 
 /// (thresh + bg) / 2 without overflow on garbage input.
 pub(crate) fn freerun(p: &PageCache) -> u64 {
@@ -651,10 +653,13 @@ fn network_cause(e: &Evidence, found: &[Cause], held_writing: bool) -> Option<Ca
     });
     let fell = before > 0.0 && during <= before * NET_FELL_SHARE;
     let disk_idle = e.util_ns == 0 || e.util_sum / (e.util_ns as f64) < NET_DEVICE_IDLE_PCT;
+    // The writer's threads were readable and asleep (in recv()) most of the drop: a busy disk
+    // (writing back what came before) did not hold it.
+    let asleep = e.span_ns > 0 && e.idle_ns as f64 >= NET_ASLEEP_SHARE * e.span_ns as f64;
     let carried = e
         .pre_intake_bps
         .is_some_and(|i| i > 0.0 && before >= i * NET_MIN_SHARE_OF_INTAKE);
-    (fell && carried && disk_idle && !write_side && !held_writing).then_some(
+    (fell && carried && (disk_idle || asleep) && !write_side && !held_writing).then_some(
         Cause::NetworkReceive {
             before_bps: before,
             during_bps: during,
