@@ -271,12 +271,41 @@ fn watch_refuses_an_interface_that_does_not_exist() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The receiver of [`a_pausing_sender_over_loopback_is_the_network`], run as a process of
+/// its own (this test binary again, this test alone) so the watch follows only its threads,
+/// not the other tests': listens on loopback, prints its port, writes what arrives to the
+/// file `COPYSCOPE_NET_RECEIVER` names, prints the total. A no-op in a normal run.
+#[test]
+fn loopback_receiver_child() {
+    let Some(path) = std::env::var_os("COPYSCOPE_NET_RECEIVER") else {
+        return;
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // On a line of its own: libtest has already printed "test NAME ... " without a newline.
+    println!("\nport {}", listener.local_addr().unwrap().port());
+    std::io::stdout().flush().unwrap();
+    let (mut sock, _) = listener.accept().unwrap();
+    let mut f = std::fs::File::create(path).unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = sock.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        f.write_all(&buf[..n]).unwrap();
+        total += n as u64;
+    }
+    println!("received {total}");
+}
+
 /// A real sender over loopback that pauses (bash writing to /dev/tcp: 2.5 s, 2 s of nothing,
-/// 2.5 s again); the receiver (a thread of this test, followed by --pid: the test process)
-/// writes what it receives to a file. During the pause the intake and lo's receive counter fall together
-/// while the disk is idle: the drop is the network's.
+/// 2.5 s again); the receiver (a process of its own, followed by --pid) writes what it
+/// receives to a file. During the pause the intake and lo's receive counter fall together
+/// while the disk is idle and the receiver sleeps in recv(): the drop is the network's.
 #[test]
 fn a_pausing_sender_over_loopback_is_the_network() {
+    use std::io::BufRead;
     if !std::path::Path::new("/sys/class/net/lo/statistics/rx_bytes").exists() {
         eprintln!("skipped: no /sys/class/net/lo");
         return;
@@ -290,31 +319,32 @@ fn a_pausing_sender_over_loopback_is_the_network() {
         .tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
         .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let out_path = dir.path().join("received.bin");
-    let recv_path = out_path.clone();
-    let receiver = std::thread::spawn(move || {
-        let (mut sock, _) = listener.accept().unwrap();
-        let mut f = std::fs::File::create(&recv_path).unwrap();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut total = 0u64;
-        loop {
-            let n = sock.read(&mut buf).unwrap();
-            if n == 0 {
-                return total;
-            }
-            f.write_all(&buf[..n]).unwrap();
-            total += n as u64;
-        }
-    });
+    let mut receiver = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "loopback_receiver_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("COPYSCOPE_NET_RECEIVER", &out_path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(receiver.stdout.take().unwrap()).lines();
+    let port: u16 = said
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| Some(l.split_once("port ")?.1.trim().parse().unwrap()))
+        .expect("the receiver's port");
     let rec = dir.path().join("watch.jsonl");
     let watch = Command::new(bin())
         .args(["watch", "--json", "--duration", "15", "--until-idle", "3"])
         .arg("--record")
         .arg(&rec)
         .args(["--net", "lo", "--pid"])
-        .arg(std::process::id().to_string())
+        .arg(receiver.id().to_string())
         .arg(dir.path())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -327,13 +357,22 @@ fn a_pausing_sender_over_loopback_is_the_network() {
     let sender = Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "exec 3<>/dev/tcp/127.0.0.1/{}; {burst}; sleep 2; {burst}",
-            addr.port()
+            "exec 3<>/dev/tcp/127.0.0.1/{port}; {burst}; sleep 2; {burst}"
         ))
         .status()
         .unwrap();
     assert!(sender.success());
-    let received = receiver.join().unwrap();
+    let received: u64 = said
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("received ")
+                .map(|n| n.trim().parse().unwrap())
+        })
+        .expect("the receiver's total");
+    // Read to its end: libtest still prints "ok" into the pipe.
+    said.for_each(drop);
+    assert!(receiver.wait().unwrap().success());
     let out = watch.wait_with_output().unwrap();
     assert!(out.status.success());
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
