@@ -571,3 +571,19 @@ fn the_pool_rate_told_is_the_kstats() {
         assert!(near(r), "{name}: verdict {r} vs kstat {kstat}");
     }
 }
+
+/// dd onto the nearly full 40 MB/s disk: the verdict names the nearly full filesystem and the
+/// disk's rate while busy, not the average that the first second into RAM inflates (67 MB/s).
+#[test]
+fn a_nearly_full_disk_is_named_with_the_disks_rate() {
+    let rec = Recording::load(&corpus_dir().join("ext4-nearly-full.jsonl")).unwrap();
+    let v = replay(&rec).verdict();
+    assert_eq!(v.limit, copyscope::model::Limit::Disk, "{}", v.text);
+    assert!(
+        v.text.starts_with("The filesystem is nearly full"),
+        "{}",
+        v.text
+    );
+    let r = v.rate_bps.unwrap();
+    assert!((36e6..=42e6).contains(&r), "{r}: {}", v.text);
+}

@@ -733,7 +733,7 @@ impl Model {
                 self.facts.core_load(c.max_core_pct as f64);
             }
             if let Some(u) = tick.dev_util {
-                self.facts.disk_busy(u, tick.dt());
+                self.facts.disk_busy(u, tick.dt(), tick.dev_bps);
             }
             budget::Phase::Copying
         };

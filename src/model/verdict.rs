@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Stats;
 use super::budget::{Budget, Slice};
+use super::phase::SATURATED_UTIL_PCT;
 use crate::present::format::{fmt_bytes, fmt_rate, fmt_rate_with, fmt_secs};
 use crate::present::quote::quote;
 use crate::sample::{Environment, TxgRow};
@@ -115,6 +116,8 @@ pub(crate) struct Facts {
     max_core_pct: Option<f64>,
     /// The destination disks' busy time while copying: (Σ util % × tick ns, Σ tick ns).
     busy: (f64, f64),
+    /// Their write rate while saturated: (Σ rate × tick ns, Σ tick ns).
+    saturated: (f64, f64),
     /// This copy's data still to reach the destination when the final flush began (bytes; and
     /// whether it is the system's figure, other writers' data included).
     flush_backlog: Option<(u64, bool)>,
@@ -141,10 +144,20 @@ impl Facts {
         self.throttle_zone.get_or_insert((t_ns, bytes, dirty));
     }
 
-    /// One copying tick's destination busy (percent per disk) over `dt_ns`.
-    pub fn disk_busy(&mut self, util_pct: f64, dt_ns: u64) {
+    /// One copying tick's destination busy (percent per disk) over `dt_ns`, and the disks'
+    /// write rate then.
+    pub fn disk_busy(&mut self, util_pct: f64, dt_ns: u64, dev_bps: Option<f64>) {
         self.busy.0 += util_pct * dt_ns as f64;
         self.busy.1 += dt_ns as f64;
+        if let Some(b) = dev_bps.filter(|_| util_pct >= SATURATED_UTIL_PCT) {
+            self.saturated.0 += b * dt_ns as f64;
+            self.saturated.1 += dt_ns as f64;
+        }
+    }
+
+    /// The destination disks' write rate while they were saturated, over at least a second.
+    fn saturated_bps(&self) -> Option<f64> {
+        (self.saturated.1 >= 1e9).then(|| self.saturated.0 / self.saturated.1)
     }
 
     /// The destination disks' mean busy while copying, percent.
@@ -726,11 +739,22 @@ fn pool_advice(
 fn disk(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
     let avg = i.stats.avg_bps;
     let Some((t, bytes, dirty)) = i.facts.throttle_zone else {
-        return (
-            Limit::Disk,
-            Some(avg),
-            format!("Disk-bound at {}: {held}.", fmt_rate(avg)),
-        );
+        // The average holds the first burst into the page cache: the disks' own rate while
+        // saturated is the limit, when measured.
+        let rate = i.facts.saturated_bps().unwrap_or(avg);
+        let mut s = if avg >= 1.2 * rate {
+            format!(
+                "Disk-bound at {} (the disk's rate while busy; the average, {}, holds the first seconds into RAM): {held}.",
+                fmt_rate(rate),
+                fmt_rate(avg)
+            )
+        } else {
+            format!("Disk-bound at {}: {held}.", fmt_rate(rate))
+        };
+        if let Some(nearly) = nearly_full(i) {
+            s = format!("{nearly} {s}");
+        }
+        return (Limit::Disk, Some(rate), s);
     };
     let since = i.span.copy_end.saturating_sub(t) as f64 / 1e9;
     let after = i.stats.bytes.saturating_sub(bytes);
@@ -755,6 +779,17 @@ fn disk(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
         ));
     }
     (Limit::Disk, Some(rate), s)
+}
+
+/// "The filesystem is nearly full: …" when that held the writer longest in its drops.
+fn nearly_full(i: &Input) -> Option<String> {
+    let (cause, secs) = i.stats.stalled_secs_by_cause.first().copied()?;
+    (cause == "nearly full").then(|| {
+        format!(
+            "The filesystem is nearly full: ext4 stopped delaying allocation, so writes waited for the disk ({} in drops).",
+            fmt_secs(secs)
+        )
+    })
 }
 
 /// The page-cache limit in force: vm.dirty_bytes when set, else vm.dirty_ratio.

@@ -99,7 +99,7 @@ pub fn render_markdown_titled(data: &ChartData, title: Option<&str>) -> String {
     }
     let _ = writeln!(
         o,
-        "| min / peak (1 s means) | {} / {} | | | |",
+        "| min / peak (1-second means) | {} / {} | | | |",
         fmt_mbps(st.min_bps),
         fmt_mbps(st.peak_bps)
     );
