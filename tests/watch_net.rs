@@ -145,6 +145,31 @@ fn a_receiver_asleep_on_its_socket_is_the_network_even_beside_a_busy_disk() {
     );
 }
 
+/// The sender paused once before (1 s of nothing) and then again for long: "the rate
+/// before" the drop is the rate while data arrived (42 MB/s), not halved by the earlier pause.
+#[test]
+fn the_rate_before_a_network_drop_leaves_earlier_pauses_out() {
+    let pause = |ms| Phase {
+        ms,
+        intake_mbps: 0.0,
+        rx_mbps: 0.0,
+        dev_mbps: 5.0,
+        util_pct: 5.0,
+    };
+    let short = Phase { ms: 1500, ..STEADY };
+    let m = watch_of(&[STEADY, pause(700), short, pause(1500), STEADY]);
+    let d = drop_causes(&m);
+    let before = d
+        .iter()
+        .filter_map(|c| match c[0] {
+            Cause::NetworkReceive { before_bps, .. } => Some(before_bps),
+            _ => None,
+        })
+        .last()
+        .unwrap_or_else(|| panic!("a network drop: {d:?}"));
+    assert!((before - 42e6).abs() < 2e6, "{before}");
+}
+
 #[test]
 fn receive_rate_falling_with_the_writes_is_the_network() {
     let m = watch_of(&[

@@ -51,6 +51,8 @@ pub const NET_MIN_SHARE_OF_INTAKE: f64 = 0.5;
 pub const NET_DEVICE_IDLE_PCT: f64 = 50.0;
 /// … unless the writer's threads slept (waiting for data) at least this share of the drop.
 pub const NET_ASLEEP_SHARE: f64 = 0.5;
+/// A receive rate under this is the link at rest (keep-alives, ACKs), not data arriving.
+pub const NET_MOVING_BPS: f64 = 100_000.0;
 
 /// (thresh + bg) / 2 without overflow on garbage input.
 pub(crate) fn freerun(p: &PageCache) -> u64 {
@@ -199,7 +201,9 @@ impl Evidence {
         let (mut dev_b, mut dev_ns) = (0.0, 0u64);
         let (mut net_b, mut net_ns, mut intake) = (0.0, 0u64, 0u64);
         for t in before {
-            if let Some(b) = t.net_bps {
+            // The receive rate while data arrived: an earlier pause in the window would halve
+            // "the rate before" (44 MB/s quoted where the link carried ~84).
+            if let Some(b) = t.net_bps.filter(|b| *b > NET_MOVING_BPS) {
                 net_b += b * t.dt() as f64;
                 net_ns += t.dt();
                 intake = intake.saturating_add(t.bytes);
