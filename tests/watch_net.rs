@@ -161,11 +161,11 @@ fn the_rate_before_a_network_drop_leaves_earlier_pauses_out() {
     let d = drop_causes(&m);
     let before = d
         .iter()
-        .filter_map(|c| match c[0] {
+        .rev()
+        .find_map(|c| match c[0] {
             Cause::NetworkReceive { before_bps, .. } => Some(before_bps),
             _ => None,
         })
-        .last()
         .unwrap_or_else(|| panic!("a network drop: {d:?}"));
     assert!((before - 42e6).abs() < 2e6, "{before}");
 }
