@@ -592,6 +592,7 @@ mod tests {
                     dirty_pct_of_max: Some(29.0),
                     syncs: None,
                 }],
+                held_exact_ns: None,
             }),
         }
     }

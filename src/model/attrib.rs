@@ -49,6 +49,9 @@ pub const NET_MIN_SHARE_OF_INTAKE: f64 = 0.5;
 /// Network: the destination disk was busy less than this share of the drop (it was not what
 /// held the writes; a disk that holds them closes the TCP window, and rx falls too).
 pub const NET_DEVICE_IDLE_PCT: f64 = 50.0;
+/// A drop's time in its cause is told exactly when the kernel trace covered this share of the
+/// writer's time in it.
+pub const EXACT_SHARE: f64 = 0.8;
 /// … unless the writer's threads slept (waiting for data) at least this share of the drop.
 pub const NET_ASLEEP_SHARE: f64 = 0.5;
 /// A receive rate under this is the link at rest (keep-alives, ACKs), not data arriving.
@@ -167,6 +170,8 @@ pub(crate) struct Evidence {
     backlog_at_start: Option<u64>,
     /// Time with copy-thread data in which some thread was active, ns.
     thread_ns: u64,
+    /// The part of `thread_ns` measured exactly (the kernel trace), ns.
+    exact_ns: u64,
     /// Per class: Σ dt × (threads in the class / active threads).
     class_ns: [f64; WaitClass::ALL.len()],
     /// Σ dt × active threads (the time the run-queue wait is measured against).
@@ -316,11 +321,44 @@ impl Evidence {
             return;
         }
         self.thread_ns += dt;
+        self.exact_ns += dt;
         for (slot, share) in self.class_ns.iter_mut().zip(x.shares()) {
             *slot += dt as f64 * share;
         }
         self.thread_capacity_ns += x.active_ns as f64;
         self.runq_ns += (runq_ns as f64).min(x.active_ns as f64);
+    }
+
+    /// The time the writer spent held by `cause` during the drop, ns, when the kernel trace
+    /// measured (nearly) all of it: each wait's exact length, not a share of 100 ms samples.
+    pub fn held_exact_ns(&self, cause: &Cause) -> Option<u64> {
+        if self.thread_ns == 0 || (self.exact_ns as f64) < EXACT_SHARE * self.thread_ns as f64 {
+            return None;
+        }
+        let classes: &[WaitClass] = match cause {
+            Cause::TxgSync { .. } | Cause::ZfsThrottle { .. } => &[WaitClass::ZfsTxg],
+            Cause::ZilCommit { .. } => &[WaitClass::ZilCommit],
+            Cause::JournalWait { .. } => &[WaitClass::Journal],
+            Cause::SourceStall { .. } => &[WaitClass::SourceRead],
+            Cause::NearlyFull { .. } => &[WaitClass::NearlyFull],
+            Cause::DirtyThrottle { .. }
+            | Cause::DiskSlowed { .. }
+            | Cause::AnotherWriter { .. } => &[WaitClass::DirtyThrottle, WaitClass::WritebackWait],
+            Cause::WritebackBurst { .. } | Cause::DeviceSaturated { .. } => {
+                &[WaitClass::DirtyThrottle, WaitClass::WritebackWait]
+            }
+            Cause::CpuStarved { .. } | Cause::CpuSaturated { .. } => {
+                let share = self.runq_share()?;
+                return Some((share * self.thread_ns as f64) as u64);
+            }
+            Cause::NetworkReceive { .. } | Cause::Unknown => return None,
+        };
+        Some(
+            classes
+                .iter()
+                .map(|c| self.class_ns[c.index()])
+                .sum::<f64>() as u64,
+        )
     }
 
     /// Data waiting to be written when the drop began (ZFS anon_size, else Dirty + Writeback).

@@ -242,6 +242,12 @@ impl Event {
                 if let Some(first) = causes.next() {
                     s.push_str(": ");
                     s.push_str(&first.describe());
+                    if let Some(ns) = d.held_exact_ns {
+                        s.push_str(&format!(
+                            " (the writer held there {}, traced)",
+                            fmt_secs(ns as f64 / 1e9)
+                        ));
+                    }
                 }
                 let rest: Vec<&str> = causes.map(Cause::label).collect();
                 if !rest.is_empty() {
@@ -432,6 +438,7 @@ mod tests {
                         over_max: 0,
                     },
                 ],
+                held_exact_ns: None,
             }),
         };
         assert_eq!(

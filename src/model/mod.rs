@@ -130,6 +130,10 @@ pub struct DropInfo {
     pub bytes_lost: f64,
     /// Best cause first; `Unknown` when nothing explains it.
     pub causes: Vec<Cause>,
+    /// The time the writer spent held by the first cause, ns, when the kernel trace measured
+    /// it exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_exact_ns: Option<u64>,
 }
 
 /// Several txgs that synced one after another through a drop, none covering half of it alone
@@ -1047,6 +1051,7 @@ impl Model {
         if span.reference > 0.0 {
             self.lost_by_cause[cause_index(&causes[0])] += bytes_lost / span.reference;
         }
+        let held_exact_ns = e.held_exact_ns(&causes[0]);
         Some(Event {
             t_ns: span.start,
             kind: EventKind::Drop(DropInfo {
@@ -1055,6 +1060,7 @@ impl Model {
                 min_bps: span.min_bps,
                 bytes_lost,
                 causes,
+                held_exact_ns,
             }),
         })
     }
@@ -1500,6 +1506,7 @@ impl Model {
             reference,
             (reference * secs - copied as f64).max(0.0),
         )?;
+        let held_exact_ns = e.held_exact_ns(&causes[0]);
         Some(Event {
             t_ns: start,
             kind: EventKind::Drop(DropInfo {
@@ -1508,6 +1515,7 @@ impl Model {
                 min_bps: self.detector.open_min().unwrap_or(0.0),
                 bytes_lost,
                 causes,
+                held_exact_ns,
             }),
         })
     }
@@ -1931,6 +1939,7 @@ mod tests {
                         over_max: 0,
                     },
                 ],
+                held_exact_ns: None,
             }),
         }
     }

@@ -90,6 +90,7 @@ mod tests {
                     min_bps: 0.0,
                     bytes_lost: 1.0,
                     causes: vec![],
+                    held_exact_ns: None,
                 }),
             },
             Event {

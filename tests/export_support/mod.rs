@@ -235,6 +235,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
                 min_bps: *v,
                 bytes_lost: (reference - v) * (b - a),
                 causes,
+                held_exact_ns: None,
             }),
         });
     }

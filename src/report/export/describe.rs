@@ -165,6 +165,7 @@ mod tests {
             min_bps: 1e6,
             bytes_lost: 150e6,
             causes: vec![],
+            held_exact_ns: None,
         };
         assert_eq!(drop_label(&d), "unknown");
         assert!((lost_secs(&d) - 1.5).abs() < 1e-9);
