@@ -139,7 +139,14 @@ fn man_page_has_its_sections_and_no_dangling_references() {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
         &mut read,
     );
-    for v in ["NO_COLOR", "COPYSCOPE_SYS_ROOT", "LANG", "TERMINFO", "PATH"] {
+    for v in [
+        "NO_COLOR",
+        "COPYSCOPE_SYS_ROOT",
+        "COPYSCOPE_EXACT",
+        "LANG",
+        "TERMINFO",
+        "PATH",
+    ] {
         assert!(read.iter().any(|r| r == v), "the scan missed {v}: {read:?}");
     }
     for var in read {

@@ -13,7 +13,7 @@ use crate::present::keys::KEYS;
 use crate::present::markers::LEGEND;
 
 /// Every environment variable copyscope reads (the tests check each `env::var` is here).
-pub const ENVIRONMENT: [(&str, &str); 8] = [
+pub const ENVIRONMENT: [(&str, &str); 9] = [
     (
         "NO_COLOR",
         "When set and not empty, the TUI draws without colour (glyphs still tell every series and marker apart).",
@@ -37,6 +37,10 @@ pub const ENVIRONMENT: [(&str, &str); 8] = [
     (
         "PATH",
         "Searched for the tools named in the environment report (zpool, for a pool's layout).",
+    ),
+    (
+        "COPYSCOPE_EXACT",
+        "Set to 0 to turn the exact evidence off (the kernel trace of the writer's waits, as root): copyscope then samples the writer's stacks every 100 ms, as it does without root. For measuring the trace's cost against the same copy.",
     ),
     (
         "COPYSCOPE_TEST_THROTTLE_BPS",

@@ -172,7 +172,7 @@ pub struct ExactSource {
 pub struct NotExact(pub String);
 
 /// `COPYSCOPE_EXACT=0` turns the trace off (to measure its cost against the same copy).
-pub const DISABLE_VAR: &str = "COPYSCOPE_EXACT";
+pub const DISABLE_ENV: &str = "COPYSCOPE_EXACT";
 
 fn mono_ns() -> u64 {
     let t = clock_gettime(ClockId::Monotonic);
@@ -189,8 +189,8 @@ impl ExactSource {
         if !root.is_live() {
             return Err(NotExact("not the live system".into()));
         }
-        if std::env::var_os(DISABLE_VAR).is_some_and(|v| v == "0") {
-            return Err(NotExact(format!("{DISABLE_VAR}=0")));
+        if std::env::var_os(DISABLE_ENV).is_some_and(|v| v == "0") {
+            return Err(NotExact(format!("{DISABLE_ENV}=0")));
         }
         if !rustix::process::geteuid().is_root() {
             return Err(NotExact("not root".into()));
