@@ -115,6 +115,9 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
              sleep 0.05; i=$((i+1)); done",
             target.display()
         ))
+        // Not the test's stdout: a file the runner writes to would grow as the writer's own.
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let watch = Command::new(bin())

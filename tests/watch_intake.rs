@@ -142,6 +142,9 @@ fn watch_of_a_local_rsync_counts_the_bytes_of_its_files() {
         .arg("-c")
         .arg(script)
         .stdin(Stdio::piped())
+        // Not the test's stdout: a file the runner writes to would grow as the writer's own.
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let watch = Watch::start(dir.path(), &["--comm", "csrsyncw"], &["--until-idle", "2"]);
@@ -203,6 +206,9 @@ fn watch_shows_the_file_a_pwrite_writer_grows_not_its_log() {
         .arg("-c")
         .arg(script)
         .stdin(Stdio::piped())
+        // Not the test's stdout: a file the runner writes to would grow as the writer's own.
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = writer.id().to_string();
@@ -266,6 +272,9 @@ fn watch_counts_a_chain_of_reaped_children_once() {
         .arg("-c")
         .arg(top)
         .stdin(Stdio::piped())
+        // Not the test's stdout: a file the runner writes to would grow as the writer's own.
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let watch = Watch::start(dir.path(), &["--comm", "cswchain"], &["--until-idle", "5"]);
