@@ -7,19 +7,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
-
 use crate::config::{BenchRequest, Config};
+use crate::copy::CopyOutcome;
 use crate::copy::bench::{BenchSize, Phase, Scratch, check_dir, remove_file, spawn_phase};
-use crate::copy::{CopyOutcome, EventSender, Progress};
 use crate::exit::ExitStatus;
-use crate::frontend::session::{Recorder, Session, model_config};
+use crate::frontend::session::{SessionPlan, model_config};
 use crate::frontend::{Frontend, choose_frontend, control_with_signals};
 use crate::present::quote::{quote, said, shell_escape};
 use crate::report::bench::{BenchFacts, PhaseResult, render_bench_markdown, render_bench_text};
 use crate::report::export::ChartData;
 use crate::report::recording::{Header, Replayed};
-use crate::sample::{Environment, SysRoot, probe_environment, spawn_sampler};
+use crate::sample::{Environment, SysRoot, probe_environment};
 use crate::ui::view::Header as UiHeader;
 
 /// `--quick`: each phase stops after this long.
@@ -85,10 +83,7 @@ fn prng_rate() -> f64 {
 
 /// The default output directory: `./copyscope-bench-YYYYMMDD-HHMMSS`.
 fn default_out(started: &str) -> PathBuf {
-    let stamp = started
-        .replace([':', '-'], "")
-        .replace('T', "-")
-        .replace('Z', "");
+    let stamp = crate::report::screenshot::run_stamp(started);
     PathBuf::from(format!("copyscope-bench-{stamp}"))
 }
 
@@ -148,87 +143,62 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
     )
 }
 
-/// Runs one phase as a session with the configured frontend; returns its outcome.
-#[allow(clippy::too_many_arguments)]
-fn run_phase(
-    config: &Config,
-    phase: Phase,
-    env: &Environment,
-    root: &SysRoot,
-    scratch: &Arc<Scratch>,
+/// What every phase of one bench shares.
+struct Bench<'a> {
+    config: &'a Config,
+    env: &'a Environment,
+    scratch: &'a Arc<Scratch>,
     size: BenchSize,
-    control: &Arc<crate::copy::Control>,
-    recording: &Path,
-    dir: &Path,
-) -> CopyOutcome {
-    let d = &config.display;
-    let source = format!("bench: {}", phase.name());
-    let env = &Environment {
-        reads_only: !phase.writes(),
-        ..env.clone()
-    };
-    let mut header = Header::for_this_run(
-        std::env::args().collect(),
-        vec![source.clone()],
-        dir.to_string_lossy().into_owned(),
-        env.clone(),
-        d.interval.as_millis() as u64,
-    );
-    header.bench = Some(phase.name().to_string());
-    let recorder = Recorder::open(Some(recording), &header);
-    let progress = Arc::new(Progress::default());
-    let (s_tx, samples) = mpsc::unbounded_channel();
-    let start = Instant::now();
-    let (ev_tx, engine_events) = EventSender::channel(start);
-    let sampler = spawn_sampler(root.clone(), env, progress.clone(), d.interval, start, s_tx);
-    let engine = spawn_phase(
-        phase,
-        scratch.clone(),
-        size,
-        progress.clone(),
-        control.clone(),
-        ev_tx,
-    );
-    let (done_tx, done) = oneshot::channel();
-    std::thread::spawn(move || {
-        let outcome = engine
-            .join()
-            .unwrap_or_else(|_| CopyOutcome::crashed("the bench engine panicked"));
-        let _ = done_tx.send(outcome);
-    });
-    let sess = Session {
-        env: env.clone(),
-        header,
-        recorder,
-        progress,
-        control: control.clone(),
-        samples,
-        engine_events,
-        done,
-        sampler,
-        start,
-        metrics: None,
-    };
-    let mut phase_config = config.clone();
-    phase_config.display.record = Some(recording.to_path_buf());
-    // The pictures are written per phase, named after it, once the bench has ended: the
-    // session's own would be named after the start second, and short phases share one. The
-    // `s` key still writes where a copy's does: --screenshot DIR, else the current directory.
-    let shots = phase_config.display.screenshot.take();
-    if choose_frontend(config) == Frontend::Tui {
-        let ui_header = UiHeader {
-            source,
-            dest: shell_escape(dir).into_owned(),
-            fs: String::new(),
+    control: &'a Arc<crate::copy::Control>,
+    /// DIR, the directory benchmarked.
+    dir: &'a Path,
+}
+
+impl Bench<'_> {
+    /// Runs one phase as a session, recorded to `recording`, with the configured frontend;
+    /// returns its outcome.
+    fn run_phase(&self, phase: Phase, recording: &Path) -> CopyOutcome {
+        let (config, d) = (self.config, &self.config.display);
+        let source = format!("bench: {}", phase.name());
+        let env = Environment {
+            reads_only: !phase.writes(),
+            ..self.env.clone()
         };
-        let app = crate::frontend::live::new_app(d, &sess, ui_header);
-        crate::frontend::live::run_session_tui_with(&phase_config, sess, app, None, None, shots)
-    } else {
-        if !d.json {
-            println!("== bench phase: {} ==", phase.name());
+        let endpoints = (
+            vec![source.clone()],
+            self.dir.to_string_lossy().into_owned(),
+        );
+        let mut plan = SessionPlan::new(d, env, endpoints, self.control.clone())
+            .recorded(Some(recording), false);
+        plan.header.bench = Some(phase.name().to_string());
+        let (scratch, size) = (self.scratch.clone(), self.size);
+        let sess = plan.start_engine(
+            |progress, control, events| {
+                spawn_phase(phase, scratch, size, progress, control, events)
+            },
+            "the bench engine panicked",
+        );
+        // The pictures are written per phase, named after it, once the bench has ended: the
+        // session's own would be named after the start second, and short phases share one.
+        // The `s` key still writes where a copy's does: --screenshot DIR, else the current
+        // directory.
+        let mut phase_config = config.clone();
+        let shots = phase_config.display.screenshot.take();
+        if choose_frontend(config) == Frontend::Tui {
+            let ui_header = UiHeader {
+                source,
+                dest: shell_escape(self.dir).into_owned(),
+                fs: String::new(),
+            };
+            let app = crate::frontend::live::new_app(d, &sess, ui_header);
+            crate::frontend::live::run_session_tui(&phase_config, sess, app, None, shots)
+        } else {
+            if !d.json {
+                println!("== bench phase: {} ==", phase.name());
+            }
+            let p = crate::frontend::stream::Printer::new(d.json);
+            crate::frontend::stream::run_session(&phase_config.display, sess, p, None)
         }
-        let p = crate::frontend::stream::Printer::new(d.json);
-        crate::frontend::stream::run_session(&phase_config.display, sess, p, None, None)
     }
 }
 
@@ -330,12 +300,18 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
     };
     let mut results: Vec<(Phase, PathBuf, CopyOutcome)> = Vec::new();
     let mut status = ExitStatus::Success;
+    let bench = Bench {
+        config,
+        env: &env,
+        scratch: &scratch,
+        size,
+        control: &control,
+        dir: &req.dir,
+    };
     for (i, phase) in Phase::ALL.into_iter().enumerate() {
         let file = format!("{}-{}.jsonl", i + 1, phase.name().replace(' ', "-"));
         let recording = out.join(&file);
-        let outcome = run_phase(
-            config, phase, &env, &root, &scratch, size, &control, &recording, &req.dir,
-        );
+        let outcome = bench.run_phase(phase, &recording);
         let st = outcome.status;
         results.push((phase, recording, outcome));
         match phase {
@@ -385,7 +361,7 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
                 &data,
                 dir,
                 &stem,
-                crate::frontend::live::SCREENSHOT_SIZE,
+                crate::report::screenshot::SCREENSHOT_SIZE,
                 d.ascii,
             ) {
                 Ok(paths) => {

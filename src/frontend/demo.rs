@@ -333,14 +333,14 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     let outcome = if crate::frontend::choose_frontend(&config) == crate::frontend::Frontend::Tui {
         // The live TUI, with the pace said on screen: a status line for the first seconds and
         // the first note of the kernel panel for the whole run.
-        let mut sess = crate::frontend::session::Session::start(
+        let mut sess = crate::frontend::session::SessionPlan::copy(
             &config.display,
-            job,
+            &job,
             (sources, dest),
             control,
-            None,
-            true,
-        );
+        )
+        .recorded(config.display.record.as_deref(), true)
+        .start_copy(job, None);
         // The drop's note first: the kernel panel may have room for one line only.
         for n in storm_note.iter().chain(&note).rev() {
             sess.env.notes.insert(0, n.clone());
@@ -355,9 +355,10 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
         if let Some(n) = note {
             app.status = Some((n, 0));
         }
-        crate::frontend::live::run_session_tui(&config, sess, app, None, None)
+        let shots = config.display.screenshot.clone();
+        crate::frontend::live::run_session_tui(&config, sess, app, None, shots)
     } else {
-        crate::frontend::run_planned(&config, job, sources, dest, control, None)
+        crate::frontend::run_planned(&config, job, (sources, dest), control, None)
     };
     stop_storm.store(true, Ordering::SeqCst);
     if let Some(s) = storm {
@@ -390,9 +391,7 @@ pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
     let cfg = crate::frontend::session::model_config(&config.display);
     let opts = crate::frontend::live::ui_options(&config.display);
     if crate::frontend::choose_frontend(config) == crate::frontend::Frontend::Tui {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let rt = crate::frontend::event_loop()?;
         rt.block_on(crate::frontend::replay::run_tui(&path, cfg, opts, 1.0))
     } else {
         print!("{}", crate::frontend::replay::run_plain(&path, cfg, opts)?);

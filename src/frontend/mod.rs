@@ -2,7 +2,6 @@
 //! between them — the top-level dispatch that runs the command a [`Config`] describes.
 //! The loops here own the model; `ui/` only draws and `report/` only writes files.
 
-pub mod arrivals;
 pub mod bench;
 pub mod caps;
 pub mod demo;
@@ -53,6 +52,13 @@ pub(crate) fn control_with_signals() -> Option<(Arc<Control>, SignalGuard)> {
             None
         }
     }
+}
+
+/// The event loop the TUI and the plain/JSON loops wait on: one thread, timers and I/O.
+pub(crate) fn event_loop() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }
 
 /// `--json` → JSON; otherwise plain. The lead's TUI takes over here when stdout is a
@@ -138,27 +144,18 @@ pub(crate) fn start_metrics(
 pub fn run_planned(
     config: &Config,
     job: CopyJob,
-    sources: Vec<String>,
-    dest: String,
+    endpoints: (Vec<String>, String),
     control: Arc<Control>,
     metrics: Option<metrics::MetricsEndpoint>,
 ) -> crate::copy::CopyOutcome {
     if choose_frontend(config) == Frontend::Tui {
-        crate::frontend::live::run_copy_tui(config, job, sources, dest, control, metrics)
+        crate::frontend::live::run_copy_tui(config, job, endpoints, control, metrics)
     } else {
         // -i/--overwrite=ask without the TUI: cp's question on stderr, the answer from stdin.
         // Without the flag the default is cp's: overwrite.
         let ask = (config.overwrite_explicit && job.options.overwrite == OverwritePolicy::Ask)
             .then(|| Arc::new(StdinAsk::default()));
-        crate::frontend::stream::run_copy(
-            &config.display,
-            job,
-            sources,
-            dest,
-            control,
-            ask,
-            metrics,
-        )
+        crate::frontend::stream::run_copy(&config.display, job, endpoints, control, ask, metrics)
     }
 }
 
@@ -186,12 +183,12 @@ pub fn run(mut config: Config) -> ExitStatus {
                 }
                 return ExitStatus::Partial;
             }
-            let (sources, dest) = endpoints(request, &job);
+            let endpoints = endpoints(request, &job);
             let metrics = match start_metrics(&config, "copy") {
                 Ok(m) => m,
                 Err(status) => return status,
             };
-            run_planned(&config, job, sources, dest, control, metrics).status
+            run_planned(&config, job, endpoints, control, metrics).status
         }
         Command::Demo { size_mb, replay } => {
             if *replay && let Err(e) = crate::frontend::demo::replay_bundled(&config) {
@@ -225,10 +222,7 @@ pub fn run(mut config: Config) -> ExitStatus {
             let cfg = crate::frontend::session::model_config(&config.display);
             let opts = crate::frontend::live::ui_options(&config.display);
             if choose_frontend(&config) == Frontend::Tui {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build();
-                match rt.map_err(anyhow::Error::from).and_then(|rt| {
+                match event_loop().map_err(anyhow::Error::from).and_then(|rt| {
                     rt.block_on(crate::frontend::replay::run_tui(file, cfg, opts, *speed))
                 }) {
                     Ok(()) => ExitStatus::Success,
@@ -296,7 +290,7 @@ pub fn run(mut config: Config) -> ExitStatus {
                 text: text.clone(),
                 markdown: markdown.clone(),
             };
-            let size = size.unwrap_or(crate::frontend::live::SCREENSHOT_SIZE);
+            let size = size.unwrap_or(crate::report::screenshot::SCREENSHOT_SIZE);
             let look = crate::report::export::Look {
                 title: picture.title.as_deref(),
                 ymax_bps: picture.ymax_bps,
@@ -410,7 +404,7 @@ fn compare(req: &crate::config::CompareRequest, cfg: crate::model::ModelConfig) 
     };
     let n = req.files.len() as u32;
     let size = req.size.unwrap_or(if req.overlay {
-        crate::frontend::live::SCREENSHOT_SIZE
+        crate::report::screenshot::SCREENSHOT_SIZE
     } else {
         (1600, 600 * n + if look.title.is_some() { 48 } else { 0 })
     });

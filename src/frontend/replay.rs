@@ -4,13 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use tokio::signal::unix::{SignalKind, signal};
-
 use crate::frontend::state::App;
 use crate::frontend::tui::{
-    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, cont_event, from_terminal, spawn_key_reader,
+    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, TuiSignals, from_terminal, spawn_key_reader,
 };
-use crate::frontend::update::{Event, ReplayItem, Signal, State, Timeline};
+use crate::frontend::update::{Event, ReplayItem, State, Timeline};
 use crate::model::{self, Model, ModelConfig};
 use crate::report::recording::{Header as RecHeader, Recording, RecordingCursor, Replayed};
 use crate::ui::view::{Header, UiOptions};
@@ -33,17 +31,10 @@ pub fn header_of(rec: &Recording) -> Header {
 
 /// The header line facts of a recording's header.
 fn header_line(header: &RecHeader) -> Header {
-    let env = &header.environment;
-    let fs = match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
-        (Some(t), Some(ds), _) => format!("{t} {ds}"),
-        (Some(t), None, Some(src)) => format!("{t} {src}"),
-        (Some(t), None, None) => t.clone(),
-        _ => String::new(),
-    };
     Header {
         source: header.sources.join(", "),
         dest: header.destination.clone(),
-        fs,
+        fs: crate::frontend::session::fs_label(&header.environment),
     }
 }
 
@@ -131,23 +122,14 @@ pub async fn run_tui(
         hooks: &mut hooks,
     };
     let mut keys = spawn_key_reader();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the cleanup).
-    let mut sigquit = signal(SignalKind::quit())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
+    let mut signals = TuiSignals::listen()?;
     let mut frame = tokio::time::interval(FRAME_INTERVAL);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last = Instant::now();
     let mut keys_open = true;
     while !st.quit {
         tokio::select! {
-            _ = sigterm.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
-            _ = sigquit.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
-            _ = sighup.recv() => sh.step(&mut st, Event::Signal(Signal::Hup)),
-            _ = sigint.recv() => sh.step(&mut st, Event::Signal(Signal::Int)),
-            _ = sigcont.recv() => sh.step(&mut st, cont_event()),
+            ev = signals.next() => sh.step(&mut st, ev),
             maybe = keys.recv(), if keys_open => {
                 if maybe.as_ref().is_none_or(Result::is_err) {
                     keys_open = false;
@@ -241,7 +223,7 @@ pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
 pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let run = stream(path, ModelConfig::default())?;
     let data = crate::report::export::ChartData::from_replayed(&run);
-    crate::frontend::live::screenshot_to(&data, &run.header, Some(dir), ascii)
+    crate::report::screenshot::write_run_screenshots(&data, &run.header, Some(dir), ascii)
         .map_err(anyhow::Error::msg)
 }
 

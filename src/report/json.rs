@@ -186,6 +186,19 @@ pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
     })
 }
 
+/// `watch --net`: `v` with the model's receive figures as its `net` member.
+pub fn with_net(
+    mut v: Value,
+    watch: Option<&crate::report::recording::WatchTarget>,
+    st: &Stats,
+) -> Value {
+    if let (Value::Object(m), Some(n)) = (&mut v, &st.net) {
+        let iface = watch.and_then(|w| w.net.as_deref());
+        m.insert("net".into(), net_json(iface, n));
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
