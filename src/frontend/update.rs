@@ -5,7 +5,7 @@
 //! (keys, pause, cancel, the dialogs' answers, seeking) lives here, so tests drive it with no
 //! terminal, no engine and no clock.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyEvent, KeyEventKind};
 
 use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer, Stamped};
 use crate::frontend::state::{Action, App};
@@ -366,10 +366,11 @@ impl State {
     }
 }
 
-fn is_ctrl_z(k: &KeyEvent) -> bool {
+/// The key table's suspend key, pressed (not repeated): the shell's, so it is taken before
+/// the screen's keys.
+fn is_suspend(k: &KeyEvent) -> bool {
     k.kind == KeyEventKind::Press
-        && k.modifiers.contains(KeyModifiers::CONTROL)
-        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
+        && crate::frontend::state::press_of(k).is_some_and(crate::present::keys::suspends)
 }
 
 /// The frontend's one rule book: applies `event` to `st` and says what the shell must do.
@@ -388,7 +389,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         st.urgent = true;
     }
     match event {
-        Event::Key(k) if is_ctrl_z(&k) => {
+        Event::Key(k) if is_suspend(&k) => {
             fx.push(Effect::Suspend);
             st.dirty = true;
         }
