@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair};
-use crate::exit::ExitStatus;
+use crate::exit::{ExitStatus, Fatal};
+use crate::present::quote::said;
 use crate::report::plain::PlainSettings;
 
 /// xorshift64*: fast enough to make hundreds of MB of incompressible data in well under a second per 100 MB.
@@ -221,25 +222,17 @@ fn remove_previous_pictures(dir: &Path) {
 }
 
 /// Runs the demo and returns the copy's exit status.
-pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
+pub fn run(size_mb: u64, config: &crate::config::Config) -> Result<ExitStatus, Fatal> {
     let settings = PlainSettings {
         json: config.display.json,
         interval: config.display.interval,
         binary: config.display.binary,
     };
-    let Some((control, _signals)) = super::control_with_signals() else {
-        return ExitStatus::Fatal;
-    };
-    let tmp = match tempfile::Builder::new().prefix("copyscope-demo-").tempdir() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!(
-                "copyscope demo: cannot make a temp dir: {}",
-                crate::present::quote::said(&e)
-            );
-            return ExitStatus::Fatal;
-        }
-    };
+    let (control, _signals) = super::control_with_signals()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("copyscope-demo-")
+        .tempdir()
+        .map_err(|e| Fatal::of("demo", format!("cannot make a temp dir: {}", said(&e))))?;
     let src = tmp.path().join("sample");
     let dst = tmp.path().join("copy");
     if !settings.json {
@@ -249,19 +242,11 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             tmp.path().display()
         );
     }
-    let (files, made) = match make_data(&src, size_mb, &control) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "copyscope demo: cannot make sample data: {}",
-                crate::present::quote::said(&e)
-            );
-            return ExitStatus::Fatal;
-        }
-    };
+    let (files, made) = make_data(&src, size_mb, &control)
+        .map_err(|e| Fatal::of("demo", format!("cannot make sample data: {}", said(&e))))?;
     if control.cancelled.load(Ordering::SeqCst) {
         eprintln!("copyscope demo: cancelled; sample data removed");
-        return ExitStatus::Cancelled;
+        return Ok(ExitStatus::Cancelled);
     }
     if !settings.json {
         println!(
@@ -290,13 +275,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             ..CopyOptions::default()
         },
     };
-    let job = match CopyJob::plan(&request) {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("copyscope demo: {}", crate::present::quote::said(&e));
-            return ExitStatus::Fatal;
-        }
-    };
+    let job = CopyJob::plan(&request).map_err(|e| Fatal::of("demo", said(&e)))?;
     let note = pace.map(|p| {
         format!(
             "demo: paced at {} so you can watch (about {} s)",
@@ -373,7 +352,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             crate::present::quote::said(&e)
         );
     }
-    outcome.status
+    Ok(outcome.status)
 }
 
 /// A real recording of copyscope copying 1.6 GB onto an OpenZFS 2.1 pool limited to 40 MB/s

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use crate::config::{Config, WatchRequest};
 use crate::copy::{Control, CopyOutcome, Progress};
-use crate::exit::ExitStatus;
+use crate::exit::{ExitStatus, Fatal};
 use crate::frontend::metrics::MetricsEndpoint;
 use crate::frontend::session::{Session, SessionPlan};
 use crate::frontend::{Frontend, choose_frontend};
@@ -274,21 +274,10 @@ fn note_unreadable_writers(
 }
 
 /// Runs `copyscope watch` with the frontend the configuration calls for.
-pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
-    let Some((control, _signals)) = crate::frontend::control_with_signals() else {
-        return ExitStatus::Fatal;
-    };
-    let metrics = match crate::frontend::start_metrics(config, "watch") {
-        Ok(m) => m,
-        Err(status) => return status,
-    };
-    let sess = match start(config, req, control, metrics) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("copyscope: {e}");
-            return ExitStatus::Fatal;
-        }
-    };
+pub fn run(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
+    let (control, _signals) = crate::frontend::control_with_signals()?;
+    let metrics = crate::frontend::start_metrics(config, "watch")?;
+    let sess = start(config, req, control, metrics).map_err(Fatal::new)?;
     let d = &config.display;
     let o = if choose_frontend(config) == Frontend::Tui {
         // The state label says "watching"; the source side names only the writers, so the
@@ -309,10 +298,10 @@ pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
         crate::frontend::stream::run_session(d, sess, p, None)
     };
     // Stopping a watch is how it ends: q and Ctrl-C are a success, not a cancelled copy.
-    match o.status {
+    Ok(match o.status {
         ExitStatus::Cancelled => ExitStatus::Success,
         s => s,
-    }
+    })
 }
 
 #[cfg(test)]
