@@ -90,6 +90,8 @@ fn replay(config: &Config, file: &Path, speed: f64) -> Result<ExitStatus, Fatal>
     let cfg = model_config(&config.display);
     let opts = crate::frontend::live::ui_options(&config.display);
     if choose_frontend(config) == Frontend::Tui {
+        // Nothing to cancel, but the screen answers the signals.
+        let (_control, _signals) = control_with_signals()?;
         event_loop()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(crate::frontend::replay::run_tui(file, cfg, opts, speed)))

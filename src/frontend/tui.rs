@@ -13,7 +13,6 @@ use crossterm::event::Event as TermEvent;
 use crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::copy::{
@@ -579,37 +578,29 @@ pub(crate) fn cont_event() -> UiEvent {
     })
 }
 
-/// The signals a TUI loop answers: SIGTERM, SIGQUIT, SIGHUP, SIGINT and SIGCONT.
-pub(crate) struct TuiSignals {
-    term: tokio::signal::unix::Signal,
-    quit: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    cont: tokio::signal::unix::Signal,
-}
+/// The signals a TUI loop answers: SIGTERM, SIGQUIT, SIGHUP, SIGINT and SIGCONT, from the
+/// one signal handler (copy/signals.rs), which also cancels the engine.
+pub(crate) struct TuiSignals(mpsc::UnboundedReceiver<i32>);
 
 impl TuiSignals {
     pub fn listen() -> io::Result<TuiSignals> {
-        Ok(TuiSignals {
-            term: signal(SignalKind::terminate())?,
-            // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the
-            // cleanup).
-            quit: signal(SignalKind::quit())?,
-            hup: signal(SignalKind::hangup())?,
-            int: signal(SignalKind::interrupt())?,
-            cont: signal(SignalKind::from_raw(libc::SIGCONT))?,
-        })
+        crate::copy::signals::listen().map(TuiSignals)
     }
 
     /// The next signal as an event.
     pub async fn next(&mut self) -> UiEvent {
-        tokio::select! {
-            biased;
-            _ = self.term.recv() => UiEvent::Signal(Signal::Term),
-            _ = self.quit.recv() => UiEvent::Signal(Signal::Term),
-            _ = self.hup.recv() => UiEvent::Signal(Signal::Hup),
-            _ = self.int.recv() => UiEvent::Signal(Signal::Int),
-            _ = self.cont.recv() => cont_event(),
+        loop {
+            match self.0.recv().await {
+                // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip
+                // the cleanup).
+                Some(libc::SIGTERM | libc::SIGQUIT) => return UiEvent::Signal(Signal::Term),
+                Some(libc::SIGHUP) => return UiEvent::Signal(Signal::Hup),
+                Some(libc::SIGINT) => return UiEvent::Signal(Signal::Int),
+                Some(libc::SIGCONT) => return cont_event(),
+                Some(_) => {}
+                // The handler is gone (the run is ending): no signal comes any more.
+                None => std::future::pending::<()>().await,
+            }
         }
     }
 }
@@ -693,15 +684,7 @@ pub async fn run_live<T>(
                     keys_open = false;
                     sh.step(&mut st, UiEvent::TerminalGone);
                 }
-                let cancelling = io
-                    .control
-                    .cancelled
-                    .load(Ordering::SeqCst)
-                    .then(|| io.progress.in_write.load(Ordering::Relaxed));
-                feed(&mut sh, &mut st, &io.progress, io.arrivals.queued(None));
-                let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
-                last_tick = std::time::Instant::now();
-                sh.step(&mut st, UiEvent::Tick { elapsed_ns, cancelling });
+                on_frame(&mut sh, &mut st, &mut io, &mut last_tick);
             }
         }
     }
@@ -713,6 +696,31 @@ pub async fn run_live<T>(
         hung_up: st.hung_up,
         error: None,
     }
+}
+
+/// The frame clock's tick: what is queued, then the tick (with the size of the write the
+/// kernel still holds, once the engine was told to stop).
+fn on_frame<T>(
+    sh: &mut Shell,
+    st: &mut State,
+    io: &mut LiveIo<'_, T>,
+    last_tick: &mut std::time::Instant,
+) {
+    let cancelling = io
+        .control
+        .cancelled
+        .load(Ordering::SeqCst)
+        .then(|| io.progress.in_write.load(Ordering::Relaxed));
+    feed(sh, st, &io.progress, io.arrivals.queued(None));
+    let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
+    *last_tick = std::time::Instant::now();
+    sh.step(
+        st,
+        UiEvent::Tick {
+            elapsed_ns,
+            cancelling,
+        },
+    );
 }
 
 /// The engine's question as an event, its reply channel kept for the answer.

@@ -1,6 +1,7 @@
 //! One run's lifecycle, for every face (the TUI, `--plain`, `--json`) and every kind of run
-//! (a copy, a bench phase, a watch): a [`SessionPlan`] probes nothing itself but opens the
-//! recording and starts the sampler and the engine (or a watch's watcher) on one clock; the
+//! (a copy, a bench phase, a watch): a [`SessionPlan`] (the environment, the recording's
+//! header) opens the recording and starts the sampler and the engine (or a watch's watcher)
+//! on one clock; the
 //! [`Session`] hands the face the samples and engine events in the order they happened
 //! ([`arrivals`]), feeds them to the model and the recording, waits for the sample with the
 //! engine's final counters, and [`Session::finish`]es into a [`Finished`] run — the model
