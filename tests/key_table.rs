@@ -223,7 +223,8 @@ fn help_screen(replay: bool) -> String {
     let mut a = app(replay);
     a.view.help = true;
     let mut term = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
-    term.draw(|f| copyscope::ui::render(f, &a)).expect("draw");
+    term.draw(|f| copyscope::ui::render(f, &a.view()))
+        .expect("draw");
     term.backend().to_string()
 }
 

@@ -16,7 +16,7 @@ use crate::frontend::tui::{
     AskRequest, FRAME_INTERVAL, LiveEnd, LiveHooks, LiveIo, TuiConflictAsk, run_live,
 };
 use crate::model::{Event, Model};
-use crate::present::quote::{said, shell_escape};
+use crate::present::quote::{error_chain, said, shell_escape};
 use crate::present::units::Units;
 use crate::report::export::ChartData;
 use crate::report::recording::Header;
@@ -47,7 +47,7 @@ pub fn screenshot_message(app: &App, header: &Header, dir: Option<&Path>) -> Str
     let data = ChartData::from_model(&app.model, header, None);
     match write_run_screenshots(&data, header, dir, app.opts.theme.ascii()) {
         Ok(p) => format!("wrote {}", short_paths(&p)),
-        Err(e) => format!("screenshot failed: {}", said(&e)),
+        Err(e) => format!("screenshot failed: {}", error_chain(&e)),
     }
 }
 
@@ -187,7 +187,7 @@ pub(crate) fn run_session_tui(
         err(&format!("copyscope: cannot use the terminal: {}", said(e)));
     }
     let outcome = outcome.unwrap_or_else(|| CopyOutcome::crashed("the copy did not report back"));
-    let finished = sess.finish(app.screen.model, outcome);
+    let finished = sess.finish(app.model, outcome);
     if crate::frontend::tui::panicked() {
         // The hook restored the terminal and printed the panic; the copy was stopped and its
         // temporary files removed. Say so, and fail.
@@ -272,7 +272,10 @@ fn print_summary(d: &Display, finished: &Finished, opts: UiOptions) {
     if let Some(dir) = &d.screenshot {
         match write_run_screenshots(&data, &finished.header, Some(dir), d.ascii) {
             Ok(p) => out(&format!("screenshot: {}\n", join_paths(&p))),
-            Err(e) => err(&format!("copyscope: screenshot failed: {}", said(&e))),
+            Err(e) => err(&format!(
+                "copyscope: screenshot failed: {}",
+                error_chain(&e)
+            )),
         }
     }
 }

@@ -223,8 +223,9 @@ pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
 pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let run = stream(path, ModelConfig::default())?;
     let data = crate::report::export::ChartData::from_replayed(&run);
+    // The causes said as every other error is, one line.
     crate::report::screenshot::write_run_screenshots(&data, &run.header, Some(dir), ascii)
-        .map_err(anyhow::Error::msg)
+        .map_err(|e| anyhow::Error::msg(crate::present::quote::error_chain(&e)))
 }
 
 /// The recording at `path` streamed into a model (bounded memory: no sample is kept), or an

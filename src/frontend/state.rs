@@ -10,7 +10,7 @@ use crate::model::{Event, Model};
 use crate::present::keys::{self, Does, FileExists, Press};
 use crate::sample::Sample;
 use crate::ui::chart::XAxis;
-use crate::ui::view::{Dialog, FileProgress, Header, Progress, RunState, UiOptions, View};
+use crate::ui::view::{Dialog, FileProgress, Header, Progress, RunState, Screen, UiOptions, View};
 
 /// What a key press asks the main loop to do.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,22 +34,23 @@ pub enum Action {
     CycleSpeed,
 }
 
-/// The state a frontend loop owns: what the screen shows, changed only through the methods
-/// below. It derefs to the [`View`] so drawing reads it directly.
+/// The state a frontend loop owns: the model and what the screen shows, changed only
+/// through the methods below. It derefs to the [`Screen`]; a frame draws its [`App::view`].
 #[derive(Clone)]
 pub struct App {
-    pub screen: View,
+    pub model: Model,
+    pub screen: Screen,
 }
 
 impl Deref for App {
-    type Target = View;
-    fn deref(&self) -> &View {
+    type Target = Screen;
+    fn deref(&self) -> &Screen {
         &self.screen
     }
 }
 
 impl DerefMut for App {
-    fn deref_mut(&mut self) -> &mut View {
+    fn deref_mut(&mut self) -> &mut Screen {
         &mut self.screen
     }
 }
@@ -78,7 +79,16 @@ pub fn file_of(c: &CurrentFile) -> FileProgress {
 impl App {
     pub fn new(model: Model, header: Header, opts: UiOptions) -> Self {
         App {
-            screen: View::new(model, header, opts),
+            model,
+            screen: Screen::new(header, opts),
+        }
+    }
+
+    /// This frame's data for drawing.
+    pub fn view(&self) -> View<'_> {
+        View {
+            model: &self.model,
+            screen: &self.screen,
         }
     }
 

@@ -276,16 +276,16 @@ pub(crate) fn run_session(
             return CopyOutcome::crashed("no event loop");
         }
     };
+    let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
     let mut lines = Lines {
         model: Model::new(model_config(d), sess.env.clone()),
         p,
         phase: Phase::Copying,
         snap: ProgressSnapshot::default(),
         shown: None,
-        period: if d.json { d.interval } else { PLAIN_LINE_EVERY },
-        next: Instant::now(),
+        period,
+        next: Instant::now() + period,
     };
-    lines.next += lines.period;
     sess.publish(&lines.model);
     let outcome = rt.block_on(lines.follow(d, &mut sess, asking.as_deref()));
     let last = sess.progress.snapshot();
@@ -482,7 +482,10 @@ fn print_summary(d: &Display, finished: &Finished) {
         match write_run_screenshots(&data, &finished.header, Some(dir), d.ascii) {
             Ok(paths) if !d.json => emit_err(&format!("screenshot: {}", join_paths(&paths))),
             Ok(_) => {}
-            Err(e) => emit_err(&format!("copyscope: screenshot failed: {e}")),
+            Err(e) => emit_err(&format!(
+                "copyscope: screenshot failed: {}",
+                crate::present::quote::error_chain(&e)
+            )),
         }
     }
     let end = finished.end();

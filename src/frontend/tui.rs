@@ -250,7 +250,7 @@ impl TerminalGuard {
         .and_then(|_| {
             let held = &mut self.held;
             self.terminal
-                .draw(|f| crate::ui::render_held(f, app, held))
+                .draw(|f| crate::ui::render_held(f, &app.view(), held))
                 .map(|_| ())
         })
         .and_then(|_| {

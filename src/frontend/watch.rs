@@ -168,6 +168,24 @@ fn writers_label(req: &WatchRequest) -> Vec<String> {
     vec![format!("watch: {}", v.join(", "))]
 }
 
+/// Why a watch cannot start (the paths and names already quoted).
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    #[error("watch {0}: no such file or directory")]
+    NoPath(String),
+    #[error("--pid {0}: no such process")]
+    NoProcess(u32),
+    #[error("--net {0}: no such network interface (/sys/class/net/{0}/statistics/rx_bytes)")]
+    NoInterface(String),
+    #[error(
+        "watch {0}: no intake to read: the filesystem is neither ZFS nor on a block device \
+         (follow the writer with --pid or --comm)"
+    )]
+    NoIntake(String),
+    #[error("watch {path}: {why}")]
+    Unwatchable { path: String, why: String },
+}
+
 /// Probes PATH's filesystem, picks the intake and starts the sampler and the watcher; the
 /// session's header names what is watched.
 fn start(
@@ -175,13 +193,11 @@ fn start(
     req: &WatchRequest,
     control: Arc<Control>,
     metrics: Option<MetricsEndpoint>,
-) -> Result<Session, String> {
+) -> Result<Session, WatchError> {
     let d = &config.display;
+    let path = || quote(&req.path);
     if !req.path.exists() {
-        return Err(format!(
-            "watch {}: no such file or directory",
-            quote(&req.path)
-        ));
+        return Err(WatchError::NoPath(path()));
     }
     let root = SysRoot::new(d.sys_root.clone());
     if let Some(pid) = req
@@ -189,18 +205,13 @@ fn start(
         .iter()
         .find(|p| !root.join(format!("proc/{p}")).exists())
     {
-        return Err(format!("--pid {pid}: no such process"));
+        return Err(WatchError::NoProcess(*pid));
     }
     let net = net_reader(&root, req)?;
     let mut env = probe_environment(&root, &[], &req.path);
     let following = !req.pids.is_empty() || !req.comms.is_empty();
-    let source = IntakeSource::choose(&env, following).ok_or_else(|| {
-        format!(
-            "watch {}: no intake to read: the filesystem is neither ZFS nor on a block device \
-             (follow the writer with --pid or --comm)",
-            quote(&req.path)
-        )
-    })?;
+    let source =
+        IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?;
     note_unreadable_writers(&root, req, &mut env);
     let target = WatchTarget {
         path: req.path.to_string_lossy().into_owned(),
@@ -222,8 +233,10 @@ fn start(
     let writers = match following {
         false => None,
         true => {
-            let fs = WatchedFs::of(&req.path)
-                .map_err(|e| format!("watch {}: {}", quote(&req.path), said(&e)))?;
+            let fs = WatchedFs::of(&req.path).map_err(|e| WatchError::Unwatchable {
+                path: path(),
+                why: said(&e),
+            })?;
             let since = SystemTime::now();
             Some(WriterReader::new(&root, &req.pids, &req.comms, fs, since))
         }
@@ -242,17 +255,13 @@ fn start(
 }
 
 /// `--net IFACE`: the reader of its receive counter, or why there is none.
-fn net_reader(root: &SysRoot, req: &WatchRequest) -> Result<Option<NetReader>, String> {
+fn net_reader(root: &SysRoot, req: &WatchRequest) -> Result<Option<NetReader>, WatchError> {
     let Some(n) = req.net.as_deref() else {
         return Ok(None);
     };
     let reader = NetReader::new(root, n);
     if !reader.present() {
-        return Err(format!(
-            "--net {}: no such network interface (/sys/class/net/{}/statistics/rx_bytes)",
-            quote(Path::new(n)),
-            quote(Path::new(n))
-        ));
+        return Err(WatchError::NoInterface(quote(Path::new(n))));
     }
     Ok(Some(reader))
 }
@@ -277,7 +286,7 @@ fn note_unreadable_writers(
 pub fn run(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
     let (control, _signals) = crate::frontend::control_with_signals()?;
     let metrics = crate::frontend::start_metrics(config, "watch")?;
-    let sess = start(config, req, control, metrics).map_err(Fatal::new)?;
+    let sess = start(config, req, control, metrics).map_err(|e| Fatal::new(e.to_string()))?;
     let d = &config.display;
     let o = if choose_frontend(config) == Frontend::Tui {
         // The state label says "watching"; the source side names only the writers, so the

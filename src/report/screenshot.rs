@@ -31,10 +31,9 @@ pub fn write_run_screenshots(
     header: &Header,
     dir: Option<&Path>,
     ascii: bool,
-) -> Result<Vec<PathBuf>, String> {
+) -> anyhow::Result<Vec<PathBuf>> {
     let dir = dir.unwrap_or(Path::new("."));
     write_screenshot_set(data, dir, &run_stem(header), SCREENSHOT_SIZE, ascii)
-        .map_err(|e| crate::present::quote::error_chain(&e))
 }
 
 /// The files of one screenshot set, short enough for the screen: the first path in full
