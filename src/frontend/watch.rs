@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::oneshot;
 
 use crate::config::{Config, WatchRequest};
-use crate::copy::{Control, CopyOutcome, Progress};
+use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot};
 use crate::exit::{ExitStatus, Fatal};
 use crate::frontend::metrics::MetricsEndpoint;
 use crate::frontend::session::{Session, SessionPlan};
@@ -113,18 +113,11 @@ impl EndRule {
 
 /// The outcome a watch reports: what was written while it watched.
 fn outcome(status: ExitStatus, written: u64, secs: f64) -> CopyOutcome {
-    CopyOutcome {
-        status,
+    let counters = ProgressSnapshot {
         bytes_copied: written,
-        copy_secs: secs,
-        to_cache_bps: if secs > 0.0 {
-            written as f64 / secs
-        } else {
-            0.0
-        },
-        fatal: None,
-        ..CopyOutcome::crashed("")
-    }
+        ..ProgressSnapshot::default()
+    };
+    CopyOutcome::measured(status, &counters, secs, None)
 }
 
 /// Watches the end conditions on its own thread; resolves `done` with the outcome.
