@@ -51,7 +51,8 @@ pub(crate) fn control_with_signals() -> Result<(Arc<Control>, SignalGuard), Fata
     Ok((control, guard))
 }
 
-/// The event loop the TUI and the plain/JSON loops wait on: one thread, timers and I/O.
+/// The one way an event loop is made (the TUI's, the plain/JSON loop's, the `--metrics`
+/// server's on its own thread): one thread, timers and I/O.
 pub(crate) fn event_loop() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
