@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::frontend::state::App;
 use crate::frontend::tui::{
-    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, TuiSignals, from_terminal, spawn_key_reader,
+    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, TuiSignals, on_key, spawn_key_reader,
 };
 use crate::frontend::update::{Event, ReplayItem, State, Timeline};
 use crate::model::{self, Model, ModelConfig};
@@ -131,12 +131,7 @@ pub async fn run_tui(
         tokio::select! {
             ev = signals.next() => sh.step(&mut st, ev),
             maybe = keys.recv(), if keys_open => {
-                if maybe.as_ref().is_none_or(Result::is_err) {
-                    keys_open = false;
-                }
-                if let Some(ev) = from_terminal(maybe) {
-                    sh.step(&mut st, ev);
-                }
+                keys_open = on_key(&mut sh, &mut st, maybe);
             }
             _ = frame.tick() => {
                 let elapsed_ns = last.elapsed().as_nanos() as u64;

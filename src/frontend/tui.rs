@@ -646,14 +646,8 @@ pub async fn run_live<T>(
         tokio::select! {
             biased;
             res = &mut *io.done, if outcome.is_none() => {
-                let end = match res {
-                    Ok(o) => {
-                        let s = final_state(&o);
-                        outcome = Some(o);
-                        s
-                    }
-                    Err(_) => RunState::Failed,
-                };
+                let end = res.as_ref().map_or(RunState::Failed, &final_state);
+                outcome = res.ok();
                 take_final_samples(&mut sh, &mut st, &mut io).await;
                 sh.step(&mut st, UiEvent::Finished(end));
                 break;
@@ -670,12 +664,7 @@ pub async fn run_live<T>(
                 ask(&mut sh, &mut st, req);
             }
             maybe = keys.recv(), if keys_open => {
-                if maybe.as_ref().is_none_or(Result::is_err) {
-                    keys_open = false;
-                }
-                if let Some(ev) = from_terminal(maybe) {
-                    sh.step(&mut st, ev);
-                }
+                keys_open = on_key(&mut sh, &mut st, maybe);
             }
             _ = frame.tick() => {
                 if !st.hung_up && terminal_hung_up() {
@@ -696,6 +685,15 @@ pub async fn run_live<T>(
         hung_up: st.hung_up,
         error: None,
     }
+}
+
+/// What the key reader read, as an event; false once it ended (the terminal is gone).
+pub(crate) fn on_key(sh: &mut Shell, st: &mut State, read: Option<io::Result<TermEvent>>) -> bool {
+    let open = read.as_ref().is_some_and(Result::is_ok);
+    if let Some(ev) = from_terminal(read) {
+        sh.step(st, ev);
+    }
+    open
 }
 
 /// The frame clock's tick: what is queued, then the tick (with the size of the write the
