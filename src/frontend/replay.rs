@@ -169,49 +169,13 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     ))
 }
 
-/// `replay --json`: the recording through the model, as JSON lines — each of the model's
-/// events (`"type": "diagnosis"`, as a live `--json` copy prints them) and one final
-/// `"type": "summary"` object with the model's figures.
+/// `replay --json`: the recording through the model, as JSON lines
+/// ([`crate::report::summary::replay_json`]).
 pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
-    let run = stream(path, cfg)?;
-    let (model, rec) = (&run.model, &run);
-    let mut out = String::new();
-    for e in model.events() {
-        let mut v = serde_json::to_value(e)?;
-        if let serde_json::Value::Object(m) = &mut v {
-            m.insert("type".into(), "diagnosis".into());
-            m.insert("t".into(), ((e.t_ns as f64 / 1e6).round() / 1e3).into());
-            m.insert("text".into(), e.describe().into());
-        }
-        out.push_str(&v.to_string());
-        out.push('\n');
-    }
-    let mut summary = crate::report::json::stats_json(&model.stats());
-    if let serde_json::Value::Object(m) = &mut summary {
-        m.insert("type".into(), "summary".into());
-        m.insert(
-            "recording".into(),
-            path.to_string_lossy().into_owned().into(),
-        );
-        if let Some(n) = &model.stats().net {
-            let iface = rec.header.watch.as_ref().and_then(|w| w.net.as_deref());
-            m.insert("net".into(), crate::report::json::net_json(iface, n));
-        }
-        // The same budget and verdict a live `--json` run ends with.
-        m.insert(
-            "budget".into(),
-            crate::report::json::budget_json(model.budget()),
-        );
-        m.insert("verdict".into(), serde_json::to_value(model.verdict())?);
-        if let Some(s) = &rec.summary {
-            m.insert("files_copied".into(), s.files.into());
-            m.insert("files_failed".into(), s.failed.into());
-            m.insert("exit_code".into(), s.exit_code.into());
-        }
-    }
-    out.push_str(&summary.to_string());
-    out.push('\n');
-    Ok(out)
+    Ok(crate::report::summary::replay_json(
+        &stream(path, cfg)?,
+        path,
+    ))
 }
 
 /// `replay --plain/--json --screenshot DIR`: the pictures of the whole recording.

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::config::Display;
@@ -96,13 +95,7 @@ impl Printer {
     fn model_events(&mut self, evs: &[Event]) {
         for e in evs {
             if self.json {
-                let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({}));
-                if let serde_json::Value::Object(m) = &mut v {
-                    m.insert("type".into(), json!("diagnosis"));
-                    m.insert("t".into(), json!((e.t_ns as f64 / 1e6).round() / 1e3));
-                    m.insert("text".into(), json!(e.describe()));
-                }
-                emit(&v.to_string());
+                emit(&json::finding_json(e, "diagnosis", e.t_ns, e.describe()).to_string());
             } else if worth_a_line(&e.kind) {
                 self.human(&format!("[{}] {}", fmt_event_time(e.t_ns), e.describe()));
                 self.await_commits(e);
@@ -127,13 +120,7 @@ impl Printer {
         }
         self.last_provisional = Some(now);
         if self.json {
-            let mut v = serde_json::to_value(&open).unwrap_or_else(|_| json!({}));
-            if let serde_json::Value::Object(m) = &mut v {
-                m.insert("type".into(), json!("provisional"));
-                m.insert("t".into(), json!((now as f64 / 1e6).round() / 1e3));
-                m.insert("text".into(), json!(open.describe()));
-            }
-            emit(&v.to_string());
+            emit(&json::finding_json(&open, "provisional", now, open.describe()).to_string());
         } else {
             self.human(&format!(
                 "[{}] {} (so far)",

@@ -227,3 +227,41 @@ pub fn recording_line(path: &Path, error: Option<&str>) -> Result<String, String
         Some(e) => Err(format!("copyscope: recording {}", file_line(path, e))),
     }
 }
+
+/// `replay --json`: each of the model's events (`"type": "diagnosis"`, as a live `--json`
+/// copy prints them), then one `"type": "summary"` object with the model's figures, the same
+/// budget and verdict a live `--json` run ends with, and the recording's own counts.
+pub fn replay_json(run: &crate::report::recording::Replayed, path: &Path) -> String {
+    let model = &run.model;
+    let mut out = String::new();
+    for e in model.events() {
+        let v = crate::report::json::finding_json(e, "diagnosis", e.t_ns, e.describe());
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let mut summary = crate::report::json::stats_json(&model.stats());
+    if let Value::Object(m) = &mut summary {
+        m.insert("type".into(), "summary".into());
+        m.insert(
+            "recording".into(),
+            path.to_string_lossy().into_owned().into(),
+        );
+        if let Some(n) = &model.stats().net {
+            let iface = run.header.watch.as_ref().and_then(|w| w.net.as_deref());
+            m.insert("net".into(), crate::report::json::net_json(iface, n));
+        }
+        m.insert(
+            "budget".into(),
+            crate::report::json::budget_json(model.budget()),
+        );
+        m.insert("verdict".into(), json!(model.verdict()));
+        if let Some(s) = &run.summary {
+            m.insert("files_copied".into(), s.files.into());
+            m.insert("files_failed".into(), s.failed.into());
+            m.insert("exit_code".into(), s.exit_code.into());
+        }
+    }
+    out.push_str(&summary.to_string());
+    out.push('\n');
+    out
+}
