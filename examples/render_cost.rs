@@ -29,7 +29,8 @@ fn main() {
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
     let t = Instant::now();
     for _ in 0..frames {
-        term.draw(|f| copyscope::ui::render(f, &app)).expect("draw");
+        term.draw(|f| copyscope::ui::render(f, &app.view()))
+            .expect("draw");
     }
     let per = t.elapsed().as_secs_f64() / f64::from(frames);
     println!(

@@ -1,11 +1,12 @@
-//! Thin binary: parse, validate, hand off to the library, exit with its status.
+//! Thin binary: parse, validate, hand off to the library, exit with its status — or say the
+//! error that ended the run, once, here.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use copyscope::cli::Cli;
 use copyscope::config::Config;
-use copyscope::exit::ExitStatus;
+use copyscope::exit::{ExitStatus, Fatal, error_line};
 
 fn main() -> ExitCode {
     use copyscope::copy::writeback;
@@ -17,12 +18,14 @@ fn main() -> ExitCode {
     }
     writeback::allow_child();
     let cli = Cli::parse();
-    let config = match Config::try_from(cli) {
-        Ok(c) => c,
+    let run = Config::try_from(cli)
+        .map_err(|e| Fatal::new(copyscope::present::quote::said(&e)).into())
+        .and_then(copyscope::run);
+    match run {
+        Ok(status) => status.into(),
         Err(e) => {
-            eprintln!("copyscope: {}", copyscope::present::quote::said(&e));
-            return ExitStatus::Fatal.into();
+            eprintln!("{}", error_line(&e));
+            ExitStatus::Fatal.into()
         }
-    };
-    copyscope::run(config).into()
+    }
 }

@@ -217,7 +217,8 @@ fn help_screen(w: u16, h: u16, replay: bool, ascii: bool) -> String {
         });
     }
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    term.draw(|f| copyscope::ui::render(f, &app)).expect("draw");
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .expect("draw");
     term.backend().to_string()
 }
 

@@ -25,7 +25,8 @@ use util::{committed_recordings as recordings, plain_ui_options as opts};
 fn tui_header(rec: &Recording) -> String {
     let app = app_at(rec, ModelConfig::default(), opts(), rec.duration_ns());
     let mut term = Terminal::new(TestBackend::new(220, 40)).expect("terminal");
-    term.draw(|f| copyscope::ui::render(f, &app)).expect("draw");
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .expect("draw");
     let screen = term.backend().to_string();
     screen
         .lines()

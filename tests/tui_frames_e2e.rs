@@ -187,7 +187,7 @@ fn model_headers(width: u16) -> HashSet<String> {
             },
         );
         let mut buf = Buffer::empty(area);
-        copyscope::ui::panels::speeds(area, &mut buf, &st.app);
+        copyscope::ui::panels::speeds(area, &mut buf, &st.app.view());
         let line: String = buf.content().iter().map(|c| c.symbol()).collect();
         out.insert(line.trim().to_string());
     }

@@ -36,7 +36,8 @@ fn app(ascii: bool, t_s: f64) -> App {
 
 fn screen(app: &App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| copyscope::ui::render(f, app)).unwrap();
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .unwrap();
     term.backend().to_string()
 }
 

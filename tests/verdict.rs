@@ -193,7 +193,7 @@ fn b_shows_the_budget_in_the_kernel_panel_and_the_verdict_at_the_end() {
         compact: false,
     };
     let text = |app: &copyscope::frontend::state::App| -> String {
-        copyscope::ui::panels::kernel_lines(app, false)
+        copyscope::ui::panels::kernel_lines(&app.view(), false)
             .iter()
             .map(|l| l.to_string())
             .collect::<Vec<_>>()

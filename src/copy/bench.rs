@@ -668,34 +668,15 @@ pub fn spawn_phase(
             } else {
                 ExitStatus::Success
             };
-            let rate = |secs: f64| {
-                if secs > 0.0 {
-                    snap.bytes_copied as f64 / secs
-                } else {
-                    0.0
-                }
-            };
             CopyOutcome {
-                status,
-                files_copied: snap.files_done,
-                bytes_copied: snap.bytes_copied,
-                bytes_cloned: 0,
-                failures: Vec::new(),
-                skipped: Vec::new(),
-                changed: Vec::new(),
-                notes: Vec::new(),
                 fatal: run.fatal.clone(),
-                copy_secs,
-                flush_secs,
-                to_cache_bps: rate(copy_secs),
-                durable_bps: flush_secs.map(|f| rate(copy_secs + f)),
                 sync: if phase.writes() {
                     SyncMode::Syncfs
                 } else {
                     SyncMode::None
                 },
                 flush_abandoned,
-                verify: None,
+                ..CopyOutcome::measured(status, &snap, copy_secs, flush_secs)
             }
         })
         .unwrap_or_else(|e| panic!("cannot start the bench thread: {e}"))

@@ -19,7 +19,7 @@ use super::plan::{CopyJob, Root};
 use super::queue::{Popped, QUEUE_LEN, WorkQueue};
 use super::scan::scan;
 use super::shared::{Entry, FileIssue, Shared, errmsg, lock};
-use super::{ConflictAsk, Control, EngineEvent, EventSender, Progress};
+use super::{ConflictAsk, Control, EngineEvent, EventSender, Progress, ProgressSnapshot};
 use crate::exit::ExitStatus;
 
 /// Result of `--verify`.
@@ -351,31 +351,19 @@ fn run_engine(
         ExitStatus::Success
     };
     let snap = sh.progress.snapshot();
-    let copy_secs = copy_dur.as_secs_f64();
-    let rate = |secs: f64| {
-        if secs > 0.0 {
-            snap.bytes_copied as f64 / secs
-        } else {
-            0.0
-        }
-    };
     CopyOutcome {
-        status,
-        files_copied: snap.files_done,
-        bytes_copied: snap.bytes_copied,
         bytes_cloned: sh.cloned.load(Ordering::SeqCst),
         failures,
         skipped: std::mem::take(&mut *lock(&sh.skipped)),
         changed: std::mem::take(&mut *lock(&sh.changed)),
         notes: std::mem::take(&mut *lock(&sh.notes)),
         fatal,
-        copy_secs,
+        // A cancelled flush has no flush time, though the durable speed counts what it did.
         flush_secs: flush_secs.filter(|_| status != ExitStatus::Cancelled),
-        to_cache_bps: rate(copy_secs),
-        durable_bps: flush_secs.map(|f| rate(copy_secs + f)),
         sync: sh.opts.sync,
         flush_abandoned,
         verify,
+        ..CopyOutcome::measured(status, &snap, copy_dur.as_secs_f64(), flush_secs)
     }
 }
 
@@ -425,25 +413,47 @@ fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>) {
 }
 
 impl CopyOutcome {
-    /// An outcome for a run that never produced one (the engine thread died).
-    pub fn crashed(message: &str) -> CopyOutcome {
+    /// The outcome of a run from its counters and times: what every engine (the copy's, a
+    /// bench phase's) and a watch start from. The speeds divide the bytes by the copy time
+    /// and, with a flush, by the copy and flush time; lists are empty, nothing failed.
+    pub fn measured(
+        status: ExitStatus,
+        counters: &ProgressSnapshot,
+        copy_secs: f64,
+        flush_secs: Option<f64>,
+    ) -> CopyOutcome {
+        let rate = |secs: f64| {
+            if secs > 0.0 {
+                counters.bytes_copied as f64 / secs
+            } else {
+                0.0
+            }
+        };
         CopyOutcome {
-            status: ExitStatus::Fatal,
-            files_copied: 0,
-            bytes_copied: 0,
+            status,
+            files_copied: counters.files_done,
+            bytes_copied: counters.bytes_copied,
             bytes_cloned: 0,
             failures: Vec::new(),
             skipped: Vec::new(),
             changed: Vec::new(),
             notes: Vec::new(),
-            fatal: Some(message.to_string()),
-            copy_secs: 0.0,
-            flush_secs: None,
-            to_cache_bps: 0.0,
-            durable_bps: None,
+            fatal: None,
+            copy_secs,
+            flush_secs,
+            to_cache_bps: rate(copy_secs),
+            durable_bps: flush_secs.map(|f| rate(copy_secs + f)),
             sync: SyncMode::Syncfs,
             flush_abandoned: false,
             verify: None,
+        }
+    }
+
+    /// An outcome for a run that never produced one (the engine thread died).
+    pub fn crashed(message: &str) -> CopyOutcome {
+        CopyOutcome {
+            fatal: Some(message.to_string()),
+            ..CopyOutcome::measured(ExitStatus::Fatal, &ProgressSnapshot::default(), 0.0, None)
         }
     }
 }

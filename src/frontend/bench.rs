@@ -7,19 +7,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
-
 use crate::config::{BenchRequest, Config};
+use crate::copy::CopyOutcome;
 use crate::copy::bench::{BenchSize, Phase, Scratch, check_dir, remove_file, spawn_phase};
-use crate::copy::{CopyOutcome, EventSender, Progress};
-use crate::exit::ExitStatus;
-use crate::frontend::session::{Recorder, Session, model_config};
+use crate::exit::{ExitStatus, Fatal};
+use crate::frontend::session::{SessionPlan, model_config};
 use crate::frontend::{Frontend, choose_frontend, control_with_signals};
 use crate::present::quote::{quote, said, shell_escape};
 use crate::report::bench::{BenchFacts, PhaseResult, render_bench_markdown, render_bench_text};
 use crate::report::export::ChartData;
 use crate::report::recording::{Header, Replayed};
-use crate::sample::{Environment, SysRoot, probe_environment, spawn_sampler};
+use crate::sample::{Environment, SysRoot, probe_environment};
 use crate::ui::view::Header as UiHeader;
 
 /// `--quick`: each phase stops after this long.
@@ -85,10 +83,7 @@ fn prng_rate() -> f64 {
 
 /// The default output directory: `./copyscope-bench-YYYYMMDD-HHMMSS`.
 fn default_out(started: &str) -> PathBuf {
-    let stamp = started
-        .replace([':', '-'], "")
-        .replace('T', "-")
-        .replace('Z', "");
+    let stamp = crate::report::screenshot::run_stamp(started);
     PathBuf::from(format!("copyscope-bench-{stamp}"))
 }
 
@@ -148,87 +143,62 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
     )
 }
 
-/// Runs one phase as a session with the configured frontend; returns its outcome.
-#[allow(clippy::too_many_arguments)]
-fn run_phase(
-    config: &Config,
-    phase: Phase,
-    env: &Environment,
-    root: &SysRoot,
-    scratch: &Arc<Scratch>,
+/// What every phase of one bench shares.
+struct Bench<'a> {
+    config: &'a Config,
+    env: &'a Environment,
+    scratch: &'a Arc<Scratch>,
     size: BenchSize,
-    control: &Arc<crate::copy::Control>,
-    recording: &Path,
-    dir: &Path,
-) -> CopyOutcome {
-    let d = &config.display;
-    let source = format!("bench: {}", phase.name());
-    let env = &Environment {
-        reads_only: !phase.writes(),
-        ..env.clone()
-    };
-    let mut header = Header::for_this_run(
-        std::env::args().collect(),
-        vec![source.clone()],
-        dir.to_string_lossy().into_owned(),
-        env.clone(),
-        d.interval.as_millis() as u64,
-    );
-    header.bench = Some(phase.name().to_string());
-    let recorder = Recorder::open(Some(recording), &header);
-    let progress = Arc::new(Progress::default());
-    let (s_tx, samples) = mpsc::unbounded_channel();
-    let start = Instant::now();
-    let (ev_tx, engine_events) = EventSender::channel(start);
-    let sampler = spawn_sampler(root.clone(), env, progress.clone(), d.interval, start, s_tx);
-    let engine = spawn_phase(
-        phase,
-        scratch.clone(),
-        size,
-        progress.clone(),
-        control.clone(),
-        ev_tx,
-    );
-    let (done_tx, done) = oneshot::channel();
-    std::thread::spawn(move || {
-        let outcome = engine
-            .join()
-            .unwrap_or_else(|_| CopyOutcome::crashed("the bench engine panicked"));
-        let _ = done_tx.send(outcome);
-    });
-    let sess = Session {
-        env: env.clone(),
-        header,
-        recorder,
-        progress,
-        control: control.clone(),
-        samples,
-        engine_events,
-        done,
-        sampler,
-        start,
-        metrics: None,
-    };
-    let mut phase_config = config.clone();
-    phase_config.display.record = Some(recording.to_path_buf());
-    // The pictures are written per phase, named after it, once the bench has ended: the
-    // session's own would be named after the start second, and short phases share one. The
-    // `s` key still writes where a copy's does: --screenshot DIR, else the current directory.
-    let shots = phase_config.display.screenshot.take();
-    if choose_frontend(config) == Frontend::Tui {
-        let ui_header = UiHeader {
-            source,
-            dest: shell_escape(dir).into_owned(),
-            fs: String::new(),
+    control: &'a Arc<crate::copy::Control>,
+    /// DIR, the directory benchmarked.
+    dir: &'a Path,
+}
+
+impl Bench<'_> {
+    /// Runs one phase as a session, recorded to `recording`, with the configured frontend;
+    /// returns its outcome.
+    fn run_phase(&self, phase: Phase, recording: &Path) -> CopyOutcome {
+        let (config, d) = (self.config, &self.config.display);
+        let source = format!("bench: {}", phase.name());
+        let env = Environment {
+            reads_only: !phase.writes(),
+            ..self.env.clone()
         };
-        let app = crate::frontend::live::new_app(d, &sess, ui_header);
-        crate::frontend::live::run_session_tui_with(&phase_config, sess, app, None, None, shots)
-    } else {
-        if !d.json {
-            println!("== bench phase: {} ==", phase.name());
+        let endpoints = (
+            vec![source.clone()],
+            self.dir.to_string_lossy().into_owned(),
+        );
+        let mut plan = SessionPlan::new(d, env, endpoints, self.control.clone())
+            .recorded(Some(recording), false);
+        plan.header.bench = Some(phase.name().to_string());
+        let (scratch, size) = (self.scratch.clone(), self.size);
+        let sess = plan.start_engine(
+            |progress, control, events| {
+                spawn_phase(phase, scratch, size, progress, control, events)
+            },
+            "the bench engine panicked",
+        );
+        // The pictures are written per phase, named after it, once the bench has ended: the
+        // session's own would be named after the start second, and short phases share one.
+        // The `s` key still writes where a copy's does: --screenshot DIR, else the current
+        // directory.
+        let mut phase_config = config.clone();
+        let shots = phase_config.display.screenshot.take();
+        if choose_frontend(config) == Frontend::Tui {
+            let ui_header = UiHeader {
+                source,
+                dest: shell_escape(self.dir).into_owned(),
+                fs: String::new(),
+            };
+            let app = crate::frontend::live::new_app(d, &sess, ui_header);
+            crate::frontend::live::run_session_tui(&phase_config, sess, app, None, shots)
+        } else {
+            if !d.json {
+                println!("== bench phase: {} ==", phase.name());
+            }
+            let p = crate::frontend::stream::Printer::new(d.json);
+            crate::frontend::stream::run_session(&phase_config.display, sess, p, None)
         }
-        let p = crate::frontend::stream::Printer::new(d.json);
-        crate::frontend::stream::run_session(&phase_config.display, sess, p, None, None)
     }
 }
 
@@ -286,77 +256,33 @@ fn quick_note(planned: &BenchSize, used: &[(Phase, u64, u64)], ram: u64) -> Stri
     )
 }
 
+/// What one phase ran: its recording and the engine's outcome.
+type Ran = (Phase, PathBuf, CopyOutcome);
+
 /// `copyscope bench DIR`.
-pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
+pub fn run(config: &Config, req: &BenchRequest) -> Result<ExitStatus, Fatal> {
     let d = &config.display;
-    if let Err(e) = check_dir(&req.dir, req.force) {
-        eprintln!("copyscope bench: {e}");
-        return ExitStatus::Fatal;
-    }
+    check_dir(&req.dir, req.force).map_err(|e| Fatal::of("bench", e.to_string()))?;
     let before = listing(&req.dir);
     let root = SysRoot::new(d.sys_root.clone());
     let env = probe_environment(&root, &[], &req.dir);
     let started = Header::for_this_run(Vec::new(), Vec::new(), String::new(), env.clone(), 0);
-    let out = req
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&started.started_at));
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        eprintln!("copyscope bench: --out {}: {}", quote(&out), said(&e));
-        return ExitStatus::Fatal;
-    }
-    // The results never go into DIR: the bench leaves it as it was.
-    if let (Ok(o), Ok(dd)) = (out.canonicalize(), req.dir.canonicalize())
-        && o.starts_with(&dd)
-    {
-        let _ = std::fs::remove_dir(&out);
-        eprintln!(
-            "copyscope bench: the results directory {} is inside {}: give --out elsewhere",
-            quote(&out),
-            quote(&req.dir)
-        );
-        return ExitStatus::Fatal;
-    }
-    let (size, mut notes) = plan_size(req, &env, free_bytes(&req.dir));
-    let Some((control, _signals)) = control_with_signals() else {
-        return ExitStatus::Fatal;
+    let out = results_dir(req, &started)?;
+    let (size, planned_notes) = plan_size(req, &env, free_bytes(&req.dir));
+    let (control, _signals) = control_with_signals()?;
+    let scratch =
+        Arc::new(Scratch::create(&req.dir).map_err(|e| Fatal::of("bench", e.to_string()))?);
+    let bench = Bench {
+        config,
+        env: &env,
+        scratch: &scratch,
+        size,
+        control: &control,
+        dir: &req.dir,
     };
-    let scratch = match Scratch::create(&req.dir) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            eprintln!("copyscope bench: {e}");
-            return ExitStatus::Fatal;
-        }
-    };
-    let mut results: Vec<(Phase, PathBuf, CopyOutcome)> = Vec::new();
-    let mut status = ExitStatus::Success;
-    for (i, phase) in Phase::ALL.into_iter().enumerate() {
-        let file = format!("{}-{}.jsonl", i + 1, phase.name().replace(' ', "-"));
-        let recording = out.join(&file);
-        let outcome = run_phase(
-            config, phase, &env, &root, &scratch, size, &control, &recording, &req.dir,
-        );
-        let st = outcome.status;
-        results.push((phase, recording, outcome));
-        match phase {
-            Phase::WriteZeros => remove_file(&scratch, "zeros.bin"),
-            Phase::ReadBack => remove_file(&scratch, "random.bin"),
-            _ => {}
-        }
-        if matches!(st, ExitStatus::Cancelled | ExitStatus::Fatal) {
-            status = st;
-            break;
-        }
-    }
+    let (ran, mut status) = bench.run_phases(&out);
     // Cleanup: the scratch directory and everything in it, through its descriptors.
-    let cleanup = match Arc::try_unwrap(scratch) {
-        Ok(mut s) => s.remove(),
-        Err(s) => Err(format!(
-            "cannot remove {}: the bench engine still holds it",
-            quote(&s.path)
-        )),
-    };
-    if let Err(e) = cleanup {
+    if let Err(e) = remove_scratch(scratch) {
         eprintln!("copyscope bench: {e}");
         status = ExitStatus::Fatal;
     }
@@ -366,28 +292,95 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
             quote(&req.dir)
         );
     }
+    let phases = phase_results(d, &ran);
+    let facts = BenchFacts {
+        fs: crate::frontend::session::fs_label(&env),
+        host: started.host.clone(),
+        kernel: started.kernel.clone(),
+        date: started.started_at.replace('T', " ").replace('Z', " UTC"),
+        notes: bench_notes(req, (&size, planned_notes), &env, &ran),
+    };
+    write_results(d, &out, &facts, &phases);
+    Ok(status)
+}
 
-    // The results, from each phase's recording through the model.
+/// `--out DIR`, else `./copyscope-bench-STAMP`: made, and never inside DIR (the bench
+/// leaves DIR as it was).
+fn results_dir(req: &BenchRequest, started: &Header) -> Result<PathBuf, Fatal> {
+    let out = req
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&started.started_at));
+    std::fs::create_dir_all(&out)
+        .map_err(|e| Fatal::of("bench", format!("--out {}: {}", quote(&out), said(&e))))?;
+    if let (Ok(o), Ok(dd)) = (out.canonicalize(), req.dir.canonicalize())
+        && o.starts_with(&dd)
+    {
+        let _ = std::fs::remove_dir(&out);
+        return Err(Fatal::of(
+            "bench",
+            format!(
+                "the results directory {} is inside {}: give --out elsewhere",
+                quote(&out),
+                quote(&req.dir)
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+impl Bench<'_> {
+    /// Every phase in turn, each recorded into `out`, until one is cancelled or fails (that
+    /// status is the bench's).
+    fn run_phases(&self, out: &Path) -> (Vec<Ran>, ExitStatus) {
+        let mut ran = Vec::new();
+        for (i, phase) in Phase::ALL.into_iter().enumerate() {
+            let file = format!("{}-{}.jsonl", i + 1, phase.name().replace(' ', "-"));
+            let recording = out.join(&file);
+            let outcome = self.run_phase(phase, &recording);
+            let st = outcome.status;
+            ran.push((phase, recording, outcome));
+            match phase {
+                Phase::WriteZeros => remove_file(self.scratch, "zeros.bin"),
+                Phase::ReadBack => remove_file(self.scratch, "random.bin"),
+                _ => {}
+            }
+            if matches!(st, ExitStatus::Cancelled | ExitStatus::Fatal) {
+                return (ran, st);
+            }
+        }
+        (ran, ExitStatus::Success)
+    }
+}
+
+/// Removes the scratch directory once no engine holds it.
+fn remove_scratch(scratch: Arc<Scratch>) -> Result<(), String> {
+    match Arc::try_unwrap(scratch) {
+        Ok(mut s) => s.remove(),
+        Err(s) => Err(format!(
+            "cannot remove {}: the bench engine still holds it",
+            quote(&s.path)
+        )),
+    }
+}
+
+/// The results, from each phase's recording through the model; `--screenshot DIR`: a
+/// picture set per phase, named after it.
+fn phase_results(d: &crate::config::Display, ran: &[Ran]) -> Vec<PhaseResult> {
     let cfg = model_config(d);
     let mut phases = Vec::new();
-    for (phase, rec, outcome) in &results {
+    for (phase, rec, outcome) in ran {
         let Ok(run) = Replayed::load(rec, cfg) else {
             continue;
         };
         let data = ChartData::from_replayed(&run);
-        // --screenshot: a picture set per phase, named after it.
         if let Some(dir) = &d.screenshot {
             let stem = rec
                 .file_stem()
                 .map(|s| format!("bench-{}", s.to_string_lossy()))
                 .unwrap_or_else(|| "bench".into());
-            match crate::report::export::write_screenshot_set(
-                &data,
-                dir,
-                &stem,
-                crate::frontend::live::SCREENSHOT_SIZE,
-                d.ascii,
-            ) {
+            let size = crate::report::screenshot::SCREENSHOT_SIZE;
+            match crate::report::export::write_screenshot_set(&data, dir, &stem, size, d.ascii) {
                 Ok(paths) => {
                     for p in paths {
                         eprintln!("screenshot: {}", shell_escape(&p));
@@ -413,20 +406,31 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
             },
         });
     }
+    phases
+}
+
+/// The table's notes: the planned sizes' (or `--quick`'s, from what was written), the
+/// dataset's compression, and how each phase's data was made and read.
+fn bench_notes(
+    req: &BenchRequest,
+    (size, mut notes): (&BenchSize, Vec<String>),
+    env: &Environment,
+    ran: &[Ran],
+) -> Vec<String> {
     if req.quick {
-        let used: Vec<(Phase, u64, u64)> = results
+        let used: Vec<(Phase, u64, u64)> = ran
             .iter()
             .map(|(p, _, o)| (*p, o.bytes_copied, o.files_copied))
             .collect();
-        notes.insert(0, quick_note(&size, &used, env.mem_total.unwrap_or(0)));
+        notes.insert(0, quick_note(size, &used, env.mem_total.unwrap_or(0)));
     }
-    if env.fs_type.as_deref() == Some("zfs")
+    let on_zfs = env.fs_type.as_deref() == Some("zfs");
+    if on_zfs
         && let Some(ds) = &env.zfs_dataset
         && let Some(c) = zfs_compression(ds)
     {
         notes.push(c);
     }
-    let on_zfs = env.fs_type.as_deref() == Some("zfs");
     notes.push(if on_zfs {
         "read back: after syncfs, posix_fadvise(DONTNEED) on each file; ZFS keeps its own cache (the ARC), which DONTNEED does not drop, so on ZFS the read-back may be served from RAM".to_string()
     } else {
@@ -437,15 +441,18 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
         crate::present::format::fmt_rate(prng_rate())
     ));
     notes.push("tree: one writer, files of 1 KiB to 64 x the mean (log-uniform), half zeros, half random, 200 per directory".to_string());
-    let facts = BenchFacts {
-        fs: crate::frontend::session::fs_label(&env),
-        host: started.host.clone(),
-        kernel: started.kernel.clone(),
-        date: started.started_at.replace('T', " ").replace('Z', " UTC"),
-        notes,
-    };
-    let md = render_bench_markdown(&facts, &phases);
-    let text = render_bench_text(&facts, &phases);
+    notes
+}
+
+/// bench.md and bench.txt into `out`, and (without `--json`) the table on stdout.
+fn write_results(
+    d: &crate::config::Display,
+    out: &Path,
+    facts: &BenchFacts,
+    phases: &[PhaseResult],
+) {
+    let md = render_bench_markdown(facts, phases);
+    let text = render_bench_text(facts, phases);
     let md_path = out.join("bench.md");
     let txt_path = out.join("bench.txt");
     for (p, body) in [(&md_path, &md), (&txt_path, &text)] {
@@ -460,10 +467,9 @@ pub fn run(config: &Config, req: &BenchRequest) -> ExitStatus {
             "\nwrote {}, {} and a recording per phase in {}",
             shell_escape(&md_path),
             shell_escape(&txt_path),
-            shell_escape(&out)
+            shell_escape(out)
         );
     }
-    status
 }
 
 #[cfg(test)]

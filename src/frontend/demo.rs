@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::copy::{Control, CopyJob, CopyOptions, CopyRequest, Pair};
-use crate::exit::ExitStatus;
+use crate::exit::{ExitStatus, Fatal};
+use crate::present::quote::said;
 use crate::report::plain::PlainSettings;
 
 /// xorshift64*: fast enough to make hundreds of MB of incompressible data in well under a second per 100 MB.
@@ -221,25 +222,17 @@ fn remove_previous_pictures(dir: &Path) {
 }
 
 /// Runs the demo and returns the copy's exit status.
-pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
+pub fn run(size_mb: u64, config: &crate::config::Config) -> Result<ExitStatus, Fatal> {
     let settings = PlainSettings {
         json: config.display.json,
         interval: config.display.interval,
         binary: config.display.binary,
     };
-    let Some((control, _signals)) = super::control_with_signals() else {
-        return ExitStatus::Fatal;
-    };
-    let tmp = match tempfile::Builder::new().prefix("copyscope-demo-").tempdir() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!(
-                "copyscope demo: cannot make a temp dir: {}",
-                crate::present::quote::said(&e)
-            );
-            return ExitStatus::Fatal;
-        }
-    };
+    let (control, _signals) = super::control_with_signals()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("copyscope-demo-")
+        .tempdir()
+        .map_err(|e| Fatal::of("demo", format!("cannot make a temp dir: {}", said(&e))))?;
     let src = tmp.path().join("sample");
     let dst = tmp.path().join("copy");
     if !settings.json {
@@ -249,19 +242,11 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             tmp.path().display()
         );
     }
-    let (files, made) = match make_data(&src, size_mb, &control) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "copyscope demo: cannot make sample data: {}",
-                crate::present::quote::said(&e)
-            );
-            return ExitStatus::Fatal;
-        }
-    };
+    let (files, made) = make_data(&src, size_mb, &control)
+        .map_err(|e| Fatal::of("demo", format!("cannot make sample data: {}", said(&e))))?;
     if control.cancelled.load(Ordering::SeqCst) {
         eprintln!("copyscope demo: cancelled; sample data removed");
-        return ExitStatus::Cancelled;
+        return Ok(ExitStatus::Cancelled);
     }
     if !settings.json {
         println!(
@@ -270,56 +255,16 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             dst.display()
         );
     }
-    // Paced so the live chart has time to show what it does (a fast disk copies 400 MB in
-    // under a second): a real rate limit, as --bwlimit sets, drawn on the chart as its line.
-    // The tests' pacing hook (COPYSCOPE_TEST_THROTTLE_BPS) replaces it.
-    let test_pace = std::env::var(crate::config::TEST_THROTTLE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v > 0);
-    let pace = test_pace.is_none().then(|| pace_bps(made));
-    let request = CopyRequest {
-        pairs: vec![Pair {
-            source: src.clone(),
-            dest: dst.clone(),
-        }],
-        options: CopyOptions {
-            throttle_bps: test_pace,
-            bwlimit_bps: pace,
-            bwlimit_is_demo_pace: pace.is_some(),
-            ..CopyOptions::default()
-        },
-    };
-    let job = match CopyJob::plan(&request) {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("copyscope demo: {}", crate::present::quote::said(&e));
-            return ExitStatus::Fatal;
-        }
-    };
-    let note = pace.map(|p| {
-        format!(
-            "demo: paced at {} so you can watch (about {} s)",
-            crate::present::format::fmt_rate_with(p as f64, settings.binary),
-            made / p.max(1)
-        )
-    });
-    // The drop the demo shows, said before it comes (only with the demo's own pace: the
-    // tests' pacing is too fast for it).
-    let storm_note = pace.map(|_| {
-        format!(
-            "demo: at {} s busy threads take every CPU for {} s, the copy at nice 19 (a build beside a niced copy)",
-            STORM_AT.as_secs(),
-            STORM_FOR.as_secs()
-        )
-    });
+    let (job, pace) = paced_job(&src, &dst, made)?;
+    let notes = Notes::of(pace, made, settings.binary);
     if !settings.json {
-        for n in note.iter().chain(&storm_note) {
+        for n in notes.pace.iter().chain(&notes.storm) {
             println!("copyscope {n}");
         }
     }
     let stop_storm = std::sync::Arc::new(AtomicBool::new(false));
-    let storm = storm_note
+    let storm = notes
+        .storm
         .is_some()
         .then(|| cpu_storm(stop_storm.clone()))
         .flatten();
@@ -329,36 +274,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
     if config.display.screenshot.is_none() && !settings.json {
         config.display.screenshot = Some(pictures_dir(&std::env::temp_dir()));
     }
-    let (sources, dest) = (vec![src.display().to_string()], dst.display().to_string());
-    let outcome = if crate::frontend::choose_frontend(&config) == crate::frontend::Frontend::Tui {
-        // The live TUI, with the pace said on screen: a status line for the first seconds and
-        // the first note of the kernel panel for the whole run.
-        let mut sess = crate::frontend::session::Session::start(
-            &config.display,
-            job,
-            (sources, dest),
-            control,
-            None,
-            true,
-        );
-        // The drop's note first: the kernel panel may have room for one line only.
-        for n in storm_note.iter().chain(&note).rev() {
-            sess.env.notes.insert(0, n.clone());
-        }
-        let header = crate::ui::view::Header {
-            source: src.display().to_string(),
-            dest: dst.display().to_string(),
-            fs: String::new(),
-        };
-        let mut app = crate::frontend::live::new_app(&config.display, &sess, header);
-        app.limit_bps = pace.map(|p| p as f64);
-        if let Some(n) = note {
-            app.status = Some((n, 0));
-        }
-        crate::frontend::live::run_session_tui(&config, sess, app, None, None)
-    } else {
-        crate::frontend::run_planned(&config, job, sources, dest, control, None)
-    };
+    let outcome = copy(&config, job, (&src, &dst), control, notes);
     stop_storm.store(true, Ordering::SeqCst);
     if let Some(s) = storm {
         let _ = s.join();
@@ -372,7 +288,100 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> ExitStatus {
             crate::present::quote::said(&e)
         );
     }
-    outcome.status
+    Ok(outcome.status)
+}
+
+/// The copy of the sample data, paced so the live chart has time to show what it does (a
+/// fast disk copies 400 MB in under a second): a real rate limit, as --bwlimit sets, drawn on
+/// the chart as its line. The tests' pacing hook (COPYSCOPE_TEST_THROTTLE_BPS) replaces it.
+/// Returns the job and the demo's own pace, if it has one.
+fn paced_job(src: &Path, dst: &Path, made: u64) -> Result<(CopyJob, Option<u64>), Fatal> {
+    let test_pace = std::env::var(crate::config::TEST_THROTTLE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0);
+    let pace = test_pace.is_none().then(|| pace_bps(made));
+    let request = CopyRequest {
+        pairs: vec![Pair {
+            source: src.to_path_buf(),
+            dest: dst.to_path_buf(),
+        }],
+        options: CopyOptions {
+            throttle_bps: test_pace,
+            bwlimit_bps: pace,
+            bwlimit_is_demo_pace: pace.is_some(),
+            ..CopyOptions::default()
+        },
+    };
+    let job = CopyJob::plan(&request).map_err(|e| Fatal::of("demo", said(&e)))?;
+    Ok((job, pace))
+}
+
+/// What the demo says about itself (only with its own pace: the tests' pacing is too fast
+/// for the drop).
+struct Notes {
+    /// The pace, and how long the copy takes at it.
+    pace: Option<String>,
+    /// The drop it shows, said before it comes.
+    storm: Option<String>,
+    pace_bps: Option<u64>,
+}
+
+impl Notes {
+    fn of(pace: Option<u64>, made: u64, binary: bool) -> Notes {
+        Notes {
+            pace: pace.map(|p| {
+                format!(
+                    "demo: paced at {} so you can watch (about {} s)",
+                    crate::present::format::fmt_rate_with(p as f64, binary),
+                    made / p.max(1)
+                )
+            }),
+            storm: pace.map(|_| {
+                format!(
+                    "demo: at {} s busy threads take every CPU for {} s, the copy at nice 19 (a build beside a niced copy)",
+                    STORM_AT.as_secs(),
+                    STORM_FOR.as_secs()
+                )
+            }),
+            pace_bps: pace,
+        }
+    }
+}
+
+/// Copies the sample data with the configured frontend: the live TUI with the pace said on
+/// screen (a status line for the first seconds, the first notes of the kernel panel for the
+/// whole run), else a copy's plain or JSON output.
+fn copy(
+    config: &crate::config::Config,
+    job: CopyJob,
+    (src, dst): (&Path, &Path),
+    control: std::sync::Arc<Control>,
+    notes: Notes,
+) -> crate::copy::CopyOutcome {
+    let endpoints = (vec![src.display().to_string()], dst.display().to_string());
+    if crate::frontend::choose_frontend(config) != crate::frontend::Frontend::Tui {
+        return crate::frontend::run_planned(config, job, endpoints, control, None);
+    }
+    let d = &config.display;
+    let mut sess = crate::frontend::session::SessionPlan::copy(d, &job, endpoints, control)
+        .recorded(d.record.as_deref(), true)
+        .start_copy(job, None);
+    // The drop's note first: the kernel panel may have room for one line only.
+    for n in notes.storm.iter().chain(&notes.pace).rev() {
+        sess.env.notes.insert(0, n.clone());
+    }
+    let header = crate::ui::view::Header {
+        source: src.display().to_string(),
+        dest: dst.display().to_string(),
+        fs: String::new(),
+    };
+    let mut app = crate::frontend::live::new_app(d, &sess, header);
+    app.limit_bps = notes.pace_bps.map(|p| p as f64);
+    if let Some(n) = notes.pace {
+        app.status = Some((n, 0));
+    }
+    crate::frontend::live::run_session_tui(config, sess, app, None, d.screenshot.clone())
 }
 
 /// A real recording of copyscope copying 1.6 GB onto an OpenZFS 2.1 pool limited to 40 MB/s
@@ -390,9 +399,9 @@ pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
     let cfg = crate::frontend::session::model_config(&config.display);
     let opts = crate::frontend::live::ui_options(&config.display);
     if crate::frontend::choose_frontend(config) == crate::frontend::Frontend::Tui {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        // Nothing to cancel, but the screen answers the signals.
+        let (_control, _signals) = crate::frontend::control_with_signals()?;
+        let rt = crate::frontend::event_loop()?;
         rt.block_on(crate::frontend::replay::run_tui(&path, cfg, opts, 1.0))
     } else {
         print!("{}", crate::frontend::replay::run_plain(&path, cfg, opts)?);

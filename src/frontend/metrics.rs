@@ -67,11 +67,7 @@ impl MetricsEndpoint {
         listener
             .set_nonblocking(true)
             .map_err(MetricsError::Start)?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(MetricsError::Start)?;
+        let rt = crate::frontend::event_loop().map_err(MetricsError::Start)?;
         let (tx, rx) = watch::channel(None);
         std::thread::Builder::new()
             .name("copyscope-metrics".into())

@@ -4,13 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use tokio::signal::unix::{SignalKind, signal};
-
 use crate::frontend::state::App;
 use crate::frontend::tui::{
-    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, cont_event, from_terminal, spawn_key_reader,
+    FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, TuiSignals, on_key, spawn_key_reader,
 };
-use crate::frontend::update::{Event, ReplayItem, Signal, State, Timeline};
+use crate::frontend::update::{Event, ReplayItem, State, Timeline};
 use crate::model::{self, Model, ModelConfig};
 use crate::report::recording::{Header as RecHeader, Recording, RecordingCursor, Replayed};
 use crate::ui::view::{Header, UiOptions};
@@ -33,17 +31,10 @@ pub fn header_of(rec: &Recording) -> Header {
 
 /// The header line facts of a recording's header.
 fn header_line(header: &RecHeader) -> Header {
-    let env = &header.environment;
-    let fs = match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
-        (Some(t), Some(ds), _) => format!("{t} {ds}"),
-        (Some(t), None, Some(src)) => format!("{t} {src}"),
-        (Some(t), None, None) => t.clone(),
-        _ => String::new(),
-    };
     Header {
         source: header.sources.join(", "),
         dest: header.destination.clone(),
-        fs,
+        fs: crate::frontend::session::fs_label(&header.environment),
     }
 }
 
@@ -131,30 +122,16 @@ pub async fn run_tui(
         hooks: &mut hooks,
     };
     let mut keys = spawn_key_reader();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the cleanup).
-    let mut sigquit = signal(SignalKind::quit())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
+    let mut signals = TuiSignals::listen()?;
     let mut frame = tokio::time::interval(FRAME_INTERVAL);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last = Instant::now();
     let mut keys_open = true;
     while !st.quit {
         tokio::select! {
-            _ = sigterm.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
-            _ = sigquit.recv() => sh.step(&mut st, Event::Signal(Signal::Term)),
-            _ = sighup.recv() => sh.step(&mut st, Event::Signal(Signal::Hup)),
-            _ = sigint.recv() => sh.step(&mut st, Event::Signal(Signal::Int)),
-            _ = sigcont.recv() => sh.step(&mut st, cont_event()),
+            ev = signals.next() => sh.step(&mut st, ev),
             maybe = keys.recv(), if keys_open => {
-                if maybe.as_ref().is_none_or(Result::is_err) {
-                    keys_open = false;
-                }
-                if let Some(ev) = from_terminal(maybe) {
-                    sh.step(&mut st, ev);
-                }
+                keys_open = on_key(&mut sh, &mut st, maybe);
             }
             _ = frame.tick() => {
                 let elapsed_ns = last.elapsed().as_nanos() as u64;
@@ -192,57 +169,22 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
     ))
 }
 
-/// `replay --json`: the recording through the model, as JSON lines — each of the model's
-/// events (`"type": "diagnosis"`, as a live `--json` copy prints them) and one final
-/// `"type": "summary"` object with the model's figures.
+/// `replay --json`: the recording through the model, as JSON lines
+/// ([`crate::report::summary::replay_json`]).
 pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
-    let run = stream(path, cfg)?;
-    let (model, rec) = (&run.model, &run);
-    let mut out = String::new();
-    for e in model.events() {
-        let mut v = serde_json::to_value(e)?;
-        if let serde_json::Value::Object(m) = &mut v {
-            m.insert("type".into(), "diagnosis".into());
-            m.insert("t".into(), ((e.t_ns as f64 / 1e6).round() / 1e3).into());
-            m.insert("text".into(), e.describe().into());
-        }
-        out.push_str(&v.to_string());
-        out.push('\n');
-    }
-    let mut summary = crate::report::json::stats_json(&model.stats());
-    if let serde_json::Value::Object(m) = &mut summary {
-        m.insert("type".into(), "summary".into());
-        m.insert(
-            "recording".into(),
-            path.to_string_lossy().into_owned().into(),
-        );
-        if let Some(n) = &model.stats().net {
-            let iface = rec.header.watch.as_ref().and_then(|w| w.net.as_deref());
-            m.insert("net".into(), crate::report::json::net_json(iface, n));
-        }
-        // The same budget and verdict a live `--json` run ends with.
-        m.insert(
-            "budget".into(),
-            crate::report::json::budget_json(model.budget()),
-        );
-        m.insert("verdict".into(), serde_json::to_value(model.verdict())?);
-        if let Some(s) = &rec.summary {
-            m.insert("files_copied".into(), s.files.into());
-            m.insert("files_failed".into(), s.failed.into());
-            m.insert("exit_code".into(), s.exit_code.into());
-        }
-    }
-    out.push_str(&summary.to_string());
-    out.push('\n');
-    Ok(out)
+    Ok(crate::report::summary::replay_json(
+        &stream(path, cfg)?,
+        path,
+    ))
 }
 
 /// `replay --plain/--json --screenshot DIR`: the pictures of the whole recording.
 pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let run = stream(path, ModelConfig::default())?;
     let data = crate::report::export::ChartData::from_replayed(&run);
-    crate::frontend::live::screenshot_to(&data, &run.header, Some(dir), ascii)
-        .map_err(anyhow::Error::msg)
+    // The causes said as every other error is, one line.
+    crate::report::screenshot::write_run_screenshots(&data, &run.header, Some(dir), ascii)
+        .map_err(|e| anyhow::Error::msg(crate::present::quote::error_chain(&e)))
 }
 
 /// The recording at `path` streamed into a model (bounded memory: no sample is kept), or an

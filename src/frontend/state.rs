@@ -7,9 +7,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::copy::{ConflictAnswer, CurrentFile, EngineEvent, ProgressSnapshot, SpaceAnswer};
 use crate::model::{Event, Model};
+use crate::present::keys::{self, Does, FileExists, Press};
 use crate::sample::Sample;
 use crate::ui::chart::XAxis;
-use crate::ui::view::{Dialog, FileProgress, Header, Progress, RunState, UiOptions, View};
+use crate::ui::view::{Dialog, FileProgress, Header, Progress, RunState, Screen, UiOptions, View};
 
 /// What a key press asks the main loop to do.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,22 +34,23 @@ pub enum Action {
     CycleSpeed,
 }
 
-/// The state a frontend loop owns: what the screen shows, changed only through the methods
-/// below. It derefs to the [`View`] so drawing reads it directly.
+/// The state a frontend loop owns: the model and what the screen shows, changed only
+/// through the methods below. It derefs to the [`Screen`]; a frame draws its [`App::view`].
 #[derive(Clone)]
 pub struct App {
-    pub screen: View,
+    pub model: Model,
+    pub screen: Screen,
 }
 
 impl Deref for App {
-    type Target = View;
-    fn deref(&self) -> &View {
+    type Target = Screen;
+    fn deref(&self) -> &Screen {
         &self.screen
     }
 }
 
 impl DerefMut for App {
-    fn deref_mut(&mut self) -> &mut View {
+    fn deref_mut(&mut self) -> &mut Screen {
         &mut self.screen
     }
 }
@@ -77,7 +79,16 @@ pub fn file_of(c: &CurrentFile) -> FileProgress {
 impl App {
     pub fn new(model: Model, header: Header, opts: UiOptions) -> Self {
         App {
-            screen: View::new(model, header, opts),
+            model,
+            screen: Screen::new(header, opts),
+        }
+    }
+
+    /// This frame's data for drawing.
+    pub fn view(&self) -> View<'_> {
+        View {
+            model: &self.model,
+            screen: &self.screen,
         }
     }
 
@@ -127,142 +138,173 @@ impl App {
         self.model.engine_events(t_ns, ev)
     }
 
-    /// Maps a key to an action, updating view state on the way.
+    /// Maps a key to an action, updating view state on the way: what the key does is the
+    /// key table's (present/keys.rs), in the dialog or on the screen it is pressed at.
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
-        if key.kind == KeyEventKind::Release {
+        let Some(press) = press_of(&key) else {
             return Action::None;
-        }
-        let ctrl_c =
-            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-        let quit_key = ctrl_c || matches!(key.code, KeyCode::Char('q') | KeyCode::Esc);
-        // Ctrl-Space is not Space and Ctrl-P is not P: a key with Ctrl or Alt is no key of
-        // ours, but for Ctrl-C (Ctrl-Z is the shell's, handled before the rule book).
-        if !ctrl_c
-            && key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        };
+        let replay = self.replay.is_some();
+        let lookup = |wanted: fn(Does) -> bool| keys::lookup(press, replay, wanted);
+        // A key with Ctrl is no key of ours but for the table's (Ctrl-Space is not Space, and
+        // Ctrl-Z is the shell's, handled before the rule book).
+        if matches!(press, Press::Ctrl(_)) && (keys::suspends(press) || lookup(|_| true).is_none())
         {
             return Action::None;
         }
-
-        if let Some(Dialog::Conflict { .. }) = &self.dialog {
-            let answer = match key.code {
-                KeyCode::Char('o') | KeyCode::Char('O') | KeyCode::Enter => {
-                    ConflictAnswer::Overwrite
-                }
-                KeyCode::Char('s') => ConflictAnswer::Skip,
-                KeyCode::Char('a') | KeyCode::Char('A') => ConflictAnswer::OverwriteAll,
-                KeyCode::Char('n') | KeyCode::Char('S') => ConflictAnswer::SkipAll,
-                KeyCode::Char('l') | KeyCode::Char('L') => ConflictAnswer::OverwriteAllOlder,
-                KeyCode::Char('r') | KeyCode::Char('R') => ConflictAnswer::Rename,
-                KeyCode::Char('c') | KeyCode::Esc | KeyCode::Char('q') => ConflictAnswer::Cancel,
-                _ if ctrl_c => ConflictAnswer::Cancel,
-                _ => return Action::None,
-            };
-            self.dialog = None;
-            return Action::Answer(answer);
-        }
-        if let Some(Dialog::LowSpace(_)) = &self.dialog {
-            let answer = match key.code {
+        match &self.dialog {
+            Some(Dialog::Conflict { .. }) => {
+                let answer = match lookup(|d| matches!(d, Does::Exists(_) | Does::Quit)) {
+                    Some(Does::Exists(a)) => conflict_answer(a),
+                    Some(_) => ConflictAnswer::Cancel,
+                    None => return Action::None,
+                };
+                self.dialog = None;
+                Action::Answer(answer)
+            }
+            Some(Dialog::LowSpace(_)) => {
                 // Not `c`: in the overwrite dialog `c` cancels the copy.
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => SpaceAnswer::Continue,
-                _ if quit_key || key.code == KeyCode::Char('n') => SpaceAnswer::Cancel,
-                _ => return Action::None,
-            };
-            self.dialog = None;
-            return Action::AnswerSpace(answer);
-        }
-        if self.dialog == Some(Dialog::ConfirmCancel) {
-            self.dialog = None;
-            return match key.code {
-                _ if quit_key => Action::Cancel,
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => Action::Cancel,
-                _ => Action::Redraw,
-            };
-        }
-        if self.screen.view.help && !quit_key {
-            self.screen.view.help = false;
-            return Action::Redraw;
-        }
-        if quit_key {
-            if self.screen.view.help {
-                self.screen.view.help = false;
-                return Action::Redraw;
+                let answer = match lookup(|d| matches!(d, Does::Yes | Does::No | Does::Quit)) {
+                    Some(Does::Yes) => SpaceAnswer::Continue,
+                    Some(_) => SpaceAnswer::Cancel,
+                    None => return Action::None,
+                };
+                self.dialog = None;
+                Action::AnswerSpace(answer)
             }
-            if self.state.finished() || self.replay.is_some() {
-                return Action::Quit;
-            }
-            self.dialog = Some(Dialog::ConfirmCancel);
-            return Action::Redraw;
-        }
-        let step = {
-            let (a, b) = self.window();
-            ((b - a) / 4).max(1_000_000_000)
-        };
-        match key.code {
-            KeyCode::Char('p') | KeyCode::Char(' ') => {
-                if self.replay.is_some() || !self.state.finished() {
-                    Action::TogglePause
-                } else {
-                    Action::None
+            Some(Dialog::ConfirmCancel) => {
+                self.dialog = None;
+                match lookup(|d| matches!(d, Does::Yes | Does::Quit)) {
+                    Some(_) => Action::Cancel,
+                    None => Action::Redraw,
                 }
             }
-            KeyCode::Char('s') => Action::Screenshot,
-            KeyCode::Char('t') => {
-                self.screen.view.axis = match self.screen.view.axis {
+            None if self.screen.view.help => {
+                self.screen.view.help = false;
+                Action::Redraw
+            }
+            None => match lookup(|d| !matches!(d, Does::Exists(_) | Does::Yes | Does::No)) {
+                Some(does) => self.on_screen(does),
+                None => Action::None,
+            },
+        }
+    }
+
+    /// A key's action on the screen, no dialog open.
+    fn on_screen(&mut self, does: Does) -> Action {
+        let replay = self.replay.is_some();
+        let finished = self.state.finished();
+        let view = &mut self.screen.view;
+        match does {
+            Does::Quit if finished || replay => Action::Quit,
+            Does::Quit => {
+                self.screen.dialog = Some(Dialog::ConfirmCancel);
+                Action::Redraw
+            }
+            Does::Pause if replay || !finished => Action::TogglePause,
+            Does::Screenshot => Action::Screenshot,
+            Does::Axis => {
+                view.axis = match view.axis {
                     XAxis::Time => XAxis::Percent,
                     XAxis::Percent => XAxis::Time,
                 };
                 Action::Redraw
             }
-            KeyCode::Char('+') | KeyCode::Char('=') => {
-                self.screen.view.zoom = (self.screen.view.zoom + 1).min(16);
+            Does::ZoomIn => {
+                view.zoom = (view.zoom + 1).min(16);
                 Action::Redraw
             }
-            KeyCode::Char('-') | KeyCode::Char('_') => {
-                self.screen.view.zoom = self.screen.view.zoom.saturating_sub(1);
-                if self.screen.view.zoom == 0 {
-                    self.screen.view.scroll_ns = 0;
+            Does::ZoomOut => {
+                view.zoom = view.zoom.saturating_sub(1);
+                if view.zoom == 0 {
+                    view.scroll_ns = 0;
                 }
                 Action::Redraw
             }
-            KeyCode::Left if self.replay.is_some() && self.screen.view.zoom == 0 => {
-                Action::Seek(-5_000_000_000)
+            Does::Back | Does::Forward if replay && view.zoom == 0 => {
+                Action::Seek(if does == Does::Back {
+                    -5_000_000_000
+                } else {
+                    5_000_000_000
+                })
             }
-            KeyCode::Right if self.replay.is_some() && self.screen.view.zoom == 0 => {
-                Action::Seek(5_000_000_000)
-            }
-            KeyCode::Left => {
-                if self.screen.view.zoom > 0 {
-                    self.screen.view.scroll_ns =
-                        (self.screen.view.scroll_ns + step).min(self.now_ns);
-                }
+            Does::Back | Does::Forward => self.scroll(does == Does::Back),
+            Does::Start => Action::SeekStart,
+            Does::End => Action::SeekEnd,
+            Does::Speed => Action::CycleSpeed,
+            Does::EventsPanel => {
+                view.show_events = !view.show_events;
                 Action::Redraw
             }
-            KeyCode::Right => {
-                self.screen.view.scroll_ns = self.screen.view.scroll_ns.saturating_sub(step);
+            Does::KernelPanel => {
+                view.show_kernel = !view.show_kernel;
                 Action::Redraw
             }
-            KeyCode::Home if self.replay.is_some() => Action::SeekStart,
-            KeyCode::End if self.replay.is_some() => Action::SeekEnd,
-            KeyCode::Char('x') if self.replay.is_some() => Action::CycleSpeed,
-            KeyCode::Char('e') => {
-                self.screen.view.show_events = !self.screen.view.show_events;
+            Does::Budget => {
+                view.show_budget = !view.show_budget;
                 Action::Redraw
             }
-            KeyCode::Char('k') => {
-                self.screen.view.show_kernel = !self.screen.view.show_kernel;
+            Does::Help => {
+                view.help = true;
                 Action::Redraw
             }
-            KeyCode::Char('b') => {
-                self.screen.view.show_budget = !self.screen.view.show_budget;
-                Action::Redraw
-            }
-            KeyCode::Char('?') | KeyCode::Char('h') => {
-                self.screen.view.help = true;
-                Action::Redraw
-            }
-            _ => Action::None,
+            Does::Pause | Does::Suspend | Does::Exists(_) | Does::Yes | Does::No => Action::None,
         }
+    }
+
+    /// Left / Right on a zoomed chart: a quarter of the window back through history (never
+    /// before the start) or forward (never past now).
+    fn scroll(&mut self, back: bool) -> Action {
+        let step = {
+            let (a, b) = self.window();
+            ((b - a) / 4).max(1_000_000_000)
+        };
+        let view = &mut self.screen.view;
+        if back && view.zoom > 0 {
+            view.scroll_ns = (view.scroll_ns + step).min(self.screen.now_ns);
+        } else if !back {
+            view.scroll_ns = view.scroll_ns.saturating_sub(step);
+        }
+        Action::Redraw
+    }
+}
+
+/// The key table's name for a key event; `None` for a release and for a key held with Alt
+/// (Alt-P is not P).
+pub fn press_of(key: &KeyEvent) -> Option<Press> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return match key.code {
+            KeyCode::Char(c) => Some(Press::Ctrl(c)),
+            _ => None,
+        };
+    }
+    if key.modifiers.contains(KeyModifiers::ALT) {
+        return None;
+    }
+    Some(match key.code {
+        KeyCode::Char(c) => Press::Char(c),
+        KeyCode::Esc => Press::Esc,
+        KeyCode::Enter => Press::Enter,
+        KeyCode::Left => Press::Left,
+        KeyCode::Right => Press::Right,
+        KeyCode::Home => Press::Home,
+        KeyCode::End => Press::End,
+        _ => Press::Other,
+    })
+}
+
+/// The engine's answer for the table's "file exists" answer.
+fn conflict_answer(a: FileExists) -> ConflictAnswer {
+    match a {
+        FileExists::Overwrite => ConflictAnswer::Overwrite,
+        FileExists::Skip => ConflictAnswer::Skip,
+        FileExists::Rename => ConflictAnswer::Rename,
+        FileExists::OverwriteAll => ConflictAnswer::OverwriteAll,
+        FileExists::SkipAll => ConflictAnswer::SkipAll,
+        FileExists::OverwriteAllOlder => ConflictAnswer::OverwriteAllOlder,
+        FileExists::Cancel => ConflictAnswer::Cancel,
     }
 }

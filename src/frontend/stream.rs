@@ -7,25 +7,24 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::config::Display;
 use crate::copy::{
     ConflictAsk, Control, CopyJob, CopyOutcome, EngineEvent, ProgressSnapshot, Stamped,
 };
-use crate::frontend::arrivals::{Arrival, in_time_order};
-use crate::frontend::session::{Session, model_config, summary_of};
-use crate::frontend::watch::WatchLines;
-use crate::model::{Cause, Event, EventKind, Model, Stats};
+use crate::frontend::session::arrivals::{Arrival, Counters};
+use crate::frontend::session::{Finished, Recorder, Session, SessionPlan, feed, model_config};
+use crate::model::{Cause, Event, EventKind, Model};
 use crate::present::format::fmt_event_time;
-use crate::present::quote::{file_line, quote, shell_escape};
+use crate::present::quote::{file_line, quote};
 use crate::report::json;
 use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, verify_line};
 use crate::report::prompt::StdinAsk;
+use crate::report::screenshot::{join_paths, write_run_screenshots};
 
 fn emit(line: &str) {
     let mut o = std::io::stdout().lock();
@@ -96,13 +95,7 @@ impl Printer {
     fn model_events(&mut self, evs: &[Event]) {
         for e in evs {
             if self.json {
-                let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({}));
-                if let serde_json::Value::Object(m) = &mut v {
-                    m.insert("type".into(), json!("diagnosis"));
-                    m.insert("t".into(), json!((e.t_ns as f64 / 1e6).round() / 1e3));
-                    m.insert("text".into(), json!(e.describe()));
-                }
-                emit(&v.to_string());
+                emit(&json::finding_json(e, "diagnosis", e.t_ns, e.describe()).to_string());
             } else if worth_a_line(&e.kind) {
                 self.human(&format!("[{}] {}", fmt_event_time(e.t_ns), e.describe()));
                 self.await_commits(e);
@@ -127,13 +120,7 @@ impl Printer {
         }
         self.last_provisional = Some(now);
         if self.json {
-            let mut v = serde_json::to_value(&open).unwrap_or_else(|_| json!({}));
-            if let serde_json::Value::Object(m) = &mut v {
-                m.insert("type".into(), json!("provisional"));
-                m.insert("t".into(), json!((now as f64 / 1e6).round() / 1e3));
-                m.insert("text".into(), json!(open.describe()));
-            }
-            emit(&v.to_string());
+            emit(&json::finding_json(&open, "provisional", now, open.describe()).to_string());
         } else {
             self.human(&format!(
                 "[{}] {} (so far)",
@@ -230,8 +217,7 @@ impl Printer {
 pub fn run_copy(
     d: &Display,
     job: CopyJob,
-    sources: Vec<String>,
-    dest: String,
+    endpoints: (Vec<String>, String),
     control: Arc<Control>,
     ask: Option<Arc<StdinAsk>>,
     metrics: Option<crate::frontend::metrics::MetricsEndpoint>,
@@ -245,331 +231,264 @@ pub fn run_copy(
         Vec::new()
     };
     let p = Printer {
-        json: d.json,
-        ascii: false,
         verbose,
-        verify: false,
-        awaiting_commit: Vec::new(),
-        last_provisional: None,
+        ..Printer::new(d.json)
     };
     let asking = ask.as_ref().map(|a| a.asking.clone());
     let ask = ask.map(|a| a as Arc<dyn ConflictAsk>);
-    let mut sess = Session::start(d, job, (sources, dest), control, ask, false);
-    sess.metrics = metrics;
-    run_session(d, sess, p, asking, None)
+    let sess = SessionPlan::copy(d, &job, endpoints, control)
+        .recorded(d.record.as_deref(), false)
+        .metrics(metrics)
+        .start_copy(job, ask);
+    run_session(d, sess, p, asking)
 }
 
-/// Runs a started session (a copy, or a watch when `watch` says what is watched) to its end
-/// with plain or JSON output; returns the outcome.
+/// Runs a started session (a copy, a bench phase, or a watch: its header says what is
+/// watched) to its end with plain or JSON output; returns the outcome.
 pub(crate) fn run_session(
     d: &Display,
     mut sess: Session,
     mut p: Printer,
-    asking: Option<Arc<std::sync::atomic::AtomicBool>>,
-    watch: Option<&WatchLines>,
+    asking: Option<Arc<AtomicBool>>,
 ) -> CopyOutcome {
     p.ascii = d.ascii && !d.json;
-    let mut model = Model::new(model_config(d), sess.env.clone());
-    let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
-    let mut next = Instant::now() + period;
-    let mut phase = Phase::Copying;
-    let mut snap = ProgressSnapshot::default();
-    publish(&sess, &model);
-    // Sleeps until the engine ends, a sample arrives or the next line is due: the end is
-    // noticed at once, and the loop wakes about once per sample. It polled every 20 ms, and
-    // on 2 busy cores those wake-ups took the CPU from the copy thread 505 times in 1.4 s of a
-    // cached 2 GiB copy (perf sched; cp: 47). Engine events wait for the next wake (at most a
-    // sample interval): a tree's two events per file would otherwise wake it per file.
-    let waiter = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .ok();
-    let mut ended = None;
-    let mut woke: Option<Arrival> = None;
-    let mut shown: Option<u64> = None;
-    let mut samples_open = true;
-    let outcome = loop {
-        let finished = ended.take().or_else(|| match sess.done.try_recv() {
-            Ok(o) => Some(o),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Closed) => Some(CopyOutcome::crashed("the copy engine vanished")),
-        });
-        if drain(
-            &mut sess,
-            &mut model,
-            &mut p,
-            &mut phase,
-            &mut snap,
-            woke.take(),
-        ) {
-            publish(&sess, &model);
-        }
-        if let Some(o) = finished {
-            break o;
-        }
-        let now = Instant::now();
-        let quiet = asking.as_ref().is_some_and(|a| a.load(Ordering::SeqCst));
-        // A line shows a sample it has not shown yet: one woken by the clock just before the
-        // sample due at the same moment would repeat the last figures. The first sample is
-        // the baseline (rates, `net` among them, need a second), so lines start after it.
-        let newest = model.latest().map(|s| s.t_ns);
-        if shown.is_none() {
-            shown = newest;
-        }
-        if now >= next && !quiet && newest > shown {
-            shown = newest;
-            let st = model.stats();
-            let elapsed = now.duration_since(sess.start);
-            if d.json {
-                let cur = sess.progress.current();
-                let eta = model.eta_secs(true).filter(|_| watch.is_none());
-                let v = json::progress_json(
-                    elapsed.as_secs_f64(),
-                    watch.map_or(phase.as_str(), |_| "watching"),
-                    &snap,
-                    st.now_bps,
-                    st.avg_bps,
-                    json::ProgressFigures {
-                        eta_secs: eta,
-                        current: cur.as_ref(),
-                        to_flush: model.flush_backlog().filter(|_| watch.is_none()),
-                    },
-                );
-                emit(&with_net(v, watch, &st).to_string());
-            } else if let Some(w) = watch {
-                let cur = sess.progress.current();
-                emit(&w.progress_line(
-                    elapsed,
-                    &snap,
-                    cur.as_ref(),
-                    (st.now_bps, st.avg_bps),
-                    st.net.as_ref(),
-                    d.binary,
-                ));
-            } else if phase == Phase::CopyVerify {
-                let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
-                emit(&verify_line(elapsed, &snap, verified, d.binary));
-            } else {
-                emit(&progress_line(
-                    elapsed,
-                    phase,
-                    &snap,
-                    crate::report::plain::LineFigures::of(&model),
-                    d.binary,
-                ));
-            }
-            while next <= now {
-                next += period;
-            }
-        }
-        match &waiter {
-            Some(rt) => {
-                // With the line due and a question open (lines wait for the answer), a pause
-                // rather than a spin.
-                let until = match next.saturating_duration_since(Instant::now()) {
-                    Duration::ZERO => Duration::from_millis(100),
-                    d => d,
-                };
-                let (done, samples) = (&mut sess.done, &mut sess.samples);
-                rt.block_on(async {
-                    tokio::select! {
-                        r = done => ended = Some(
-                            r.unwrap_or_else(|_| CopyOutcome::crashed("the copy engine vanished")),
-                        ),
-                        s = samples.recv(), if samples_open => match s {
-                            Some(s) => woke = Some(Arrival::Sample(Box::new(s))),
-                            None => samples_open = false,
-                        },
-                        _ = tokio::time::sleep(until) => {}
-                    }
-                });
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
+    let rt = match crate::frontend::event_loop() {
+        Ok(rt) => rt,
+        Err(e) => {
+            sess.control.cancelled.store(true, Ordering::SeqCst);
+            emit_err(&format!(
+                "copyscope: cannot start the event loop: {}",
+                crate::present::quote::said(&e)
+            ));
+            return CopyOutcome::crashed("no event loop");
         }
     };
-    // Wait (briefly) for a sample that shows the engine's final counters, so the model, the
-    // summary and the recording end on the last byte.
+    let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
+    let mut lines = Lines {
+        model: Model::new(model_config(d), sess.env.clone()),
+        p,
+        phase: Phase::Copying,
+        snap: ProgressSnapshot::default(),
+        shown: None,
+        period,
+        next: Instant::now() + period,
+    };
+    sess.publish(&lines.model);
+    let outcome = rt.block_on(lines.follow(d, &mut sess, asking.as_deref()));
     let last = sess.progress.snapshot();
-    let deadline = Instant::now() + crate::frontend::tui::FINAL_SAMPLE_WAIT;
-    while (snap.bytes_copied < last.bytes_copied || snap.files_done < last.files_done)
-        && Instant::now() < deadline
-    {
-        // Short: the sampler was asked for this sample when the engine ended.
-        std::thread::sleep(Duration::from_millis(2));
-        drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap, None);
-    }
-    sess.sampler.stop();
-    drain(&mut sess, &mut model, &mut p, &mut phase, &mut snap, None);
-    finish_model(&mut sess, &mut model, &mut p);
-    publish(&sess, &model);
-    let summary = summary_of(&outcome, &model);
     let Session {
-        recorder,
-        env,
-        header,
-        ..
-    } = sess;
-    let rec_err = recorder.finish(&summary);
-    // --screenshot DIR: the pictures of the run, as the TUI writes them at the end (plain and
-    // JSON runs wrote nothing before, silently).
-    if let Some(dir) = &d.screenshot {
-        let data = crate::report::export::ChartData::from_model(&model, &header, Some(&summary));
-        match crate::frontend::live::screenshot_to(&data, &header, Some(dir), d.ascii) {
-            Ok(paths) if !d.json => {
-                let names: Vec<String> =
-                    paths.iter().map(|p| shell_escape(p).into_owned()).collect();
-                emit_err(&format!("screenshot: {}", names.join(", ")));
+        arrivals, recorder, ..
+    } = &mut sess;
+    rt.block_on(arrivals.until_final_sample(&last, |batch| {
+        lines.take(recorder, batch);
+        Counters {
+            bytes: lines.snap.bytes_copied,
+            files: lines.snap.files_done,
+        }
+    }));
+    sess.stop_sampling();
+    let batch = sess.arrivals.queued(None);
+    lines.take(&mut sess.recorder, batch);
+    let Lines { model, mut p, .. } = lines;
+    let finished = sess.finish(model, outcome);
+    p.model_events(&finished.last_events);
+    print_summary(d, &finished);
+    finished.outcome
+}
+
+/// What the plain/JSON face keeps while a run goes: the model, the printer, the run's phase
+/// and the counters of the last sample, and when the next progress line is due.
+struct Lines {
+    model: Model,
+    p: Printer,
+    phase: Phase,
+    snap: ProgressSnapshot,
+    /// The newest sample a progress line showed.
+    shown: Option<u64>,
+    period: Duration,
+    next: Instant,
+}
+
+impl Lines {
+    /// Follows the run until the engine returns: takes what arrives through the recording,
+    /// the model and the printer, and prints a progress line every period. Sleeps until the
+    /// engine ends, a sample arrives or the next line is due: the end is noticed at once, and
+    /// the loop wakes about once per sample. It polled every 20 ms, and on 2 busy cores those
+    /// wake-ups took the CPU from the copy thread 505 times in 1.4 s of a cached 2 GiB copy
+    /// (perf sched; cp: 47). Engine events wait for the next wake (at most a sample
+    /// interval): a tree's two events per file would otherwise wake it per file.
+    async fn follow(
+        &mut self,
+        d: &Display,
+        sess: &mut Session,
+        asking: Option<&AtomicBool>,
+    ) -> CopyOutcome {
+        let vanished = || CopyOutcome::crashed("the copy engine vanished");
+        let mut ended = None;
+        let mut woke: Option<Arrival> = None;
+        let mut samples_open = true;
+        loop {
+            let finished = ended.take().or_else(|| match sess.done.try_recv() {
+                Ok(o) => Some(o),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Closed) => Some(vanished()),
+            });
+            let batch = sess.arrivals.queued(woke.take());
+            if self.take(&mut sess.recorder, batch) {
+                sess.publish(&self.model);
             }
-            Ok(_) => {}
-            Err(e) => emit_err(&format!("copyscope: screenshot failed: {e}")),
+            if let Some(o) = finished {
+                return o;
+            }
+            let quiet = asking.is_some_and(|a| a.load(Ordering::SeqCst));
+            self.progress_line(d, sess, quiet);
+            // With the line due and a question open (lines wait for the answer), a pause
+            // rather than a spin.
+            let until = match self.next.saturating_duration_since(Instant::now()) {
+                Duration::ZERO => Duration::from_millis(100),
+                d => d,
+            };
+            tokio::select! {
+                r = &mut sess.done => ended = Some(r.unwrap_or_else(|_| vanished())),
+                s = sess.arrivals.samples.recv(), if samples_open => match s {
+                    Some(s) => woke = Some(Arrival::Sample(Box::new(s))),
+                    None => samples_open = false,
+                },
+                _ = tokio::time::sleep(until) => {}
+            }
         }
     }
-    if d.json {
-        let st = model.stats();
-        let mut v = json::summary_json(&outcome, &st);
-        if let serde_json::Value::Object(m) = &mut v {
-            m.insert("notes".into(), json!(env.notes));
-            m.insert("budget".into(), json::budget_json(model.budget()));
-            m.insert("evidence".into(), json!(model.evidence()));
-            m.insert("verdict".into(), json!(model.verdict()));
-        }
-        emit(&with_net(v, watch, &st).to_string());
-    } else {
-        let st = model.stats();
-        let mut text = match watch {
-            Some(w) => {
-                let mut t = w.summary_text(&outcome, d.binary);
-                t.push_str(&crate::report::plain::speeds_text(
-                    &st,
-                    "durable: n/a (watch)",
-                    d.binary,
-                ));
-                t
+
+    /// Takes a batch of arrivals through the recording, the model and the printer; true when
+    /// there was any.
+    fn take(&mut self, recorder: &mut Recorder, batch: Vec<Arrival>) -> bool {
+        for a in &batch {
+            if let Arrival::Engine(Stamped { t_ns, event }) = a {
+                self.engine_event(*t_ns, event);
             }
-            None => crate::report::plain::summary_text_as(
-                &outcome,
-                Some(&st),
+            let evs = feed(recorder, &mut self.model, a);
+            self.p.model_events(&evs);
+            if let Arrival::Sample(s) = a {
+                self.snap = s.engine;
+                self.p.provisional(&self.model);
+            }
+        }
+        !batch.is_empty()
+    }
+
+    /// An engine event, at the time the engine sent it: the run's phase and the printer.
+    fn engine_event(&mut self, t: u64, ev: &EngineEvent) {
+        match ev {
+            EngineEvent::Paused => self.phase = Phase::Paused,
+            // --verify reads each file back right after writing it: copying and verifying
+            // are one phase, announced at the start.
+            EngineEvent::VerifyStarted => {
+                self.p.verify = true;
+                self.phase = Phase::CopyVerify;
+            }
+            EngineEvent::Resumed if self.p.verify => self.phase = Phase::CopyVerify,
+            EngineEvent::Resumed => self.phase = Phase::Copying,
+            EngineEvent::FlushStarted => self.phase = Phase::Flushing,
+            EngineEvent::FlushDone => self.phase = Phase::Done,
+            _ => {}
+        }
+        self.p.engine_event(t, ev);
+    }
+
+    /// The progress line, once its period is over and a sample it has not shown came (one
+    /// woken by the clock just before the sample due at the same moment would repeat the
+    /// last figures); never while a question waits for its answer (`quiet`). The first
+    /// sample is the baseline (rates, `net` among them, need a second), so lines start after
+    /// it.
+    fn progress_line(&mut self, d: &Display, sess: &Session, quiet: bool) {
+        let now = Instant::now();
+        let newest = self.model.latest().map(|s| s.t_ns);
+        if self.shown.is_none() {
+            self.shown = newest;
+        }
+        if now < self.next || quiet || newest <= self.shown {
+            return;
+        }
+        self.shown = newest;
+        emit(&self.line(d, sess, now.duration_since(sess.start)));
+        while self.next <= now {
+            self.next += self.period;
+        }
+    }
+
+    /// The progress line's text: JSON, a watch's, a verifying copy's or a copy's.
+    fn line(&self, d: &Display, sess: &Session, elapsed: Duration) -> String {
+        let (model, snap) = (&self.model, &self.snap);
+        let st = model.stats();
+        let watch = sess.header.watch.as_ref();
+        let cur = sess.progress.current();
+        if d.json {
+            let eta = model.eta_secs(true).filter(|_| watch.is_none());
+            let v = json::progress_json(
+                elapsed.as_secs_f64(),
+                watch.map_or(self.phase.as_str(), |_| "watching"),
+                snap,
+                st.now_bps,
+                st.avg_bps,
+                json::ProgressFigures {
+                    eta_secs: eta,
+                    current: cur.as_ref(),
+                    to_flush: model.flush_backlog().filter(|_| watch.is_none()),
+                },
+            );
+            json::with_net(v, watch, &st).to_string()
+        } else if let Some(w) = watch {
+            crate::report::watch::progress_line(
+                w,
+                elapsed,
+                (snap, cur.as_ref()),
+                (st.now_bps, st.avg_bps),
+                st.net.as_ref(),
                 d.binary,
-                crate::report::plain::reads(header.bench.as_deref()),
-            ),
-        };
-        let bar = model.budget().text_bar(40);
-        if !bar.is_empty() {
-            text.push_str(&format!(
-                "  time: {bar}
-"
-            ));
+            )
+        } else if self.phase == Phase::CopyVerify {
+            let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
+            verify_line(elapsed, snap, verified, d.binary)
+        } else {
+            progress_line(
+                elapsed,
+                self.phase,
+                snap,
+                crate::report::plain::LineFigures::of(model),
+                d.binary,
+            )
         }
-        text.push_str(&format!(
-            "  verdict: {}
-",
-            model.verdict().text
-        ));
-        if let Some(line) = crate::report::summary::evidence_line(&model) {
-            text.push_str(&format!("  {line}\n"));
+    }
+}
+
+/// The end of a plain or JSON run: `--screenshot DIR`'s pictures (as the TUI writes them at
+/// the end), the summary, and where the recording went.
+fn print_summary(d: &Display, finished: &Finished) {
+    if let Some(dir) = &d.screenshot {
+        let data = finished.chart();
+        match write_run_screenshots(&data, &finished.header, Some(dir), d.ascii) {
+            Ok(paths) if !d.json => emit_err(&format!("screenshot: {}", join_paths(&paths))),
+            Ok(_) => {}
+            Err(e) => emit_err(&format!(
+                "copyscope: screenshot failed: {}",
+                crate::present::quote::error_chain(&e)
+            )),
         }
-        for n in &env.notes {
-            text.push_str(&format!("  note: {n}\n"));
-        }
-        if d.ascii {
-            // No file names in it, only the model's words, whose glyphs (the time legend's and
-            // the verdict's middle dots, a drop's arrow) a non-UTF-8 terminal cannot show.
-            text = crate::present::text::asciify(&text);
-        }
+    }
+    let end = finished.end();
+    if d.json {
+        emit(&crate::report::summary::json_summary(&end).to_string());
+    } else {
+        let text = crate::report::summary::plain_summary(&end, d.binary, d.ascii);
         let mut o = std::io::stdout().lock();
         let _ = o.write_all(text.as_bytes());
         let _ = o.flush();
     }
-    if let Some(path) = &d.record {
-        match rec_err {
-            None if !d.json => emit(&format!("recording: {}", shell_escape(path))),
-            None => {}
-            Some(e) => emit_err(&format!("copyscope: recording {}", file_line(path, &e))),
-        }
+    match finished.recording_line() {
+        Some(Ok(line)) if !d.json => emit(&line),
+        Some(Ok(_)) | None => {}
+        Some(Err(e)) => emit_err(&e),
     }
-    outcome
-}
-
-/// `watch --net`: a JSON object with the model's receive figures as its `net` member.
-fn with_net(mut v: serde_json::Value, watch: Option<&WatchLines>, st: &Stats) -> serde_json::Value {
-    if let (serde_json::Value::Object(m), Some(n)) = (&mut v, &st.net) {
-        let iface = watch.and_then(|w| w.target.net.as_deref());
-        m.insert("net".into(), json::net_json(iface, n));
-    }
-    v
-}
-
-/// `--metrics`: hands the endpoint the model's figures.
-fn publish(sess: &Session, model: &Model) {
-    if let Some(m) = &sess.metrics {
-        m.publish(model);
-    }
-}
-
-/// Takes every queued sample and engine event through the recording, the model and the
-/// printer; true when there was any.
-fn drain(
-    sess: &mut Session,
-    model: &mut Model,
-    p: &mut Printer,
-    phase: &mut Phase,
-    snap: &mut ProgressSnapshot,
-    first: Option<Arrival>,
-) -> bool {
-    let arrivals = in_time_order(first, &mut sess.samples, &mut sess.engine_events);
-    for a in &arrivals {
-        match a {
-            Arrival::Sample(s) => {
-                sess.recorder.sample(s);
-                *snap = s.engine;
-                let evs = model.apply(s);
-                sess.recorder.events(&evs);
-                p.model_events(&evs);
-                p.provisional(model);
-            }
-            Arrival::Engine(Stamped { t_ns, event }) => {
-                engine_event(sess, model, p, phase, (*t_ns, event))
-            }
-        }
-    }
-    !arrivals.is_empty()
-}
-
-/// One engine event, at the time the engine sent it, through the recording, the run's
-/// phase, the printer and the model.
-fn engine_event(
-    sess: &mut Session,
-    model: &mut Model,
-    p: &mut Printer,
-    phase: &mut Phase,
-    (t, ev): (u64, &EngineEvent),
-) {
-    sess.recorder.engine_event(t, ev);
-    match ev {
-        EngineEvent::Paused => *phase = Phase::Paused,
-        // --verify reads each file back right after writing it: copying and verifying are
-        // one phase, announced at the start.
-        EngineEvent::VerifyStarted => {
-            p.verify = true;
-            *phase = Phase::CopyVerify;
-        }
-        EngineEvent::Resumed if p.verify => *phase = Phase::CopyVerify,
-        EngineEvent::Resumed => *phase = Phase::Copying,
-        EngineEvent::FlushStarted => *phase = Phase::Flushing,
-        EngineEvent::FlushDone => *phase = Phase::Done,
-        _ => {}
-    }
-    p.engine_event(t, ev);
-    let evs = model.engine_events(t, ev);
-    sess.recorder.events(&evs);
-    p.model_events(&evs);
-}
-
-/// Closes the model (an open drop at the end is still reported).
-fn finish_model(sess: &mut Session, model: &mut Model, p: &mut Printer) {
-    let evs = model.finish(model.latest().map_or(0, |s| s.t_ns));
-    sess.recorder.events(&evs);
-    p.model_events(&evs);
 }
 
 #[cfg(test)]

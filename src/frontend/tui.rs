@@ -13,14 +13,13 @@ use crossterm::event::Event as TermEvent;
 use crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::copy::{
     ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, LowSpace, Progress,
-    SpaceAnswer, Stamped,
+    SpaceAnswer,
 };
-use crate::frontend::arrivals::{Arrival, in_time_order};
+use crate::frontend::session::arrivals::{Arrival, Arrivals, Counters};
 use crate::frontend::state::App;
 use crate::frontend::update::{Effect, Event as UiEvent, Signal, State, update};
 use crate::model::Event;
@@ -39,9 +38,6 @@ pub const BYTES_PER_SEC: f64 = 3_500.0;
 /// Bytes of credit a quiet screen saves up, so one big frame (a rescale, the events panel
 /// scrolling) goes at once and only the frames after it wait.
 pub const BURST_BYTES: f64 = 8_000.0;
-
-/// How long the end of a copy waits for the sample that shows its final counters.
-pub const FINAL_SAMPLE_WAIT: Duration = Duration::from_millis(600);
 
 static PANICKED: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
@@ -254,7 +250,7 @@ impl TerminalGuard {
         .and_then(|_| {
             let held = &mut self.held;
             self.terminal
-                .draw(|f| crate::ui::render_held(f, app, held))
+                .draw(|f| crate::ui::render_held(f, &app.view(), held))
                 .map(|_| ())
         })
         .and_then(|_| {
@@ -453,15 +449,14 @@ pub fn local_datetime(secs: i64) -> String {
     )
 }
 
-/// Channels and handles the live loop listens to.
-pub struct LiveIo<T> {
-    pub samples: mpsc::UnboundedReceiver<Sample>,
-    pub engine_events: mpsc::UnboundedReceiver<Stamped>,
+/// Channels and handles the live loop listens to (the session's, borrowed while it runs).
+pub struct LiveIo<'a, T> {
+    pub arrivals: &'a mut Arrivals,
     pub conflicts: Option<mpsc::UnboundedReceiver<AskRequest>>,
     pub control: Arc<Control>,
     pub progress: Arc<Progress>,
     /// Resolves when the engine thread has returned.
-    pub done: oneshot::Receiver<T>,
+    pub done: &'a mut oneshot::Receiver<T>,
     pub frame_interval: Duration,
 }
 
@@ -485,6 +480,8 @@ pub struct LiveEnd<T> {
     pub outcome: Option<T>,
     /// The terminal went away (SIGHUP or a failed write): print nothing more to it.
     pub hung_up: bool,
+    /// The terminal (or the signals) could not be set up: the loop never ran.
+    pub error: Option<io::Error>,
 }
 
 /// Runs the effects of [`update`] on the terminal, the engine and the hooks: the I/O half of
@@ -581,21 +578,53 @@ pub(crate) fn cont_event() -> UiEvent {
     })
 }
 
+/// The signals a TUI loop answers: SIGTERM, SIGQUIT, SIGHUP, SIGINT and SIGCONT, from the
+/// one signal handler (copy/signals.rs), which also cancels the engine.
+pub(crate) struct TuiSignals(mpsc::UnboundedReceiver<i32>);
+
+impl TuiSignals {
+    pub fn listen() -> io::Result<TuiSignals> {
+        crate::copy::signals::listen().map(TuiSignals)
+    }
+
+    /// The next signal as an event.
+    pub async fn next(&mut self) -> UiEvent {
+        loop {
+            match self.0.recv().await {
+                // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip
+                // the cleanup).
+                Some(libc::SIGTERM | libc::SIGQUIT) => return UiEvent::Signal(Signal::Term),
+                Some(libc::SIGHUP) => return UiEvent::Signal(Signal::Hup),
+                Some(libc::SIGINT) => return UiEvent::Signal(Signal::Int),
+                Some(libc::SIGCONT) => return cont_event(),
+                Some(_) => {}
+                // The handler is gone (the run is ending): no signal comes any more.
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
 /// Runs the TUI until the engine finishes (or is cancelled and has cleaned up).
 pub async fn run_live<T>(
     app: App,
-    mut io: LiveIo<T>,
+    mut io: LiveIo<'_, T>,
     hooks: &mut dyn LiveHooks,
     final_state: impl Fn(&T) -> RunState,
-) -> io::Result<LiveEnd<T>> {
-    let guard = TerminalGuard::enter()?;
+) -> LiveEnd<T> {
+    let (guard, mut signals) =
+        match TerminalGuard::enter().and_then(|g| Ok((g, TuiSignals::listen()?))) {
+            Ok(set_up) => set_up,
+            Err(e) => {
+                return LiveEnd {
+                    app,
+                    outcome: None,
+                    hung_up: false,
+                    error: Some(e),
+                };
+            }
+        };
     let mut keys = spawn_key_reader();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    // SIGQUIT ends a run as SIGTERM does (its default, a core dump, would skip the cleanup).
-    let mut sigquit = signal(SignalKind::quit())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut frame = tokio::time::interval(io.frame_interval);
     frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut st = State::live(app);
@@ -616,66 +645,26 @@ pub async fn run_live<T>(
         }
         tokio::select! {
             biased;
-            res = &mut io.done, if outcome.is_none() => {
-                let end = match res {
-                    Ok(o) => {
-                        let s = final_state(&o);
-                        outcome = Some(o);
-                        s
-                    }
-                    Err(_) => RunState::Failed,
-                };
-                // Wait (briefly) for a sample that shows the engine's final counters, so the
-                // model, the summary and the recording end on the last byte.
-                let last = io.progress.snapshot();
-                let deadline = tokio::time::Instant::now() + FINAL_SAMPLE_WAIT;
-                loop {
-                    feed(&mut sh, &mut st, &mut io, None);
-                    let p = &st.app.progress;
-                    if p.bytes_copied >= last.bytes_copied && p.files_done >= last.files_done {
-                        break;
-                    }
-                    match tokio::time::timeout_at(deadline, io.samples.recv()).await {
-                        Ok(Some(s)) => {
-                            feed(&mut sh, &mut st, &mut io, Some(Arrival::Sample(Box::new(s))))
-                        }
-                        _ => break,
-                    }
-                }
-                feed(&mut sh, &mut st, &mut io, None);
+            res = &mut *io.done, if outcome.is_none() => {
+                let end = res.as_ref().map_or(RunState::Failed, &final_state);
+                outcome = res.ok();
+                take_final_samples(&mut sh, &mut st, &mut io).await;
                 sh.step(&mut st, UiEvent::Finished(end));
                 break;
             }
-            _ = sigterm.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Term)),
-            _ = sigquit.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Term)),
-            _ = sighup.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Hup)),
-            _ = sigint.recv() => sh.step(&mut st, UiEvent::Signal(Signal::Int)),
-            _ = sigcont.recv() => sh.step(&mut st, cont_event()),
+            ev = signals.next() => sh.step(&mut st, ev),
             // Engine events are taken with each sample (and at each frame), in time order: a
             // tree's two events per file would otherwise wake this loop per file.
-            Some(s) = io.samples.recv() => {
-                feed(&mut sh, &mut st, &mut io, Some(Arrival::Sample(Box::new(s))));
+            Some(s) = io.arrivals.samples.recv() => {
+                let batch = io.arrivals.queued(Some(Arrival::Sample(Box::new(s))));
+                feed(&mut sh, &mut st, &io.progress, batch);
                 sh.hooks.on_model(&st.app.model);
             }
             Some(req) = async { match io.conflicts.as_mut() { Some(c) => c.recv().await, None => None } } => {
-                match req {
-                    AskRequest::Conflict { question, reply } => {
-                        sh.reply = Some(Pending::Conflict(reply));
-                        sh.step(&mut st, UiEvent::Conflict(conflict_view(&question)));
-                    }
-                    AskRequest::Space { low, reply } => {
-                        sh.reply = Some(Pending::Space(reply));
-                        sh.step(&mut st, UiEvent::LowSpace(space_view(&low)));
-                    }
-                }
+                ask(&mut sh, &mut st, req);
             }
             maybe = keys.recv(), if keys_open => {
-                if maybe.as_ref().is_none_or(Result::is_err) {
-                    keys_open = false;
-                }
-                if let Some(ev) = from_terminal(maybe) {
-                    sh.step(&mut st, ev);
-                }
+                keys_open = on_key(&mut sh, &mut st, maybe);
             }
             _ = frame.tick() => {
                 if !st.hung_up && terminal_hung_up() {
@@ -684,50 +673,104 @@ pub async fn run_live<T>(
                     keys_open = false;
                     sh.step(&mut st, UiEvent::TerminalGone);
                 }
-                let cancelling = io
-                    .control
-                    .cancelled
-                    .load(Ordering::SeqCst)
-                    .then(|| io.progress.in_write.load(Ordering::Relaxed));
-                feed(&mut sh, &mut st, &mut io, None);
-                let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
-                last_tick = std::time::Instant::now();
-                sh.step(&mut st, UiEvent::Tick { elapsed_ns, cancelling });
+                on_frame(&mut sh, &mut st, &mut io, &mut last_tick);
             }
         }
     }
     let Shell { guard, .. } = sh;
     drop(guard);
-    Ok(LiveEnd {
+    LiveEnd {
         app: st.app,
         outcome,
         hung_up: st.hung_up,
-    })
+        error: None,
+    }
 }
 
-/// A sample as an event, with the engine's current file and verify counter read beside it;
-/// recorded first, as it arrived.
-/// Steps `first` and everything queued on the sample and engine channels, in the order they
-/// happened (see [`in_time_order`]).
-fn feed<T>(sh: &mut Shell, st: &mut State, io: &mut LiveIo<T>, first: Option<Arrival>) {
-    for a in in_time_order(first, &mut io.samples, &mut io.engine_events) {
+/// What the key reader read, as an event; false once it ended (the terminal is gone).
+pub(crate) fn on_key(sh: &mut Shell, st: &mut State, read: Option<io::Result<TermEvent>>) -> bool {
+    let open = read.as_ref().is_some_and(Result::is_ok);
+    if let Some(ev) = from_terminal(read) {
+        sh.step(st, ev);
+    }
+    open
+}
+
+/// The frame clock's tick: what is queued, then the tick (with the size of the write the
+/// kernel still holds, once the engine was told to stop).
+fn on_frame<T>(
+    sh: &mut Shell,
+    st: &mut State,
+    io: &mut LiveIo<'_, T>,
+    last_tick: &mut std::time::Instant,
+) {
+    let cancelling = io
+        .control
+        .cancelled
+        .load(Ordering::SeqCst)
+        .then(|| io.progress.in_write.load(Ordering::Relaxed));
+    feed(sh, st, &io.progress, io.arrivals.queued(None));
+    let elapsed_ns = last_tick.elapsed().as_nanos() as u64;
+    *last_tick = std::time::Instant::now();
+    sh.step(
+        st,
+        UiEvent::Tick {
+            elapsed_ns,
+            cancelling,
+        },
+    );
+}
+
+/// The engine's question as an event, its reply channel kept for the answer.
+fn ask(sh: &mut Shell, st: &mut State, req: AskRequest) {
+    match req {
+        AskRequest::Conflict { question, reply } => {
+            sh.reply = Some(Pending::Conflict(reply));
+            sh.step(st, UiEvent::Conflict(conflict_view(&question)));
+        }
+        AskRequest::Space { low, reply } => {
+            sh.reply = Some(Pending::Space(reply));
+            sh.step(st, UiEvent::LowSpace(space_view(&low)));
+        }
+    }
+}
+
+/// The engine has returned: everything up to the sample with its final counters.
+async fn take_final_samples<T>(sh: &mut Shell<'_>, st: &mut State, io: &mut LiveIo<'_, T>) {
+    let last = io.progress.snapshot();
+    let progress = io.progress.clone();
+    io.arrivals
+        .until_final_sample(&last, |batch| {
+            feed(sh, st, &progress, batch);
+            Counters {
+                bytes: st.app.progress.bytes_copied,
+                files: st.app.progress.files_done,
+            }
+        })
+        .await;
+}
+
+/// Steps a batch of arrivals (in the order they happened, see [`Arrivals::queued`]); a
+/// sample is recorded first, as it arrived.
+fn feed(sh: &mut Shell, st: &mut State, progress: &Progress, batch: Vec<Arrival>) {
+    for a in batch {
         let ev = match a {
-            Arrival::Sample(s) => sample_event(io, &mut *sh.hooks, *s),
+            Arrival::Sample(s) => sample_event(progress, &mut *sh.hooks, *s),
             Arrival::Engine(e) => UiEvent::Engine(e),
         };
         sh.step(st, ev);
     }
 }
 
-fn sample_event<T>(io: &LiveIo<T>, hooks: &mut dyn LiveHooks, s: Sample) -> UiEvent {
+/// A sample as an event, with the engine's current file and verify counter read beside it.
+fn sample_event(progress: &Progress, hooks: &mut dyn LiveHooks, s: Sample) -> UiEvent {
     hooks.on_sample(&s);
     UiEvent::Sample {
-        current: io
-            .progress
+        current: progress
             .current()
             .as_ref()
             .map(crate::frontend::state::file_of),
-        verified: Some(io.progress.bytes_verified.load(Ordering::Relaxed)),
+        verified: Some(progress.bytes_verified.load(Ordering::Relaxed)),
         sample: Box::new(s),
     }
 }

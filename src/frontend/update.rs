@@ -5,7 +5,7 @@
 //! (keys, pause, cancel, the dialogs' answers, seeking) lives here, so tests drive it with no
 //! terminal, no engine and no clock.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyEvent, KeyEventKind};
 
 use crate::copy::{ConflictAnswer, EngineEvent, SpaceAnswer, Stamped};
 use crate::frontend::state::{Action, App};
@@ -366,10 +366,11 @@ impl State {
     }
 }
 
-fn is_ctrl_z(k: &KeyEvent) -> bool {
+/// The key table's suspend key, pressed (not repeated): the shell's, so it is taken before
+/// the screen's keys.
+fn is_suspend(k: &KeyEvent) -> bool {
     k.kind == KeyEventKind::Press
-        && k.modifiers.contains(KeyModifiers::CONTROL)
-        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
+        && crate::frontend::state::press_of(k).is_some_and(crate::present::keys::suspends)
 }
 
 /// The frontend's one rule book: applies `event` to `st` and says what the shell must do.
@@ -388,7 +389,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         st.urgent = true;
     }
     match event {
-        Event::Key(k) if is_ctrl_z(&k) => {
+        Event::Key(k) if is_suspend(&k) => {
             fx.push(Effect::Suspend);
             st.dirty = true;
         }
@@ -398,17 +399,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
             sample,
             current,
             verified,
-        } => {
-            let evs = st.app.on_sample(&sample);
-            if !evs.is_empty() {
-                fx.push(Effect::Events(evs));
-            }
-            st.app.current = current;
-            if st.app.state == RunState::Verifying || st.app.verified.is_some() {
-                st.app.verified = verified.or(st.app.verified);
-            }
-            st.dirty = true;
-        }
+        } => on_sample(st, &sample, (current, verified), &mut fx),
         // The engine never pauses on its own; a pause or resume it echoes was already
         // recorded when the key was pressed, and is not recorded twice.
         Event::Engine(Stamped {
@@ -427,23 +418,18 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
             }
             st.engine(t_ns, ev, &mut fx);
         }
+        // A question after the cancel is answered "cancel" at once; else its dialog opens.
+        Event::Conflict(_) if st.cancelled => fx.push(Effect::Answer(ConflictAnswer::Cancel)),
+        Event::LowSpace(_) if st.cancelled => fx.push(Effect::AnswerSpace(SpaceAnswer::Cancel)),
         Event::Conflict(c) => {
-            if st.cancelled {
-                fx.push(Effect::Answer(ConflictAnswer::Cancel));
-            } else {
-                st.app.dialog = Some(Dialog::Conflict(c));
-                st.asking = true;
-                st.dirty = true;
-            }
+            st.app.dialog = Some(Dialog::Conflict(c));
+            st.asking = true;
+            st.dirty = true;
         }
         Event::LowSpace(s) => {
-            if st.cancelled {
-                fx.push(Effect::AnswerSpace(SpaceAnswer::Cancel));
-            } else {
-                st.app.dialog = Some(Dialog::LowSpace(s));
-                st.asking_space = true;
-                st.dirty = true;
-            }
+            st.app.dialog = Some(Dialog::LowSpace(s));
+            st.asking_space = true;
+            st.dirty = true;
         }
         Event::Signal(Signal::Term | Signal::Int) => st.stop(&mut fx),
         Event::Signal(Signal::Hup) | Event::TerminalGone => {
@@ -462,58 +448,86 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         Event::Tick {
             elapsed_ns,
             cancelling,
-        } => {
-            if let Some(n) = cancelling
-                && st.app.cancelling != Some(n)
-            {
-                // Cancelled from outside the keys too (a signal handler, a "Cancel" answer).
-                st.cancelled = true;
-                st.app.cancelling = Some(n);
-                st.dirty = true;
-                st.urgent = true;
-            }
-            if let Mode::Replay(p) = &mut st.mode
-                && let Some(r) = st.app.replay
-                && !r.paused
-                && p.pos_ns < r.total_ns
-            {
-                let pos = if r.speed.is_infinite() {
-                    r.total_ns
-                } else {
-                    ((p.pos_ns as f64 + elapsed_ns as f64 * r.speed) as u64).min(r.total_ns)
-                };
-                p.advance(&mut st.app, pos);
-                st.dirty = true;
-            }
-            if st.dirty && !st.hung_up && !st.background {
-                fx.push(if st.urgent {
-                    Effect::Draw
-                } else {
-                    Effect::DrawPaced
-                });
-                st.dirty = false;
-                st.urgent = false;
-            }
-        }
+        } => tick(st, elapsed_ns, cancelling, &mut fx),
         Event::Screenshot(msg) => {
             st.app.status = Some((msg, st.app.now_ns));
             st.dirty = true;
         }
         Event::Partial => st.dirty = true,
-        Event::Finished(state) => {
-            st.app.state = state;
-            st.app.current = None;
-            st.asking = false;
-            st.asking_space = false;
-            if !st.hung_up {
-                fx.push(Effect::Draw);
-            }
-            st.dirty = false;
-            st.quit = true;
-            fx.push(Effect::Quit);
-        }
+        Event::Finished(state) => finished(st, state, &mut fx),
     }
     fx
+}
+
+/// A sample through the app and its model, with the engine's current file and the bytes
+/// read back beside it.
+fn on_sample(
+    st: &mut State,
+    sample: &Sample,
+    (current, verified): (Option<FileProgress>, Option<u64>),
+    fx: &mut Vec<Effect>,
+) {
+    let evs = st.app.on_sample(sample);
+    if !evs.is_empty() {
+        fx.push(Effect::Events(evs));
+    }
+    st.app.current = current;
+    if st.app.state == RunState::Verifying || st.app.verified.is_some() {
+        st.app.verified = verified.or(st.app.verified);
+    }
+    st.dirty = true;
+}
+
+/// The engine returned: its final state drawn (unless the terminal is gone), and the loop
+/// ends.
+fn finished(st: &mut State, state: RunState, fx: &mut Vec<Effect>) {
+    st.app.state = state;
+    st.app.current = None;
+    st.asking = false;
+    st.asking_space = false;
+    if !st.hung_up {
+        fx.push(Effect::Draw);
+    }
+    st.dirty = false;
+    st.quit = true;
+    fx.push(Effect::Quit);
+}
+
+/// The frame clock: a cancel from outside the keys noticed, a replay moved on by the wall
+/// time since the last tick at its speed, and a frame when something changed (at once when
+/// it answers the user, paced otherwise).
+fn tick(st: &mut State, elapsed_ns: u64, cancelling: Option<u64>, fx: &mut Vec<Effect>) {
+    if let Some(n) = cancelling
+        && st.app.cancelling != Some(n)
+    {
+        // Cancelled from outside the keys too (a signal handler, a "Cancel" answer).
+        st.cancelled = true;
+        st.app.cancelling = Some(n);
+        st.dirty = true;
+        st.urgent = true;
+    }
+    if let Mode::Replay(p) = &mut st.mode
+        && let Some(r) = st.app.replay
+        && !r.paused
+        && p.pos_ns < r.total_ns
+    {
+        let pos = if r.speed.is_infinite() {
+            r.total_ns
+        } else {
+            ((p.pos_ns as f64 + elapsed_ns as f64 * r.speed) as u64).min(r.total_ns)
+        };
+        p.advance(&mut st.app, pos);
+        st.dirty = true;
+    }
+    if st.dirty && !st.hung_up && !st.background {
+        fx.push(if st.urgent {
+            Effect::Draw
+        } else {
+            Effect::DrawPaced
+        });
+        st.dirty = false;
+        st.urgent = false;
+    }
 }
 
 /// A key press: the app maps it to an action (changing what is shown on the way); the

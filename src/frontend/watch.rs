@@ -7,83 +7,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::config::{Config, WatchRequest};
-use crate::copy::{Control, CopyOutcome, CurrentFile, Progress, ProgressSnapshot};
-use crate::exit::ExitStatus;
-use crate::frontend::session::{Recorder, Session};
+use crate::copy::{Control, CopyOutcome, Progress, ProgressSnapshot};
+use crate::exit::{ExitStatus, Fatal};
+use crate::frontend::metrics::MetricsEndpoint;
+use crate::frontend::session::{Session, SessionPlan};
 use crate::frontend::{Frontend, choose_frontend};
-use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
 use crate::present::quote::{quote, said, shell_escape};
-use crate::report::recording::{Header, WatchTarget};
+use crate::report::recording::WatchTarget;
 use crate::sample::intake::{Intake, IntakeSource};
 use crate::sample::net::NetReader;
 use crate::sample::writers::{WatchedFs, WriterReader};
-use crate::sample::{SampleSource, SysRoot, probe_environment, spawn_sampler_from};
+use crate::sample::{SampleSource, SysRoot, probe_environment};
 use crate::ui::view::{Header as UiHeader, RunState};
 
 /// How often the watcher thread checks the end conditions.
 const WATCHER_TICK: Duration = Duration::from_millis(50);
-
-/// The lines a watch prints where a copy prints its own.
-#[derive(Debug, Clone)]
-pub struct WatchLines {
-    pub target: WatchTarget,
-}
-
-impl WatchLines {
-    /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (writers' files); eth0 rx
-    /// 99 MB/s now, avg 96 MB/s; writing /srv/share/f.bin at 512 MB" — the receive rate only
-    /// with `--net`, the file only when a followed writer has one open.
-    pub fn progress_line(
-        &self,
-        elapsed: Duration,
-        snap: &ProgressSnapshot,
-        current: Option<&CurrentFile>,
-        rates: (f64, f64),
-        net: Option<&crate::model::NetStats>,
-        binary: bool,
-    ) -> String {
-        let (now_bps, avg_bps) = rates;
-        let mut line = format!(
-            "[{}] intake {} now, avg {}, {} written ({})",
-            fmt_clock(elapsed.as_secs_f64()),
-            fmt_rate_with(now_bps, binary),
-            fmt_rate_with(avg_bps, binary),
-            fmt_bytes_with(snap.bytes_copied, binary),
-            self.target.intake
-        );
-        if let Some(n) = net {
-            line.push_str(&format!(
-                "; {} rx {} now, avg {}",
-                self.target.net.as_deref().unwrap_or("network"),
-                fmt_rate_with(n.now_bps, binary),
-                fmt_rate_with(n.avg_bps, binary)
-            ));
-        }
-        if let Some(c) = current {
-            line.push_str(&format!(
-                "; writing {} at {}",
-                shell_escape(&c.path),
-                fmt_bytes_with(c.done, binary)
-            ));
-        }
-        line
-    }
-
-    /// The summary's first line: what was written and how long the watch ran. The average
-    /// is the model's, on the speeds line below it.
-    pub fn summary_text(&self, o: &CopyOutcome, binary: bool) -> String {
-        format!(
-            "copyscope watch: {} written into {} in {} (intake from {})\n",
-            fmt_bytes_with(o.bytes_copied, binary),
-            shell_escape(&self.target.path),
-            fmt_secs(o.copy_secs),
-            self.target.intake
-        )
-    }
-}
 
 /// What ends a watch.
 #[derive(Debug, Clone, Copy)]
@@ -172,18 +113,11 @@ impl EndRule {
 
 /// The outcome a watch reports: what was written while it watched.
 fn outcome(status: ExitStatus, written: u64, secs: f64) -> CopyOutcome {
-    CopyOutcome {
-        status,
+    let counters = ProgressSnapshot {
         bytes_copied: written,
-        copy_secs: secs,
-        to_cache_bps: if secs > 0.0 {
-            written as f64 / secs
-        } else {
-            0.0
-        },
-        fatal: None,
-        ..CopyOutcome::crashed("")
-    }
+        ..ProgressSnapshot::default()
+    };
+    CopyOutcome::measured(status, &counters, secs, None)
 }
 
 /// Watches the end conditions on its own thread; resolves `done` with the outcome.
@@ -227,18 +161,36 @@ fn writers_label(req: &WatchRequest) -> Vec<String> {
     vec![format!("watch: {}", v.join(", "))]
 }
 
-/// Probes PATH's filesystem, picks the intake and starts the sampler and the watcher.
+/// Why a watch cannot start (the paths and names already quoted).
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    #[error("watch {0}: no such file or directory")]
+    NoPath(String),
+    #[error("--pid {0}: no such process")]
+    NoProcess(u32),
+    #[error("--net {0}: no such network interface (/sys/class/net/{0}/statistics/rx_bytes)")]
+    NoInterface(String),
+    #[error(
+        "watch {0}: no intake to read: the filesystem is neither ZFS nor on a block device \
+         (follow the writer with --pid or --comm)"
+    )]
+    NoIntake(String),
+    #[error("watch {path}: {why}")]
+    Unwatchable { path: String, why: String },
+}
+
+/// Probes PATH's filesystem, picks the intake and starts the sampler and the watcher; the
+/// session's header names what is watched.
 fn start(
     config: &Config,
     req: &WatchRequest,
     control: Arc<Control>,
-) -> Result<(Session, WatchLines), String> {
+    metrics: Option<MetricsEndpoint>,
+) -> Result<Session, WatchError> {
     let d = &config.display;
+    let path = || quote(&req.path);
     if !req.path.exists() {
-        return Err(format!(
-            "watch {}: no such file or directory",
-            quote(&req.path)
-        ));
+        return Err(WatchError::NoPath(path()));
     }
     let root = SysRoot::new(d.sys_root.clone());
     if let Some(pid) = req
@@ -246,29 +198,13 @@ fn start(
         .iter()
         .find(|p| !root.join(format!("proc/{p}")).exists())
     {
-        return Err(format!("--pid {pid}: no such process"));
+        return Err(WatchError::NoProcess(*pid));
     }
-    let net = req.net.as_deref().map(|n| NetReader::new(&root, n));
-    if let Some(n) = req
-        .net
-        .as_deref()
-        .filter(|_| !net.as_ref().is_some_and(NetReader::present))
-    {
-        return Err(format!(
-            "--net {}: no such network interface (/sys/class/net/{}/statistics/rx_bytes)",
-            quote(std::path::Path::new(n)),
-            quote(std::path::Path::new(n))
-        ));
-    }
+    let net = net_reader(&root, req)?;
     let mut env = probe_environment(&root, &[], &req.path);
     let following = !req.pids.is_empty() || !req.comms.is_empty();
-    let source = IntakeSource::choose(&env, following).ok_or_else(|| {
-        format!(
-            "watch {}: no intake to read: the filesystem is neither ZFS nor on a block device \
-             (follow the writer with --pid or --comm)",
-            quote(&req.path)
-        )
-    })?;
+    let source =
+        IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?;
     note_unreadable_writers(&root, req, &mut env);
     let target = WatchTarget {
         path: req.path.to_string_lossy().into_owned(),
@@ -282,58 +218,45 @@ fn start(
         pids: req.pids.clone(),
         intake: target.intake.clone(),
     }));
-    let mut header = Header::for_this_run(
-        std::env::args().collect(),
-        writers_label(req),
-        target.path.clone(),
-        env.clone(),
-        d.interval.as_millis() as u64,
-    );
-    header.watch = Some(target.clone());
-    let recorder = Recorder::open(d.record.as_deref(), &header);
-    let progress = Arc::new(Progress::default());
+    let endpoints = (writers_label(req), target.path.clone());
+    let mut plan = SessionPlan::new(d, env, endpoints, control)
+        .recorded(d.record.as_deref(), true)
+        .metrics(metrics);
+    plan.header.watch = Some(target);
     let writers = match following {
         false => None,
         true => {
-            let fs = WatchedFs::of(&req.path)
-                .map_err(|e| format!("watch {}: {}", quote(&req.path), said(&e)))?;
+            let fs = WatchedFs::of(&req.path).map_err(|e| WatchError::Unwatchable {
+                path: path(),
+                why: said(&e),
+            })?;
             let since = SystemTime::now();
             Some(WriterReader::new(&root, &req.pids, &req.comms, fs, since))
         }
     };
-    let intake = Intake::new(source, writers, net, progress.clone());
-    let (s_tx, samples) = mpsc::unbounded_channel();
-    let (_ev_tx, engine_events) = mpsc::unbounded_channel();
-    let start = Instant::now();
-    let sampler = spawn_sampler_from(
-        root,
-        &env,
-        SampleSource::Watch(Box::new(intake)),
-        d.interval,
-        start,
-        s_tx,
-    );
+    let intake = Intake::new(source, writers, net, plan.progress());
     let rule = EndRule {
         duration: req.duration,
         until_idle: req.until_idle,
     };
     let window = Duration::from_secs(1).max(2 * d.interval);
     let quiet = QuietClock::new(!following, window);
-    let done = spawn_watcher(rule, quiet, progress.clone(), control.clone(), start);
-    let sess = Session {
-        env,
-        header,
-        recorder,
-        progress,
-        control,
-        samples,
-        engine_events,
-        done,
-        sampler,
-        start,
-        metrics: None,
+    Ok(plan.start_watch(
+        SampleSource::Watch(Box::new(intake)),
+        |progress, control, start| spawn_watcher(rule, quiet, progress, control, start),
+    ))
+}
+
+/// `--net IFACE`: the reader of its receive counter, or why there is none.
+fn net_reader(root: &SysRoot, req: &WatchRequest) -> Result<Option<NetReader>, WatchError> {
+    let Some(n) = req.net.as_deref() else {
+        return Ok(None);
     };
-    Ok((sess, WatchLines { target }))
+    let reader = NetReader::new(root, n);
+    if !reader.present() {
+        return Err(WatchError::NoInterface(quote(Path::new(n))));
+    }
+    Ok(Some(reader))
 }
 
 /// Without root another user's /proc/PID/io is unreadable: the intake of that writer is n/a.
@@ -353,22 +276,10 @@ fn note_unreadable_writers(
 }
 
 /// Runs `copyscope watch` with the frontend the configuration calls for.
-pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
-    let Some((control, _signals)) = crate::frontend::control_with_signals() else {
-        return ExitStatus::Fatal;
-    };
-    let metrics = match crate::frontend::start_metrics(config, "watch") {
-        Ok(m) => m,
-        Err(status) => return status,
-    };
-    let (mut sess, lines) = match start(config, req, control) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("copyscope: {e}");
-            return ExitStatus::Fatal;
-        }
-    };
-    sess.metrics = metrics;
+pub fn run(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
+    let (control, _signals) = crate::frontend::control_with_signals()?;
+    let metrics = crate::frontend::start_metrics(config, "watch")?;
+    let sess = start(config, req, control, metrics).map_err(|e| Fatal::new(e.to_string()))?;
     let d = &config.display;
     let o = if choose_frontend(config) == Frontend::Tui {
         // The state label says "watching"; the source side names only the writers, so the
@@ -377,63 +288,27 @@ pub fn run(config: &Config, req: &WatchRequest) -> ExitStatus {
             source: writers_label(req)[0]
                 .trim_start_matches("watch: ")
                 .to_string(),
-            dest: shell_escape(Path::new(&lines.target.path)).into_owned(),
+            dest: shell_escape(Path::new(&sess.header.destination)).into_owned(),
             fs: String::new(),
         };
         let mut app = crate::frontend::live::new_app(d, &sess, ui_header);
         app.state = RunState::Watching;
         app.watch = true;
-        crate::frontend::live::run_session_tui(config, sess, app, None, Some(&lines))
+        crate::frontend::live::run_session_tui(config, sess, app, None, d.screenshot.clone())
     } else {
         let p = crate::frontend::stream::Printer::new(d.json);
-        crate::frontend::stream::run_session(d, sess, p, None, Some(&lines))
+        crate::frontend::stream::run_session(d, sess, p, None)
     };
     // Stopping a watch is how it ends: q and Ctrl-C are a success, not a cancelled copy.
-    match o.status {
+    Ok(match o.status {
         ExitStatus::Cancelled => ExitStatus::Success,
         s => s,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_plain_line_says_the_receive_rate() {
-        let lines = WatchLines {
-            target: WatchTarget {
-                path: "/srv/share".into(),
-                intake: "writers' files".into(),
-                net: Some("eth0".into()),
-                ..Default::default()
-            },
-        };
-        let snap = ProgressSnapshot {
-            bytes_copied: 1_200_000_000,
-            ..Default::default()
-        };
-        let net = crate::model::NetStats {
-            now_bps: 99e6,
-            avg_bps: 96e6,
-            min_bps: 0.0,
-            peak_bps: 118e6,
-        };
-        let l = lines.progress_line(
-            Duration::from_secs(12),
-            &snap,
-            None,
-            (98e6, 95e6),
-            Some(&net),
-            false,
-        );
-        assert!(
-            l.ends_with("1.20 GB written (writers' files); eth0 rx 99.0 MB/s now, avg 96.0 MB/s"),
-            "{l}"
-        );
-        let l = lines.progress_line(Duration::ZERO, &snap, None, (0.0, 0.0), None, false);
-        assert!(!l.contains(" rx "), "{l}");
-    }
 
     /// Ticks of 50 ms: `rate` bytes/s for `secs`, the clock's quiet time after each.
     fn run(

@@ -186,6 +186,32 @@ pub fn summary_json(o: &CopyOutcome, st: &Stats) -> Value {
     })
 }
 
+/// A model's finding as a JSON line: its own fields, tagged with `type` ("diagnosis" for an
+/// event, "provisional" for a drop in progress), its time `t` in seconds (ms precision) and
+/// its words.
+pub fn finding_json(v: &impl serde::Serialize, kind: &str, t_ns: u64, text: String) -> Value {
+    let mut v = serde_json::to_value(v).unwrap_or_else(|_| json!({}));
+    if let Value::Object(m) = &mut v {
+        m.insert("type".into(), json!(kind));
+        m.insert("t".into(), json!((t_ns as f64 / 1e6).round() / 1e3));
+        m.insert("text".into(), json!(text));
+    }
+    v
+}
+
+/// `watch --net`: `v` with the model's receive figures as its `net` member.
+pub fn with_net(
+    mut v: Value,
+    watch: Option<&crate::report::recording::WatchTarget>,
+    st: &Stats,
+) -> Value {
+    if let (Value::Object(m), Some(n)) = (&mut v, &st.net) {
+        let iface = watch.and_then(|w| w.net.as_deref());
+        m.insert("net".into(), net_json(iface, n));
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

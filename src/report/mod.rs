@@ -9,4 +9,6 @@ pub mod metrics;
 pub mod plain;
 pub mod prompt;
 pub mod recording;
+pub mod screenshot;
 pub mod summary;
+pub mod watch;

@@ -1,16 +1,35 @@
-//! The compact summary printed after the TUI leaves the alternate screen (and by
-//! `replay --plain`): the text chart, the drops with their causes, and the copy figures, so
-//! the result stays in the scrollback.
+//! The summary a run ends with, in each face: after the TUI leaves the alternate screen (and
+//! `replay --plain`) the text chart, the drops with their causes and the copy figures, so the
+//! result stays in the scrollback; after a `--plain` run its figures, time budget, verdict
+//! and notes; after a `--json` run one summary object. Also the lines that say where the
+//! recording went.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
 
 use crate::copy::CopyOutcome;
 use crate::model::{EventKind, Model};
 use crate::present::format::fmt_event_time;
 use crate::present::format::fmt_rate_with;
+use crate::present::quote::{file_line, shell_escape};
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
-use crate::report::plain::{speeds_text, summary_text_as};
+use crate::report::plain::{reads, speeds_text, summary_text_as};
+use crate::report::recording::Header;
 use crate::sample::EvidenceLevel;
+
+/// What the summary of a finished run (a copy, a bench phase or a watch) reads.
+#[derive(Clone, Copy)]
+pub struct RunEnd<'a> {
+    pub outcome: &'a CopyOutcome,
+    /// The model after its last sample, closed.
+    pub model: &'a Model,
+    pub header: &'a Header,
+    /// The environment's notes as the run ended (the demo adds its own to the probed ones).
+    pub notes: &'a [String],
+}
 
 /// Most drops listed one by one; the rest are counted.
 const MAX_DROPS_LISTED: usize = 12;
@@ -117,4 +136,132 @@ pub fn final_summary_as(
         }
     }
     s
+}
+
+/// The TUI's after-exit summary of a finished run, `width` columns wide: a watch's ends with
+/// what it watched instead of a copy's figures.
+pub fn tui_summary(
+    end: &RunEnd,
+    data: &ChartData,
+    (ascii, units): (bool, Units),
+    width: usize,
+) -> String {
+    let watch = end.header.watch.as_ref();
+    let mut s = final_summary_as(
+        data,
+        end.model,
+        ascii,
+        units,
+        watch.is_none().then_some(end.outcome),
+        width,
+        reads(end.header.bench.as_deref()),
+    );
+    if let Some(w) = watch {
+        s.push_str(&crate::report::watch::summary_line(
+            w,
+            end.outcome,
+            units == Units::Binary,
+        ));
+    }
+    s
+}
+
+/// The summary of a `--plain` run: its figures (a watch's: what it watched and the intake's
+/// speeds), the writer's time budget, the verdict, the evidence level and the notes.
+pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
+    let (model, outcome) = (end.model, end.outcome);
+    let st = model.stats();
+    let mut text = match &end.header.watch {
+        Some(w) => {
+            let mut t = crate::report::watch::summary_line(w, outcome, binary);
+            t.push_str(&speeds_text(&st, "durable: n/a (watch)", binary));
+            t
+        }
+        None => summary_text_as(
+            outcome,
+            Some(&st),
+            binary,
+            reads(end.header.bench.as_deref()),
+        ),
+    };
+    let bar = model.budget().text_bar(40);
+    if !bar.is_empty() {
+        text.push_str(&format!("  time: {bar}\n"));
+    }
+    text.push_str(&format!("  verdict: {}\n", model.verdict().text));
+    if let Some(line) = evidence_line(model) {
+        text.push_str(&format!("  {line}\n"));
+    }
+    for n in end.notes {
+        text.push_str(&format!("  note: {n}\n"));
+    }
+    if ascii {
+        // No file names in it, only the model's words, whose glyphs (the time legend's and
+        // the verdict's middle dots, a drop's arrow) a non-UTF-8 terminal cannot show.
+        text = asciify(&text);
+    }
+    text
+}
+
+/// The summary object of a `--json` run: the engine's counts and the model's figures, with
+/// the notes, the time budget, the evidence level and the verdict (a watch's `net` too).
+pub fn json_summary(end: &RunEnd) -> Value {
+    let st = end.model.stats();
+    let mut v = crate::report::json::summary_json(end.outcome, &st);
+    if let Value::Object(m) = &mut v {
+        m.insert("notes".into(), json!(end.notes));
+        m.insert(
+            "budget".into(),
+            crate::report::json::budget_json(end.model.budget()),
+        );
+        m.insert("evidence".into(), json!(end.model.evidence()));
+        m.insert("verdict".into(), json!(end.model.verdict()));
+    }
+    crate::report::json::with_net(v, end.header.watch.as_ref(), &st)
+}
+
+/// "recording: PATH" once `--record PATH` is closed, or why it failed (for stderr).
+pub fn recording_line(path: &Path, error: Option<&str>) -> Result<String, String> {
+    match error {
+        None => Ok(format!("recording: {}", shell_escape(path))),
+        Some(e) => Err(format!("copyscope: recording {}", file_line(path, e))),
+    }
+}
+
+/// `replay --json`: each of the model's events (`"type": "diagnosis"`, as a live `--json`
+/// copy prints them), then one `"type": "summary"` object with the model's figures, the same
+/// budget and verdict a live `--json` run ends with, and the recording's own counts.
+pub fn replay_json(run: &crate::report::recording::Replayed, path: &Path) -> String {
+    let model = &run.model;
+    let mut out = String::new();
+    for e in model.events() {
+        let v = crate::report::json::finding_json(e, "diagnosis", e.t_ns, e.describe());
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let mut summary = crate::report::json::stats_json(&model.stats());
+    if let Value::Object(m) = &mut summary {
+        m.insert("type".into(), "summary".into());
+        m.insert(
+            "recording".into(),
+            path.to_string_lossy().into_owned().into(),
+        );
+        if let Some(n) = &model.stats().net {
+            let iface = run.header.watch.as_ref().and_then(|w| w.net.as_deref());
+            m.insert("net".into(), crate::report::json::net_json(iface, n));
+        }
+        m.insert(
+            "budget".into(),
+            crate::report::json::budget_json(model.budget()),
+        );
+        m.insert("verdict".into(), json!(model.verdict()));
+        if let Some(s) = &run.summary {
+            m.insert("files_copied".into(), s.files.into());
+            m.insert("files_failed".into(), s.failed.into());
+            m.insert("exit_code".into(), s.exit_code.into());
+        }
+    }
+    out.push_str(&summary.to_string());
+    out.push('\n');
+    out
 }

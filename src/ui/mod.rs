@@ -114,7 +114,7 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
     let points = app.model.series().points();
     let events = app.model.events();
     let marks = markers::markers(events, t.ascii(), |t_ns| progress_at(points, t_ns));
-    let spans = markers::drop_spans(&app.model, app.now_ns);
+    let spans = markers::drop_spans(app.model, app.now_ns);
     if let Some(chart_area) = rows.chart {
         let stats = app.model.stats();
         let key = (app.view.axis, app.view.zoom, app.view.scroll_ns);

@@ -149,8 +149,9 @@ pub fn title_line(app: &View, width: u16) -> Line<'static> {
 }
 
 /// The status message (where the screenshot went), while it is fresh.
-pub fn status_message(app: &View) -> Option<&str> {
-    app.status
+pub fn status_message<'a>(app: &View<'a>) -> Option<&'a str> {
+    app.screen
+        .status
         .as_ref()
         .filter(|(_, at)| app.now_ns.saturating_sub(*at) < STATUS_NS)
         .map(|(m, _)| m.as_str())
@@ -830,8 +831,8 @@ mod tests {
     fn verify_counts_the_read_back_in_the_gauge_and_the_eta() {
         use crate::model::{Model, ModelConfig};
         use crate::ui::view::{Header, UiOptions};
-        let mut app = View::new(
-            Model::new(ModelConfig::default(), Default::default()),
+        let model = Model::new(ModelConfig::default(), Default::default());
+        let mut screen = crate::ui::view::Screen::new(
             Header {
                 source: "s".into(),
                 dest: "d".into(),
@@ -843,17 +844,25 @@ mod tests {
                 compact: false,
             },
         );
-        app.progress.bytes_total = 600;
-        app.progress.bytes_copied = 600;
-        app.progress.scan_done = true;
-        app.now_ns = 3_000_000_000;
-        app.state = RunState::Verifying;
+        screen.progress.bytes_total = 600;
+        screen.progress.bytes_copied = 600;
+        screen.progress.scan_done = true;
+        screen.now_ns = 3_000_000_000;
+        screen.state = RunState::Verifying;
         // Everything written, a third read back: 2/3 of the work in 3 s, 1.5 s to go.
-        app.verified = Some(200);
+        screen.verified = Some(200);
+        let app = View {
+            model: &model,
+            screen: &screen,
+        };
         assert!((fraction_done(&app).unwrap() - 2.0 / 3.0).abs() < 1e-9);
         assert!((eta_secs(&app).unwrap() - 1.5).abs() < 1e-9);
         // Without --verify the written bytes are the whole work.
-        app.verified = None;
+        screen.verified = None;
+        let app = View {
+            model: &model,
+            screen: &screen,
+        };
         assert_eq!(fraction_done(&app), Some(1.0));
     }
 }

@@ -1,5 +1,6 @@
-//! What the screen draws: the model plus what the user is looking at (axis, zoom, panels,
-//! dialogs). Data only — the frontend (frontend/state.rs) changes it; `ui` reads it.
+//! What the screen draws: a [`View`] borrows the model and the [`Screen`] (the run's state
+//! and counters, what the user is looking at: axis, zoom, panels, dialogs) for one frame.
+//! Data only — the frontend (frontend/state.rs) owns and changes both; `ui` reads them.
 
 use std::path::PathBuf;
 
@@ -184,10 +185,9 @@ pub fn axis_span_ns(t_ns: u64) -> u64 {
         .unwrap_or_else(|| t_ns.div_ceil(604_800_000_000_000) * 604_800_000_000_000)
 }
 
-/// Everything the screen shows.
+/// What the screen shows besides the model.
 #[derive(Clone)]
-pub struct View {
-    pub model: Model,
+pub struct Screen {
     pub header: Header,
     pub state: RunState,
     pub progress: Progress,
@@ -216,10 +216,9 @@ pub struct View {
     pub watch: bool,
 }
 
-impl View {
-    pub fn new(model: Model, header: Header, opts: UiOptions) -> Self {
-        View {
-            model,
+impl Screen {
+    pub fn new(header: Header, opts: UiOptions) -> Self {
+        Screen {
             header,
             state: RunState::Scanning,
             progress: Progress::default(),
@@ -252,5 +251,19 @@ impl View {
             .saturating_sub(self.view.scroll_ns)
             .max(len.min(end_all));
         (end.saturating_sub(len), end)
+    }
+}
+
+/// One frame's data: the model and the screen, borrowed while it is drawn.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub model: &'a Model,
+    pub screen: &'a Screen,
+}
+
+impl std::ops::Deref for View<'_> {
+    type Target = Screen;
+    fn deref(&self) -> &Screen {
+        self.screen
     }
 }

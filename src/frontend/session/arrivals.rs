@@ -1,12 +1,62 @@
 //! Samples and engine events in the order they happened. The sampler and the engine stamp
 //! what they send on one clock; a loop that wakes for either takes everything already queued
 //! on both channels and hands it on sorted by that time (a sample first at equal times, as a
-//! recording replays), so the live model is fed as the replayed one is.
+//! recording replays), so the live model is fed as the replayed one is. At the end, a loop
+//! waits here for the sample that shows the engine's final counters.
+
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::copy::Stamped;
+use crate::copy::{ProgressSnapshot, Stamped};
 use crate::sample::Sample;
+
+/// How long the end of a run waits for the sample that shows the engine's final counters.
+pub const FINAL_SAMPLE_WAIT: Duration = Duration::from_millis(600);
+
+/// The two channels a run's loop reads: the sampler's samples and the engine's events.
+pub struct Arrivals {
+    pub samples: UnboundedReceiver<Sample>,
+    pub events: UnboundedReceiver<Stamped>,
+}
+
+impl Arrivals {
+    /// `first` and everything queued, in time order ([`in_time_order`]).
+    pub fn queued(&mut self, first: Option<Arrival>) -> Vec<Arrival> {
+        in_time_order(first, &mut self.samples, &mut self.events)
+    }
+
+    /// Once the engine has returned with its counters at `last`: hands `feed` what arrives
+    /// until a sample shows them (at most [`FINAL_SAMPLE_WAIT`]; the sampler was asked for
+    /// that sample when the engine ended), so the model, the summary and the recording end on
+    /// the last byte. `feed` returns the counters of the newest sample it has seen.
+    pub async fn until_final_sample(
+        &mut self,
+        last: &ProgressSnapshot,
+        mut feed: impl FnMut(Vec<Arrival>) -> Counters,
+    ) {
+        let deadline = tokio::time::Instant::now() + FINAL_SAMPLE_WAIT;
+        let mut first = None;
+        loop {
+            let seen = feed(self.queued(first.take()));
+            if seen.bytes >= last.bytes_copied && seen.files >= last.files_done {
+                break;
+            }
+            match tokio::time::timeout_at(deadline, self.samples.recv()).await {
+                Ok(Some(s)) => first = Some(Arrival::Sample(Box::new(s))),
+                _ => break,
+            }
+        }
+        feed(self.queued(None));
+    }
+}
+
+/// The engine's counters a sample showed: bytes copied and files done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub bytes: u64,
+    pub files: u64,
+}
 
 /// One thing a loop feeds the model.
 #[derive(Debug)]

@@ -1,0 +1,105 @@
+//! The texts of `copyscope watch` where a copy prints its own: the progress line of a
+//! `--plain` watch and the summary's first line.
+
+use std::time::Duration;
+
+use crate::copy::{CopyOutcome, CurrentFile, ProgressSnapshot};
+use crate::model::NetStats;
+use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
+use crate::present::quote::shell_escape;
+use crate::report::recording::WatchTarget;
+
+/// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (writers' files); eth0 rx
+/// 99 MB/s now, avg 96 MB/s; writing /srv/share/f.bin at 512 MB" — the receive rate only
+/// with `--net`, the file only when a followed writer has one open.
+pub fn progress_line(
+    target: &WatchTarget,
+    elapsed: Duration,
+    (snap, current): (&ProgressSnapshot, Option<&CurrentFile>),
+    (now_bps, avg_bps): (f64, f64),
+    net: Option<&NetStats>,
+    binary: bool,
+) -> String {
+    let mut line = format!(
+        "[{}] intake {} now, avg {}, {} written ({})",
+        fmt_clock(elapsed.as_secs_f64()),
+        fmt_rate_with(now_bps, binary),
+        fmt_rate_with(avg_bps, binary),
+        fmt_bytes_with(snap.bytes_copied, binary),
+        target.intake
+    );
+    if let Some(n) = net {
+        line.push_str(&format!(
+            "; {} rx {} now, avg {}",
+            target.net.as_deref().unwrap_or("network"),
+            fmt_rate_with(n.now_bps, binary),
+            fmt_rate_with(n.avg_bps, binary)
+        ));
+    }
+    if let Some(c) = current {
+        line.push_str(&format!(
+            "; writing {} at {}",
+            shell_escape(&c.path),
+            fmt_bytes_with(c.done, binary)
+        ));
+    }
+    line
+}
+
+/// The summary's first line: what was written and how long the watch ran. The average is
+/// the model's, on the speeds line below it.
+pub fn summary_line(target: &WatchTarget, o: &CopyOutcome, binary: bool) -> String {
+    format!(
+        "copyscope watch: {} written into {} in {} (intake from {})\n",
+        fmt_bytes_with(o.bytes_copied, binary),
+        shell_escape(&target.path),
+        fmt_secs(o.copy_secs),
+        target.intake
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plain_line_says_the_receive_rate() {
+        let target = WatchTarget {
+            path: "/srv/share".into(),
+            intake: "writers' files".into(),
+            net: Some("eth0".into()),
+            ..Default::default()
+        };
+        let snap = ProgressSnapshot {
+            bytes_copied: 1_200_000_000,
+            ..Default::default()
+        };
+        let net = NetStats {
+            now_bps: 99e6,
+            avg_bps: 96e6,
+            min_bps: 0.0,
+            peak_bps: 118e6,
+        };
+        let l = progress_line(
+            &target,
+            Duration::from_secs(12),
+            (&snap, None),
+            (98e6, 95e6),
+            Some(&net),
+            false,
+        );
+        assert!(
+            l.ends_with("1.20 GB written (writers' files); eth0 rx 99.0 MB/s now, avg 96.0 MB/s"),
+            "{l}"
+        );
+        let l = progress_line(
+            &target,
+            Duration::ZERO,
+            (&snap, None),
+            (0.0, 0.0),
+            None,
+            false,
+        );
+        assert!(!l.contains(" rx "), "{l}");
+    }
+}
