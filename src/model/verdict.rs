@@ -21,6 +21,9 @@ pub const MEASURED_SHARE: f64 = 0.5;
 pub const MIN_COPY_SECS: f64 = 2.0;
 /// A copy averaging at least this share of the pool's write rate ran at the pool's pace.
 pub const AT_POOL_SHARE: f64 = 0.85;
+/// A copy's average at least this multiple of its disks' rate while saturated was inflated by
+/// the first burst into RAM: the verdict then quotes the disks' rate.
+pub const INFLATED_AVG: f64 = 1.2;
 /// Logical ÷ physical bytes from which a ZFS copy "measures the CPU, not the disks".
 pub const COMPRESSED_RATIO: f64 = 10.0;
 /// Logical ÷ physical at or above this: zeros stored as holes, not compressed data.
@@ -741,8 +744,12 @@ fn disk(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
     let Some((t, bytes, dirty)) = i.facts.throttle_zone else {
         // The average holds the first burst into the page cache: the disks' own rate while
         // saturated is the limit, when measured.
-        let rate = i.facts.saturated_bps().unwrap_or(avg);
-        let mut s = if avg >= 1.2 * rate {
+        let rate = i
+            .facts
+            .saturated_bps()
+            .filter(|r| avg >= INFLATED_AVG * r)
+            .unwrap_or(avg);
+        let mut s = if rate < avg {
             format!(
                 "Disk-bound at {} (the disk's rate while busy; the average, {}, holds the first seconds into RAM): {held}.",
                 fmt_rate(rate),
