@@ -462,3 +462,30 @@ fn a_cleanup_that_fails_says_what_and_why_in_words() {
     assert_eq!(names(&scratch), vec!["m"], "the rest is removed");
     drop(mount);
 }
+
+/// On tmpfs there is no device: the read-back is said to be a read from memory, the title
+/// names the filesystem once, and the notes say the read-back is from RAM.
+#[test]
+fn a_bench_on_tmpfs_reads_from_memory() {
+    let Ok(t) = tempfile::Builder::new()
+        .prefix("copyscope-bench-")
+        .tempdir_in("/dev/shm")
+    else {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    };
+    let dir = t.path().join("d");
+    fs::create_dir(&dir).unwrap();
+    let out = t.path().join("out");
+    let o = util::run_timeout(bench(&dir, &out, &[]), std::time::Duration::from_secs(120));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("read from memory "), "{said}");
+    assert!(!said.contains("read from the device"), "{said}");
+    assert!(said.contains("copyscope bench  tmpfs\n"), "{said}");
+    assert!(
+        said.contains("read back: tmpfs keeps its files in RAM"),
+        "{said}"
+    );
+    assert!(!said.contains("tmpfs tmpfs"), "{said}");
+}

@@ -431,18 +431,45 @@ fn bench_notes(
     {
         notes.push(c);
     }
+    let in_memory = matches!(env.fs_type.as_deref(), Some("tmpfs" | "ramfs"));
     notes.push(if on_zfs {
         "read back: after syncfs, posix_fadvise(DONTNEED) on each file; ZFS keeps its own cache (the ARC), which DONTNEED does not drop, so on ZFS the read-back may be served from RAM".to_string()
+    } else if in_memory {
+        "read back: tmpfs keeps its files in RAM, so there is no device: the read-back is a read from memory".to_string()
     } else {
         "read back: after syncfs, each file's cached pages dropped with posix_fadvise(DONTNEED), so the reads come from the device".to_string()
     });
-    notes.push(format!(
-        "random data: xoshiro256** generated in memory at {} on one core (not /dev/urandom)",
-        crate::present::format::fmt_rate(prng_rate())
-    ));
+    notes.push(random_note(prng_rate(), ran));
     notes.push("tree: one writer, files of 1 KiB to 64 x the mean (log-uniform), half zeros, half random, 200 per directory".to_string());
     notes
 }
+
+/// How the random data was made, and — when the random write ran at [`PACED_BY_PRNG`] of the
+/// generator's rate or more — that the generator, not the disk, set its pace.
+fn random_note(prng_bps: f64, ran: &[Ran]) -> String {
+    use crate::present::format::fmt_rate;
+    let mut s = format!(
+        "random data: xoshiro256** generated in memory at {} on one core (not /dev/urandom)",
+        fmt_rate(prng_bps)
+    );
+    let random = ran
+        .iter()
+        .find(|(p, _, o)| *p == Phase::WriteRandom && o.copy_secs > 0.0);
+    if let Some((_, _, o)) = random {
+        let bps = o.bytes_copied as f64 / o.copy_secs;
+        if prng_bps > 0.0 && bps >= PACED_BY_PRNG * prng_bps {
+            s.push_str(&format!(
+                "; the random write ran at {} ({:.0} % of it): the generator, not the disk, set its pace",
+                fmt_rate(bps),
+                bps * 100.0 / prng_bps
+            ));
+        }
+    }
+    s
+}
+
+/// A random write at this share of the generator's rate or more was paced by the generator.
+const PACED_BY_PRNG: f64 = 0.75;
 
 /// bench.md and bench.txt into `out`, and (without `--json`) the table on stdout.
 fn write_results(

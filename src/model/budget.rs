@@ -131,6 +131,9 @@ pub struct Budget {
     /// Copying time whose split came from the exact trace, ns.
     #[serde(default)]
     exact_ns: f64,
+    /// The run reads (a bench's read-back): its threads on a CPU are reading, not writing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    reads: bool,
 }
 
 impl Budget {
@@ -246,12 +249,28 @@ impl Budget {
         format!("[{bar}]  {}{exact}", self.legend())
     }
 
+    /// A budget for a run that reads (`reads`) or writes.
+    pub(crate) fn for_run(reads: bool) -> Budget {
+        Budget {
+            reads,
+            ..Budget::default()
+        }
+    }
+
+    /// A slice's label in this run: "on a CPU" for the time a read spent copying in memory.
+    pub fn label(&self, s: Slice) -> &'static str {
+        match s {
+            Slice::Writing if self.reads => "on a CPU",
+            _ => s.label(),
+        }
+    }
+
     /// `writing 40 % · txg wait 55 %`: every slice of at least 0.5 %.
     pub fn legend(&self) -> String {
         self.shares()
             .iter()
             .filter(|(_, v)| *v >= 0.005)
-            .map(|(s, v)| format!("{} {:.0} %", s.label(), v * 100.0))
+            .map(|(s, v)| format!("{} {:.0} %", self.label(*s), v * 100.0))
             .collect::<Vec<_>>()
             .join(" · ")
     }
@@ -338,6 +357,15 @@ fn split(t: &ThreadTick, dt_ns: u64) -> Vec<(Slice, f64)> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A bench's read-back spends its time on a CPU reading: never "writing".
+    #[test]
+    fn a_read_is_never_writing() {
+        assert_eq!(Budget::for_run(true).label(Slice::Writing), "on a CPU");
+        assert_eq!(Budget::for_run(false).label(Slice::Writing), "writing");
+        assert_eq!(Budget::for_run(true).label(Slice::CpuWait), "CPU wait");
+    }
+
     use super::*;
 
     fn tick(classes: &[(WaitClass, u32)], runq_ns: u64) -> ThreadTick {

@@ -575,6 +575,7 @@ pub struct Model {
 
 impl Model {
     pub fn new(cfg: ModelConfig, env: Environment) -> Self {
+        let reads = env.reads_only;
         // Kernel device names ("vda", "nvme0n1") read as they are; anything else is quoted.
         let dest_disks = env
             .dest_disks
@@ -629,7 +630,7 @@ impl Model {
             stalled_by_cause: [0.0; CAUSE_LABELS.len()],
             drops_by_cause: [0; CAUSE_LABELS.len()],
             tally: metrics::Tally::default(),
-            budget: Budget::default(),
+            budget: Budget::for_run(reads),
             levels: exact::EvidenceTally::default(),
             facts: verdict::Facts::default(),
             phase: PhaseTracker::default(),

@@ -280,21 +280,40 @@ pub fn net_text(n: &crate::model::NetStats, binary: bool) -> String {
 /// figures as the TUI header and every export), problems, verification. Without a model (the
 /// TUI never started) the engine's own two speeds stand in.
 pub fn summary_text(o: &CopyOutcome, st: Option<&Stats>, binary: bool) -> String {
-    summary_text_as(o, st, binary, false)
+    summary_text_as(o, st, binary, Reads::No)
 }
 
 /// What a bench phase's recording header (`bench`) says about its data: true for a phase that
 /// reads back (its summary then speaks of reading, not of copying and flushing).
-pub fn reads(bench: Option<&str>) -> bool {
-    bench
+/// What a run read back from, for a bench phase that reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Not a read: a copy, a write phase.
+    No,
+    /// A device (uncached), or on ZFS perhaps the ARC.
+    Device,
+    /// A filesystem in RAM (tmpfs, ramfs): there is no device to read.
+    Memory,
+}
+
+/// Whether the bench phase `bench` (of a recording's header) reads, and from what, on the
+/// filesystem `fs_type`.
+pub fn reads(bench: Option<&str>, fs_type: Option<&str>) -> Reads {
+    let reading = bench
         .and_then(crate::copy::bench::Phase::named)
-        .is_some_and(|p| !p.writes())
+        .is_some_and(|p| !p.writes());
+    match (reading, fs_type) {
+        (false, _) => Reads::No,
+        (true, Some("tmpfs" | "ramfs")) => Reads::Memory,
+        (true, _) => Reads::Device,
+    }
 }
 
 /// [`summary_text`]; `reads`: a bench phase that reads back what an earlier phase wrote and
 /// flushed, after dropping its cached pages, so its rate is the device's (or the ZFS ARC's)
 /// read rate and there is nothing to make durable.
-pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads: bool) -> String {
+pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, from: Reads) -> String {
+    let reads = from != Reads::No;
     let engine_only;
     let st = match st {
         Some(st) => st,
@@ -338,6 +357,7 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
         s.push_str("  unfinished files were removed; every file under its real name is complete\n");
     }
     let durable = match (st.durable_bps, o.sync) {
+        _ if from == Reads::Memory => "tmpfs keeps its files in RAM: there is no device to read, and a read has nothing to make durable".to_string(),
         _ if reads => "uncached: each file's pages were dropped first (posix_fadvise(DONTNEED)), so this is the device's read rate (on ZFS the ARC may still serve it); a read has nothing to make durable".to_string(),
         // Each file is fsynced, then read back before the next: the rate counts the read-back.
         (Some(d), _) if o.verify.is_some() => format!("durable {} (fsync per file and read back: --verify)", fmt_rate_with(d, binary)),
@@ -349,10 +369,10 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, reads:
         (None, _) if o.flush_abandoned => "durable: not awaited".to_string(),
         (None, _) => "durable: not reached".to_string(),
     };
-    let what = if reads {
-        "read from the device"
-    } else {
-        "speed to cache"
+    let what = match from {
+        Reads::Memory => "read from memory",
+        Reads::Device => "read from the device",
+        Reads::No => "speed to cache",
     };
     s.push_str(&speeds_text_as(st, what, &durable, binary));
     if o.bytes_cloned > 0 {

@@ -16,7 +16,7 @@ use crate::present::quote::{file_line, shell_escape};
 use crate::present::text::{asciify, wrap_words};
 use crate::present::units::Units;
 use crate::report::export::{ChartData, render_text};
-use crate::report::plain::{reads, speeds_text, summary_text_as};
+use crate::report::plain::{Reads, reads, speeds_text, summary_text_as};
 use crate::report::recording::Header;
 use crate::sample::EvidenceLevel;
 
@@ -53,7 +53,7 @@ pub fn final_summary(
     outcome: Option<&CopyOutcome>,
     width: usize,
 ) -> String {
-    final_summary_as(data, model, ascii, units, outcome, width, false)
+    final_summary_as(data, model, ascii, units, outcome, width, Reads::No)
 }
 
 /// [`final_summary`]; `reads`: a bench phase that reads (see [`crate::report::plain::reads`]).
@@ -64,7 +64,7 @@ pub fn final_summary_as(
     units: Units,
     outcome: Option<&CopyOutcome>,
     width: usize,
-    reads: bool,
+    reads: Reads,
 ) -> String {
     let mut s = render_text(data, width.min(100), ascii);
     let drops: Vec<_> = model
@@ -154,7 +154,10 @@ pub fn tui_summary(
         units,
         watch.is_none().then_some(end.outcome),
         width,
-        reads(end.header.bench.as_deref()),
+        reads(
+            end.header.bench.as_deref(),
+            end.model.env().fs_type.as_deref(),
+        ),
     );
     if let Some(w) = watch {
         s.push_str(&crate::report::watch::summary_line(
@@ -181,7 +184,10 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
             outcome,
             Some(&st),
             binary,
-            reads(end.header.bench.as_deref()),
+            reads(
+                end.header.bench.as_deref(),
+                end.model.env().fs_type.as_deref(),
+            ),
         ),
     };
     let bar = model.budget().text_bar(40);

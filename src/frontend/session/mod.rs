@@ -51,6 +51,8 @@ pub fn model_config(d: &Display) -> ModelConfig {
 pub fn fs_label(env: &Environment) -> String {
     match (&env.fs_type, &env.zfs_dataset, &env.mount_source) {
         (Some(t), Some(ds), _) => format!("{t} {ds}"),
+        // tmpfs's source is "tmpfs" (or "none"): said once.
+        (Some(t), None, Some(src)) if src == t || src == "none" => t.clone(),
         (Some(t), None, Some(src)) => format!("{t} {src}"),
         (Some(t), None, None) => t.clone(),
         _ => String::new(),

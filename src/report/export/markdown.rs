@@ -187,7 +187,7 @@ fn verdict(data: &ChartData, o: &mut String) {
     o.push('\n');
     let head: Vec<String> = shares
         .iter()
-        .map(|(s, _)| format!("{} {}", s.glyph(), s.label()))
+        .map(|(s, _)| format!("{} {}", s.glyph(), b.label(*s)))
         .collect();
     let _ = writeln!(o, "| {} |", head.join(" | "));
     let _ = writeln!(o, "|{}", "--:|".repeat(shares.len()));

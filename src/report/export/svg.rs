@@ -1237,10 +1237,10 @@ fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
                 slice.label(),
                 BUDGET_BAR * s,
                 slice_colour(slice),
-                slice.label(),
+                b.label(slice),
                 share * 100.0
             );
-            let text = format!("{} {:.0} %", slice.label(), share * 100.0);
+            let text = format!("{} {:.0} %", b.label(slice), share * 100.0);
             let ink = if matches!(slice, Slice::Other | Slice::Unknown) {
                 INK
             } else {

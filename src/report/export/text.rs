@@ -337,7 +337,7 @@ fn verdict(data: &ChartData, width: usize, out: &mut Vec<String>) {
                 .shares()
                 .iter()
                 .filter(|(_, v)| *v >= 0.005)
-                .map(|(s, v)| format!("{} {} {:.0} %", s.glyph(), s.label(), v * 100.0))
+                .map(|(s, v)| format!("{} {} {:.0} %", s.glyph(), b.label(*s), v * 100.0))
                 .collect();
             out.extend(wrap(&legend, " · ", width));
         }
