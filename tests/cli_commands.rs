@@ -108,6 +108,38 @@ fn demo_makes_copies_and_cleans_up() {
     );
 }
 
+/// `--plain` prints a drop while it lasts with "(so far)", stamped with the drop's start like
+/// its final line, so the lines stay in time order: the demo's own drop (its CPU hogs), at its
+/// own pace.
+#[test]
+fn a_drop_so_far_is_stamped_like_its_final_line() {
+    let t = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.env("TMPDIR", t.path()).args(["demo", "--plain"]);
+    let o = run_timeout(c, Duration::from_secs(180));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    let drops: Vec<&str> = s.lines().filter(|l| l.contains("] drop ")).collect();
+    let stamp = |l: &str| l.split(']').next().unwrap_or("").to_string();
+    let mut pending: Option<String> = None;
+    for l in &drops {
+        if let Some(p) = &pending {
+            assert_eq!(
+                *p,
+                stamp(l),
+                "a drop's lines have one stamp:\n{}",
+                drops.join("\n")
+            );
+        }
+        pending = l.ends_with("(so far)").then(|| stamp(l));
+    }
+    assert!(pending.is_none(), "a final line follows:\n{s}");
+    assert!(
+        drops.iter().any(|l| !l.ends_with("(so far)")),
+        "the demo's drop is printed:\n{s}"
+    );
+}
+
 #[test]
 fn demo_is_cancelled_by_sigint_and_cleans_up() {
     let t = tempfile::tempdir().unwrap();

@@ -122,9 +122,11 @@ impl Printer {
         if self.json {
             emit(&json::finding_json(&open, "provisional", now, open.describe()).to_string());
         } else {
+            // Stamped with the drop's start, as its final line will be: the lines stay in time
+            // order, and "for 1.3 s" says how far it has gone.
             self.human(&format!(
                 "[{}] {} (so far)",
-                fmt_event_time(now),
+                fmt_event_time(open.t_ns),
                 open.describe()
             ));
         }
