@@ -24,6 +24,7 @@ fn main() {
         theme: Theme::new(true, false),
         units: Units::Decimal,
         compact: false,
+        then: None,
     };
     let app = app_at(&rec, ModelConfig::default(), opts, rec.duration_ns() / 2);
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("test backend");

@@ -206,6 +206,7 @@ fn help_screen(w: u16, h: u16, replay: bool, ascii: bool) -> String {
         theme: Theme::new(true, ascii),
         units: Units::Decimal,
         compact: false,
+        then: None,
     };
     let mut app = app_at(&rec, ModelConfig::default(), opts, 20_000_000_000);
     app.view.help = true;

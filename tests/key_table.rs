@@ -27,6 +27,7 @@ fn opts() -> UiOptions {
         theme: Theme::new(false, false),
         units: Units::Decimal,
         compact: false,
+        then: None,
     }
 }
 

@@ -174,6 +174,7 @@ fn model_headers(width: u16) -> HashSet<String> {
         theme: Theme::new(true, false),
         units: Units::Decimal,
         compact: false,
+        then: None,
     };
     let mut st = replay_state(&rec, ModelConfig::default(), opts, 1.0);
     let area = Rect::new(0, 0, width - 4, 1);

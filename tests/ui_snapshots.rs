@@ -27,6 +27,7 @@ fn opts(ascii: bool) -> UiOptions {
         theme: Theme::new(true, ascii),
         units: Units::Decimal,
         compact: false,
+        then: None,
     }
 }
 
@@ -263,4 +264,16 @@ fn never_panics_at_any_size() {
             screen(&a, 80, 24);
         }
     }
+}
+
+/// `demo --replay` goes on to the live demo when its replay is closed: the footer says so
+/// instead of "q quit"; a plain replay says "q quit".
+#[test]
+fn q_says_where_it_leads() {
+    let mut a = app(30.0);
+    assert!(screen(&a, 120, 40).contains(" q quit "));
+    a.opts.then = Some("on to the live demo");
+    let s = screen(&a, 120, 40);
+    assert!(s.contains(" q on to the live demo "), "{s}");
+    assert!(!s.contains("q quit"), "{s}");
 }

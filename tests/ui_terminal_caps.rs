@@ -23,6 +23,7 @@ fn app(ascii: bool, t_s: f64) -> App {
         theme: Theme::new(true, ascii),
         units: Units::Decimal,
         compact: false,
+        then: None,
     };
     let mut a = app_at(&rec, ModelConfig::default(), opts, (t_s * 1e9) as u64);
     a.state = RunState::Copying;

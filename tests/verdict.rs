@@ -191,6 +191,7 @@ fn b_shows_the_budget_in_the_kernel_panel_and_the_verdict_at_the_end() {
         theme: Theme::new(false, true),
         units: Units::Decimal,
         compact: false,
+        then: None,
     };
     let text = |app: &copyscope::frontend::state::App| -> String {
         copyscope::ui::panels::kernel_lines(&app.view(), false)

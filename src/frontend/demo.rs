@@ -397,7 +397,11 @@ pub fn replay_bundled(config: &crate::config::Config) -> anyhow::Result<()> {
     let path = dir.path().join("zfs-40mbps.jsonl");
     fs::write(&path, BUNDLED_ZFS_RECORDING)?;
     let cfg = crate::frontend::session::model_config(&config.display);
-    let opts = crate::frontend::live::ui_options(&config.display);
+    let opts = crate::ui::view::UiOptions {
+        // q ends the replay; the live demo follows.
+        then: Some("on to the live demo"),
+        ..crate::frontend::live::ui_options(&config.display)
+    };
     if crate::frontend::choose_frontend(config) == crate::frontend::Frontend::Tui {
         // Nothing to cancel, but the screen answers the signals.
         let (_control, _signals) = crate::frontend::control_with_signals()?;

@@ -39,6 +39,7 @@ pub fn ui_options(d: &Display) -> UiOptions {
             Units::Decimal
         },
         compact: d.compact,
+        then: None,
     }
 }
 

@@ -191,7 +191,7 @@ pub fn footer_line(app: &View, width: u16) -> Line<'static> {
         &["p pause", "s screenshot", "t axis", "+/- zoom", "e events"]
     };
     let room = usize::from(width).saturating_sub(4);
-    let mut text = String::from(" q quit");
+    let mut text = format!(" q {}", app.opts.then.unwrap_or("quit"));
     let end = "  ? help ";
     for k in keys {
         if cells(&text) + 2 + cells(k) + cells(end) > room {
@@ -842,6 +842,7 @@ mod tests {
                 theme: crate::ui::theme::Theme::plain(false),
                 units: crate::present::units::Units::Decimal,
                 compact: false,
+                then: None,
             },
         );
         screen.progress.bytes_total = 600;

@@ -86,6 +86,9 @@ pub struct UiOptions {
     pub theme: Theme,
     pub units: Units,
     pub compact: bool,
+    /// What `q` leads to when it is not the end of copyscope (`demo --replay`: "on to the live
+    /// demo"); `None`: "quit".
+    pub then: Option<&'static str>,
 }
 
 /// A modal dialog.

@@ -384,6 +384,7 @@ pub fn plain_ui_options() -> copyscope::ui::view::UiOptions {
         theme: copyscope::ui::theme::Theme::new(false, false),
         units: copyscope::present::units::Units::Decimal,
         compact: false,
+        then: None,
     }
 }
 
