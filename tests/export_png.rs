@@ -308,3 +308,35 @@ fn a_sync_still_running_at_the_end_gets_its_own_tick() {
     // 12 commits plus the open sync; the 12 committed syncs' starts are drawn as windows.
     assert_eq!(ticks, 13);
 }
+
+/// Every slice of the writer's time of at least 0.5 % is named in the picture: inside its
+/// segment (whole, or its share alone), or under the bar's end when too narrow even for that
+/// (the real slowdev copy: journal and flushing under 2 % each).
+#[test]
+fn every_writers_time_slice_is_named() {
+    let rec = copyscope::report::recording::Recording::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/slowdev-40mbps-ext4.jsonl"
+    )))
+    .unwrap();
+    let data = ChartData::from_recording(&rec);
+    let svg = render_svg(&data, 1600, 900);
+    let b = data.budget.as_ref().unwrap();
+    let texts: String = svg
+        .lines()
+        .filter(|l| l.contains("<text") && !l.contains("budget-slice"))
+        .collect();
+    for (slice, share) in b.shares() {
+        if share < 0.005 {
+            continue;
+        }
+        let pct = format!("{:.0} %", share * 100.0);
+        let named = texts.contains(&format!(">{} {pct}<", b.label(slice)))
+            || texts.contains(&format!("{} {pct}", b.label(slice)));
+        assert!(
+            named || texts.contains(&format!(">{pct}<")),
+            "{slice:?} {pct}"
+        );
+    }
+    assert!(svg.contains("class=\"budget-rest\""), "narrow slices named");
+}

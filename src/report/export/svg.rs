@@ -136,6 +136,9 @@ fn esc(s: &str) -> String {
 }
 
 /// Rough text width for layout decisions (DejaVu Sans averages ~0.6 em per character).
+/// Width of a bold character, in ems (see [`header`]).
+const BOLD_EM: f64 = 0.68;
+
 fn text_w(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.6
 }
@@ -307,7 +310,10 @@ fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
         .map(|d| format!("{} durable", fmt_rate(d)));
     let right_w = text_w(&headline, 22.0 * s) + 24.0 * s;
     let avail = (l.w - 2.0 * l.pad - right_w - text_w("copyscope  ", title_size)).max(60.0);
-    let max_chars = (avail / (title_size * 0.6)) as usize;
+    // The title is bold: DejaVu Sans Bold runs ~0.68 em a character over paths (measured on
+    // the rendered PNG), wider than the regular text's 0.6; at 0.6 a long route ran into the
+    // headline.
+    let max_chars = (avail / (title_size * BOLD_EM)) as usize;
     let half = max_chars.saturating_sub(3) / 2;
     let route = if let Some(title) = title {
         ellipsize_middle(title, max_chars.max(12))
@@ -1229,6 +1235,7 @@ fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
         let bx = x0 + 110.0 * s;
         let bw = width - 110.0 * s;
         let mut x = bx;
+        let mut unlabelled: Vec<String> = Vec::new();
         for (slice, share) in b.shares() {
             let sw = share * bw;
             let _ = writeln!(
@@ -1246,17 +1253,41 @@ fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
             } else {
                 "white"
             };
-            if text_w(&text, 12.0 * s) + 8.0 * s <= sw {
+            // The whole label where it fits, else the share alone; a slice too narrow even
+            // for that is named under the bar's end.
+            let short = format!("{:.0} %", share * 100.0);
+            let fits = |t: &str| text_w(t, 12.0 * s) + 8.0 * s <= sw;
+            let shown = if fits(&text) {
+                Some(&text)
+            } else if fits(&short) {
+                Some(&short)
+            } else {
+                if share >= 0.005 {
+                    unlabelled.push(text.clone());
+                }
+                None
+            };
+            if let Some(shown) = shown {
                 let _ = writeln!(
                     o,
                     r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{ink}" text-anchor="middle">{}</text>"#,
                     x + sw / 2.0,
                     y + 15.5 * s,
                     12.0 * s,
-                    esc(&text)
+                    esc(shown)
                 );
             }
             x += sw;
+        }
+        if !unlabelled.is_empty() {
+            let _ = writeln!(
+                o,
+                r#"<text class="budget-rest" x="{:.1}" y="{:.1}" font-size="{:.1}" fill="{MUTED}" text-anchor="end">{}</text>"#,
+                bx + bw,
+                y + (BUDGET_BAR + 10.0) * s,
+                9.5 * s,
+                esc(&format!("also {}", unlabelled.join(" · ")))
+            );
         }
         y += (BUDGET_BAR + 12.0) * s;
     }
