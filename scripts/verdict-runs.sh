@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # verdict-runs.sh — real runs on this machine whose limit is known in advance, recorded for
-# tests/verdict.rs (issue 16). Root only (loop devices, drop_caches, vm sysctls).
+# tests/it/verdict.rs (issue 16). Root only (loop devices, drop_caches, vm sysctls).
 #   disk-bound-ext4   2 GB onto a 6 GB, 40 MB/s ext4 disk (big enough that the copier does
 #                     not switch to write-behind for a nearly full destination) (../shared/lab/slowdev), page-cache limits
 #                     lowered for the run (dirty_background_bytes 500 MB, dirty_bytes 1 GB;

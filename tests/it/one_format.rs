@@ -156,7 +156,7 @@ fn the_checker_rejects_the_old_families() {
     }
 }
 
-mod util;
+use crate::util;
 use util::{committed_recordings as recordings, plain_ui_options as opts};
 
 #[test]

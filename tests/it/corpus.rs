@@ -4,7 +4,7 @@
 //! to the truth its author knows from how the run was built and from the copier's kernel stacks
 //! that the writer-truth sampler recorded beside it (NAME.truth.csv).
 //!
-//! `CORPUS_PRINT=1 cargo test --test corpus -- --nocapture` prints every scenario's events.
+//! `CORPUS_PRINT=1 cargo test --test it corpus:: -- --nocapture` prints every scenario's events.
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Text and Markdown exports: insta snapshots from deterministic recordings (the built
 //! 60 s copy and the real ZFS lab run), plus width and character-set rules.
 
-mod export_support;
+use crate::export_support;
 
 use copyscope::report::export::{ChartData, render_markdown, render_text};
 

@@ -2,7 +2,7 @@
 //! drawn (pixel checks against the SVG's own geometry); the SVG is well-formed XML with
 //! the series, the overlay and the markers.
 
-mod export_support;
+use crate::export_support;
 
 use copyscope::report::export::{ChartData, MarkerKind, render_png, render_svg};
 

@@ -1,7 +1,7 @@
 //! Recording format: writer → loader round trips, the pinned v1 fixture, and the loader's
 //! tolerance (unknown lines and fields, a crash-truncated last line) and its errors.
 
-mod export_support;
+use crate::export_support;
 
 use copyscope::copy::EngineEvent;
 use copyscope::model::{Cause, EventKind};

@@ -1,6 +1,6 @@
 //! ChartData derivation from recordings, and the file-writing entry points.
 
-mod export_support;
+use crate::export_support;
 
 use copyscope::model::EventKind;
 use copyscope::model::ModelConfig;

@@ -3,7 +3,7 @@
 //! labels) and time axis; `--ymax`/`--unit` fix the scale; an output's extension must match
 //! its format; `export FILE` without outputs overwrites nothing without `--force`.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,37 @@
+//! The integration tests that run in process (the model, the parsers, the outputs, the UI
+//! drawn into a test backend) and those that run the binary without racing the clock: one
+//! test binary, so the suite links resvg, ratatui and tokio once for all of them. Tests that
+//! drive the binary in a terminal, on a slow disk or against the live kernel keep binaries
+//! of their own (tests/*.rs), run one binary at a time.
+
+#[path = "../export_support/mod.rs"]
+mod export_support;
+#[path = "../util/mod.rs"]
+mod util;
+
+mod architecture;
+mod compare;
+mod corpus;
+mod export_data;
+mod export_png;
+mod export_text;
+mod frontend_keys;
+mod frontend_update;
+mod help_texts;
+mod key_table;
+mod model_props;
+mod model_scenarios;
+mod model_zfs_capture;
+mod one_format;
+mod recording_replay;
+mod recording_roundtrip;
+mod replay_outputs;
+mod sample_fixture_tree;
+mod sample_fuzz;
+mod sample_parsers;
+mod svg_fonts;
+mod ui_snapshots;
+mod ui_terminal_caps;
+mod verdict;
+mod watch_net_outputs;
+mod zfs_recording;
