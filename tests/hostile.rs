@@ -1083,6 +1083,22 @@ fn set_id_bits_follow_the_owner() {
         cs.arg("--plain").args(case.copyscope).arg(&src).arg(&d_cs);
         let cs_out = run_timeout(cs, Duration::from_secs(60));
         canary.assert_untouched();
+        // Root that may not chown (NFS root_squash, no CAP_CHOWN): cp says it failed to
+        // preserve ownership and exits 1; so does copyscope. Anyone else is not asked to.
+        if case.who == Who::RootWithoutChown {
+            assert_eq!(
+                (cs_out.status.code(), cp_out.status.code()),
+                (Some(1), Some(1)),
+                "{what}: exit status\ncp: {}\ncopyscope: {}",
+                String::from_utf8_lossy(&cp_out.stderr),
+                String::from_utf8_lossy(&cs_out.stdout)
+            );
+            assert!(
+                String::from_utf8_lossy(&cs_out.stdout).contains("failed to preserve ownership"),
+                "{what}: {}",
+                String::from_utf8_lossy(&cs_out.stdout)
+            );
+        }
         let (a, b) = (copied_tree(&d_cp), copied_tree(&d_cs));
         assert_eq!(
             a.keys().collect::<Vec<_>>(),
@@ -1091,12 +1107,12 @@ fn set_id_bits_follow_the_owner() {
             text(&cp_out),
             text(&cs_out)
         );
-        // copyscope succeeds in each case; cp fails on the device node as nobody (copyscope
-        // skips it, docs/compat.md) and on every failed chown as root.
+        // cp fails on the device node as nobody (copyscope skips it, docs/compat.md); both
+        // fail (exit 1, the files kept) on every failed chown as root.
         let chown_fails = case.who == Who::RootWithoutChown;
         assert_eq!(
             cs_out.status.code(),
-            Some(0),
+            Some(if chown_fails { 1 } else { 0 }),
             "{what}: copyscope's exit\n{}",
             text(&cs_out)
         );

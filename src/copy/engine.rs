@@ -119,6 +119,7 @@ impl Shared {
             changed: Mutex::new(Vec::new()),
             notes: Mutex::new(Vec::new()),
             verified: AtomicU64::new(0),
+            owners_unkept: AtomicU64::new(0),
             mismatches: AtomicU64::new(0),
             cloned: AtomicU64::new(0),
             big_lane: Mutex::new(()),
@@ -345,7 +346,8 @@ fn run_engine(
         ExitStatus::Cancelled
     } else if fatal.is_some() {
         ExitStatus::Fatal
-    } else if !failures.is_empty() || mismatches > 0 {
+    } else if !failures.is_empty() || mismatches > 0 || sh.owners_unkept.load(Ordering::SeqCst) > 0
+    {
         ExitStatus::Partial
     } else {
         ExitStatus::Success

@@ -505,7 +505,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         );
     }
 
-    if let Err(m) = apply_file_meta(sh, &dst, &st, existing.as_ref()) {
+    if let Err(m) = apply_file_meta(sh, &path, &dst, &st, existing.as_ref()) {
         return sh.fail(&path, m);
     }
     // After the data and chown, which clear security.capability.
@@ -605,6 +605,7 @@ fn source_changed(now: &Meta, before: &Meta, written: u64) -> Option<String> {
 /// 0666 minus the umask (cp `--no-preserve=mode`); without -p it keeps its owner.
 fn apply_file_meta(
     sh: &Shared,
+    path: &Path,
     dst: &OwnedFd,
     st: &Meta,
     existing: Option<&Meta>,
@@ -624,6 +625,7 @@ fn apply_file_meta(
         let (uid, gid) = (Some(rfs::Uid::from_raw(uid)), Some(rfs::Gid::from_raw(gid)));
         match rfs::fchown(dst, uid, gid) {
             Ok(()) => owner_kept = sh.opts.preserve_owner,
+            Err(Errno::PERM) if sh.opts.preserve_owner => sh.owner_unkept(path),
             Err(Errno::PERM) => {}
             Err(e) => return Err(format!("cannot preserve ownership: {}", errmsg(e))),
         }
@@ -949,7 +951,7 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
         Ok(n) => n,
         Err(err) => return node_error(sh, &path, "cannot create", err),
     };
-    if let Err(m) = apply_special_meta(sh, &e.meta, &node, mode) {
+    if let Err(m) = apply_special_meta(sh, &path, &e.meta, &node, mode) {
         return sh.fail(&path, m);
     }
     if let Err(err) = place(sh, &path, tmp, e, node.id, &placing) {
@@ -972,12 +974,18 @@ fn special_mode(sh: &Shared, m: &Meta, existing: Option<&Meta>) -> u32 {
 
 /// Owner (with `-p`), mode and times of a pinned special node, through its descriptor.
 /// The source's set-id bits only when its owner was kept.
-fn apply_special_meta(sh: &Shared, m: &Meta, node: &Pinned, mode: u32) -> Result<(), String> {
+fn apply_special_meta(
+    sh: &Shared,
+    path: &Path,
+    m: &Meta,
+    node: &Pinned,
+    mode: u32,
+) -> Result<(), String> {
     let mut owner_kept = false;
     if sh.opts.preserve_owner {
         match node.chown(m.uid, m.gid) {
             Ok(()) => owner_kept = true,
-            Err(Errno::PERM) => {}
+            Err(Errno::PERM) => sh.owner_unkept(path),
             Err(err) => return Err(format!("cannot preserve ownership: {}", errmsg(err))),
         }
     }

@@ -191,6 +191,8 @@ pub(crate) struct Shared {
     pub(crate) skipped: Mutex<Vec<FileIssue>>,
     pub(crate) changed: Mutex<Vec<FileIssue>>,
     pub(crate) notes: Mutex<Vec<FileIssue>>,
+    /// Entries whose owner `-p` could not keep, as root (each is also a note).
+    pub(crate) owners_unkept: AtomicU64,
     pub verified: AtomicU64,
     pub mismatches: AtomicU64,
     pub cloned: AtomicU64,
@@ -551,6 +553,21 @@ impl Shared {
         });
     }
 
+    /// `-p` could not give `path` its source's owner (EPERM). As root that is cp's "failed to
+    /// preserve ownership": said, and the copy exits 1 (the file is kept, without set-id bits).
+    /// Any other user cannot give files away: cp says nothing then, and neither does this.
+    pub fn owner_unkept(&self, path: &Path) {
+        if !self.is_root {
+            return;
+        }
+        self.owners_unkept.fetch_add(1, Ordering::Relaxed);
+        self.note(
+            path,
+            "failed to preserve ownership: Operation not permitted (kept without set-id bits)"
+                .to_string(),
+        );
+    }
+
     /// A file copied with a caveat (not a failure).
     pub fn note(&self, path: &Path, note: String) {
         lock(&self.notes).push(FileIssue {
@@ -680,7 +697,7 @@ impl Shared {
                 Some(rfs::Gid::from_raw(m.gid)),
             ) {
                 Ok(()) => owner_kept = true,
-                Err(Errno::PERM) => {}
+                Err(Errno::PERM) => self.owner_unkept(path),
                 Err(e) => self.fail(path, format!("cannot preserve ownership: {}", errmsg(e))),
             }
         }
