@@ -35,17 +35,23 @@ impl CpuTimes {
     /// (busy, idle) ticks from `prev` to `self`. Each counter's own difference, never below
     /// zero: iowait is known to step backwards on tickless kernels.
     fn since(&self, prev: &CpuTimes) -> (u64, u64) {
-        let d = |now: u64, then: u64| now.saturating_sub(then);
-        // Steal is time the hypervisor gave this CPU to someone else: not available to the
-        // copy, so busy.
-        let busy = d(self.user, prev.user)
-            + d(self.nice, prev.nice)
-            + d(self.system, prev.system)
-            + d(self.irq, prev.irq)
-            + d(self.softirq, prev.softirq)
-            + d(self.steal, prev.steal);
-        let idle = d(self.idle, prev.idle) + d(self.iowait, prev.iowait);
-        (busy, idle)
+        // Summed before the difference: a core's iowait may go back while its idle goes on
+        // (proc(5)), and saturating each field on its own counted that tick twice on the
+        // core and once in the `cpu` line, so a core's share fell under the machine's mean.
+        (
+            self.busy().saturating_sub(prev.busy()),
+            self.idle_all().saturating_sub(prev.idle_all()),
+        )
+    }
+
+    /// Steal is time the hypervisor gave this CPU to someone else: not available to the
+    /// copy, so busy.
+    fn busy(&self) -> u64 {
+        self.user + self.nice + self.system + self.irq + self.softirq + self.steal
+    }
+
+    fn idle_all(&self) -> u64 {
+        self.idle + self.iowait
     }
 }
 
@@ -256,8 +262,12 @@ mod tests {
     fn steal_is_busy_and_a_backwards_iowait_is_no_negative_time() {
         let a = times("0 0 0 0 40 0 0 0");
         let b = times("10 0 0 70 30 0 0 20");
-        // busy 10 + 20 steal; idle 70 (+0, not -10, of iowait).
-        assert_eq!(busy_pct(&b, &a), Some(30.0));
+        // busy 10 + 20 steal; idle + iowait 40 → 100: the 10 iowait went back into idle, not
+        // into nothing, so 60 idle (not 70, which would count those 10 twice).
+        assert_eq!(busy_pct(&b, &a), Some(100.0 / 3.0));
+        // A sum that goes back is still no negative time.
+        let c = times("10 0 0 30 0 0 0 20");
+        assert_eq!(busy_pct(&c, &a), Some(100.0));
     }
 
     #[test]
@@ -269,6 +279,17 @@ mod tests {
         let c = parse_stat("cpu  20 0 0 20\ncpu0 20 0 0 0\ncpu1 0 0 0 20\n").unwrap();
         let u = usage(&a, &c).unwrap();
         assert_eq!((u.busy_pct, u.max_core_pct), (50.0, 100.0));
+    }
+
+    /// A core whose iowait goes back a little while its idle goes on (proc(5) allows it) and
+    /// a busy core: the busiest core is never under the machine's mean.
+    #[test]
+    fn iowait_going_back_keeps_the_busiest_core_over_the_mean() {
+        let a = parse_stat("cpu  100 0 0 100 20\ncpu0 0 0 0 100 20\ncpu1 100 0 0 0 0\n").unwrap();
+        let b = parse_stat("cpu  130 0 0 150 20\ncpu0 0 0 0 150 10\ncpu1 130 0 0 0 10\n").unwrap();
+        let u = usage(&a, &b).unwrap();
+        assert!(u.max_core_pct >= u.busy_pct, "{u:?}");
+        assert_eq!(u.max_core_pct, 75.0);
     }
 
     #[test]
