@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use copyscope::frontend::replay::replay_model;
-use copyscope::model::ModelConfig;
+use copyscope::model::{Event, EventKind, ModelConfig};
 use copyscope::report::recording::Recording;
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
@@ -75,10 +75,25 @@ fn a_recorded_copy_replays_to_the_same_events_and_figures() {
     );
 
     let model = replay_model(&rec, ModelConfig::default());
-    assert_eq!(
-        model.events(),
-        rec.events.as_slice(),
-        "replay reproduces the lived events exactly"
+    // Every event as lived, but the flush's backlog: live, the engine's "flush started" can
+    // be taken before the sample already on its way (stamped just before it) arrives, and the
+    // backlog then comes from the sample before; the replay has both in time order. The two
+    // differ by at most what one sample interval moved (seen once in ~10 loaded runs: 0.97 MB
+    // of 24.8 MB).
+    let flush = |e: &Event| match e.kind {
+        EventKind::FlushStarted { dirty, system } => Some((dirty, system)),
+        _ => None,
+    };
+    let same = |a: &Event, b: &Event| match (flush(a), flush(b)) {
+        (Some((x, sx)), Some((y, sy))) => {
+            a.t_ns == b.t_ns && sx == sy && x.abs_diff(y) <= (x.max(y) / 10).max(2 << 20)
+        }
+        _ => a == b,
+    };
+    let (lived, replayed) = (rec.events.as_slice(), model.events());
+    assert!(
+        lived.len() == replayed.len() && lived.iter().zip(replayed).all(|(a, b)| same(a, b)),
+        "replay reproduces the lived events:\n{lived:?}\n{replayed:?}"
     );
     let st = model.stats();
     assert_eq!(st.drops as u64, summary.drops);
