@@ -207,7 +207,7 @@ impl TxgTracker {
     }
 
     /// Every txg whose sync overlapped `[a, b]`: how many, the first and last, the time some
-    /// of them was syncing, and the one that overlapped most. `None` when none did.
+    /// of them was syncing, and the one that overlapped most (count 0 when none did).
     pub fn overlapping(&self, a: u64, b: u64, now: u64) -> Overlapping {
         let mut run = Overlapping::default();
         let mut most = 0;
