@@ -12,6 +12,9 @@
 #   6. zfs-sync-always-drop: 384 MiB onto the sync=always dataset; 6 s in, three dd's write
 #                          64 MiB each into the same dataset (every write of theirs commits the
 #                          ZIL too): the copy's zil_commit waits grow and it drops to ~a quarter.
+#   7. zfs-throttle-64m:   the 1536 MiB of zeros onto /tank with zfs_dirty_data_max set to 64 MiB
+#                          (restored afterwards): the write throttle (dmu_tx_delay) paces the
+#                          copy hard, the share the writer-truth stacks check the budget's against.
 # Scenarios can be chosen (the pool is aged only for the first three):
 #   scripts/corpus-zfs.sh --bin … --tsampler … zfs-sync-always-drop
 # Each copy runs `copyscope --plain --record NAME.jsonl` with the writer-truth sampler
@@ -47,7 +50,8 @@ trap 'rm -rf "$SHARE"' EXIT
 cp "$BIN" "$SHARE/copyscope"
 cp "$TS" "$SHARE/tsampler"
 mkdir -p "$SHARE/out"
-[ ${#SEL[@]} -gt 0 ] || SEL=(zfs-aged-bigfile zfs-tree-40mbps zfs-zeros-lz4 zfs-sync-always zfs-sync-always-drop)
+[ ${#SEL[@]} -gt 0 ] || SEL=(zfs-aged-bigfile zfs-tree-40mbps zfs-zeros-lz4 zfs-sync-always zfs-sync-always-drop
+                              zfs-throttle-64m)
 echo "${SEL[*]}" > "$SHARE/scenarios"
 
 cat > "$SHARE/guest.sh" <<'GUEST'
@@ -117,6 +121,16 @@ run zfs-sync-always-drop /dev/shm/sync384 /tank/sync/f2 \
   'sleep 6; date +%s.%N > $O/zfs-sync-always-drop.dd-on
    for i in 1 2 3; do dd if=/dev/zero of=/tank/sync/other$i bs=1M count=64 status=none & done
    wait; date +%s.%N > $O/zfs-sync-always-drop.dd-off'
+# A hand-set small dirty-data limit: the write throttle delays each transaction (dmu_tx_delay)
+# long before a txg fills, as on a server tuned "to keep TXGs rolling".
+if want zfs-throttle-64m; then
+  P=/sys/module/zfs/parameters/zfs_dirty_data_max
+  old=$(cat $P)
+  echo $((64 << 20)) > $P
+  run zfs-throttle-64m /dev/shm/big /tank/throttled
+  echo "$old" > $P
+  rm -f /tank/throttled
+fi
 zfs get -H compressratio,sync tank/lz4 tank/sync >> $O/guest.log
 GUEST
 

@@ -512,6 +512,7 @@ mod tests {
                     stime_ns,
                     dirty_pct_of_max: Some(29.0),
                     syncs: None,
+                    own_pct: None,
                 }],
                 held_exact_ns: None,
             }),

@@ -336,7 +336,9 @@ impl Evidence {
             return None;
         }
         let classes: &[WaitClass] = match cause {
-            Cause::TxgSync { .. } | Cause::ZfsThrottle { .. } => &[WaitClass::ZfsTxg],
+            Cause::TxgSync { .. } | Cause::ZfsThrottle { .. } => {
+                &[WaitClass::ZfsTxg, WaitClass::OwnTxgSync]
+            }
             Cause::ZilCommit { .. } => &[WaitClass::ZilCommit],
             Cause::JournalWait { .. } => &[WaitClass::Journal],
             Cause::SourceStall { .. } => &[WaitClass::SourceRead],
@@ -384,6 +386,11 @@ impl Evidence {
     /// signature must then show it.
     fn stacks_known(&self) -> bool {
         self.thread_ns > 0 && self.stacks_readable
+    }
+
+    /// Share of the thread time waiting on a txg, for the pool or for the writer's own sync.
+    fn held_txg(&self) -> f64 {
+        self.held(WaitClass::ZfsTxg) + self.held(WaitClass::OwnTxgSync)
     }
 
     /// Share of the thread time blocked in the kernel (neither running nor asleep).
@@ -552,7 +559,12 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
         }
     }
     if !source_stall && cx.on_zfs {
-        zfs_causes(e, cx, held(WaitClass::ZfsTxg) && !writer_idle, &mut causes);
+        let txg_held = if stacks {
+            e.held_txg() >= HELD_SHARE
+        } else {
+            held(WaitClass::ZfsTxg)
+        };
+        zfs_causes(e, cx, txg_held && !writer_idle, &mut causes);
         if (stacks && e.held(WaitClass::ZilCommit) >= HELD_SHARE)
             || (!stacks && writer_blocked && e.zil_commits > 0)
         {
@@ -734,8 +746,10 @@ fn zfs_causes(e: &Evidence, cx: &Context<'_>, held: bool, causes: &mut Vec<Cause
                     count,
                     covered_ns,
                     drop_ns,
-                    held_pct: e.stacks_known().then(|| e.held(WaitClass::ZfsTxg) * 100.0),
+                    held_pct: e.stacks_known().then(|| e.held_txg() * 100.0),
                 }),
+            own_pct: (e.stacks_known() && e.held(WaitClass::OwnTxgSync) >= HELD_SHARE)
+                .then(|| e.held(WaitClass::OwnTxgSync) * 100.0),
         });
     }
     if e.zfs_delays > 0 || e.zfs_over_max > 0 {

@@ -107,7 +107,7 @@ impl Slice {
             WaitClass::DirtyThrottle => Slice::DirtyThrottle,
             WaitClass::WritebackWait | WaitClass::NearlyFull => Slice::DiskWait,
             WaitClass::ZfsTxg => Slice::TxgWait,
-            WaitClass::ZilCommit | WaitClass::SyncWait => Slice::SyncWrites,
+            WaitClass::ZilCommit | WaitClass::SyncWait | WaitClass::OwnTxgSync => Slice::SyncWrites,
             WaitClass::Journal => Slice::Journal,
             WaitClass::SourceRead => Slice::SourceRead,
             WaitClass::OtherBlocked => Slice::Other,
@@ -134,6 +134,14 @@ pub struct Budget {
     /// The run reads (a bench's read-back): its threads on a CPU are reading, not writing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     reads: bool,
+    /// Of the sync writes, the time in whole ZFS txg syncs the writer's own calls waited for
+    /// (`linkat` of an `O_TMPFILE`, `syncfs`: [`WaitClass::OwnTxgSync`]), ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    own_txg_sync_ns: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl Budget {
@@ -168,11 +176,20 @@ impl Budget {
                         }
                         for (slice, share) in split(t, dt_ns) {
                             self.ns[slice.index()] += share * rest;
+                            if slice == Slice::SyncWrites {
+                                self.own_txg_sync_ns += share * rest * own_sync_part(t);
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Of the sync writes, the time the writer waited for whole txg syncs its own calls asked
+    /// for (`linkat` of an `O_TMPFILE`, `syncfs`), ns.
+    pub fn own_txg_sync_ns(&self) -> f64 {
+        self.own_txg_sync_ns
     }
 
     /// Time in every slice, ns.
@@ -299,6 +316,20 @@ impl Budget {
             .filter(|c| c.1 > 0)
             .map(|c| (c.0, c.1))
             .collect()
+    }
+}
+
+/// The part of a tick's sync-write time that was whole txg syncs of the writer's own calls.
+fn own_sync_part(t: &ThreadTick) -> f64 {
+    let of = |c: WaitClass| match t.exact {
+        Some(x) => x.blocked_ns[c.index()] as f64,
+        None => f64::from(t.classes[c.index()]),
+    };
+    let sync = of(WaitClass::ZilCommit) + of(WaitClass::SyncWait) + of(WaitClass::OwnTxgSync);
+    if sync > 0.0 {
+        of(WaitClass::OwnTxgSync) / sync
+    } else {
+        0.0
     }
 }
 

@@ -88,6 +88,12 @@ impl Cause {
                         "; the writer waited on a txg {p:.0} % of the time"
                     ));
                 }
+                if let Cause::TxgSync {
+                    own_pct: Some(p), ..
+                } = self
+                {
+                    s.push_str(&format!("; {}", own_sync_clause(*p)));
+                }
                 s
             }
             Cause::TxgSync {
@@ -96,6 +102,7 @@ impl Cause {
                 stime_ns,
                 dirty_pct_of_max,
                 syncs: None,
+                own_pct,
             } => {
                 let mut s = if *stime_ns > 0 {
                     format!(
@@ -110,6 +117,9 @@ impl Cause {
                     s.push_str(&format!(
                         "; dirty had reached {p:.0} % of zfs_dirty_data_max"
                     ));
+                }
+                if let Some(p) = own_pct {
+                    s.push_str(&format!("; {}", own_sync_clause(*p)));
                 }
                 s
             }
@@ -382,6 +392,14 @@ impl MarkerKind {
     }
 }
 
+/// "the writer's own calls asked for it (linkat, syncfs): 80 % of the time": a sync the
+/// writer waited for because it asked for one, not because the pool fell behind.
+fn own_sync_clause(pct: f64) -> String {
+    format!(
+        "the writer's own calls asked for it (linkat, syncfs) and waited {pct:.0} % of the time"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +450,7 @@ mod tests {
                         stime_ns: 1_600_000_000,
                         dirty_pct_of_max: Some(62.0),
                         syncs: None,
+                        own_pct: None,
                     },
                     Cause::ZfsThrottle {
                         delays: 656,

@@ -179,6 +179,10 @@ pub enum Cause {
         /// the most.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         syncs: Option<TxgSyncs>,
+        /// Share of the drop the writer waited for a whole txg sync its own call asked for
+        /// (`linkat` of an `O_TMPFILE`, `syncfs`), percent, when its stacks show it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        own_pct: Option<f64>,
     },
     ZfsThrottle {
         delays: u64,
@@ -1934,6 +1938,7 @@ mod tests {
                         stime_ns,
                         dirty_pct_of_max: None,
                         syncs: None,
+                        own_pct: None,
                     },
                     Cause::ZfsThrottle {
                         delays: 3,
@@ -1980,6 +1985,7 @@ mod tests {
                 stime_ns: 7,
                 dirty_pct_of_max: Some(25.0),
                 syncs: None,
+                own_pct: None,
             }
         );
         // Txg 13 never committed; a drop after the commit is not touched; a drop that

@@ -31,6 +31,8 @@ pub const HOLES_RATIO: f64 = 50.0;
 /// The final flush took at least this share of the run (copy + flush): the verdict tells the
 /// two phases' story ("copied into RAM at A, then the disk wrote the backlog at B for C s").
 pub const FLUSH_SHARE: f64 = 0.5;
+/// Beside a pool-bound verdict, the writer's own syncs are told from this share of the time.
+const OWN_SYNC_TOLD_SHARE: f64 = 0.05;
 /// Smallest copy for which the compression ratio is judged.
 const MIN_COMPRESS_BYTES: u64 = 64 << 20;
 /// A txg sync at least this long stalls the writers for as long (a Samba client timed out
@@ -433,7 +435,21 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     }
     match limit {
         Limit::RateLimit => rate_limit(i, &held),
-        Limit::Pool => pool(i, &format!("{writer} waited for them {held} of the time")),
+        Limit::Pool => {
+            let own = b.share(Slice::SyncWrites);
+            let also = if own >= OWN_SYNC_TOLD_SHARE {
+                format!(
+                    " and for syncs its own calls asked for (fsync, syncfs, linkat) {}",
+                    pct(own)
+                )
+            } else {
+                String::new()
+            };
+            pool(
+                i,
+                &format!("{writer} waited for them {held} of the time{also}"),
+            )
+        }
         Limit::Disk => {
             let how = match (b.share(Slice::DirtyThrottle), b.share(Slice::DiskWait)) {
                 (d, 0.0) => format!("{writer} was held by dirty throttling {}", pct(d)),
@@ -467,14 +483,7 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
                 fmt_rate(avg)
             ),
         ),
-        Limit::SyncWrites => (
-            limit,
-            Some(avg),
-            format!(
-                "Limited by synchronous writes, {}: {writer} waited in zil_commit or fsync {held} of the time.",
-                fmt_rate(avg)
-            ),
-        ),
+        Limit::SyncWrites => sync_writes(i, &who, &held),
         _ => (
             Limit::Journal,
             Some(avg),
@@ -484,6 +493,47 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             ),
         ),
     }
+}
+
+/// Synchronous writes: the intent log's commits and fsyncs, or whole txg syncs the writer's
+/// own calls asked for (`linkat` of an `O_TMPFILE`, `syncfs`). When those are most of it, the
+/// pool's rate did not hold the copy — its own calls did — and the pool's rate is told beside.
+fn sync_writes(i: &Input, who: &Who, held: &str) -> (Limit, Option<f64>, String) {
+    let b = i.budget;
+    let avg = i.stats.avg_bps;
+    let sync_ns = b.ns(Slice::SyncWrites);
+    let own_ns = b.own_txg_sync_ns();
+    if sync_ns <= 0.0 || own_ns < 0.5 * sync_ns {
+        return (
+            Limit::SyncWrites,
+            Some(avg),
+            format!(
+                "Limited by synchronous writes, {}: {} waited in zil_commit or fsync {held} of the time.",
+                fmt_rate(avg),
+                who.writer
+            ),
+        );
+    }
+    let f = i.facts;
+    let each = if f.txgs > 0 {
+        format!(
+            ", each ~{} for a txg of ~{}: a sync's fixed cost paid per call, not the pool falling behind",
+            fmt_secs(f.txg_stime_ns as f64 / f.txgs as f64 / 1e9),
+            fmt_bytes(f.txg_ndirty / f.txgs)
+        )
+    } else {
+        String::new()
+    };
+    (
+        Limit::SyncWrites,
+        Some(avg),
+        format!(
+            "Limited by syncs {} asked for itself, {}: its own calls (linkat of an unnamed file, syncfs) waited for whole txg syncs {} of the time{each}.",
+            who.writer,
+            fmt_rate(avg),
+            pct(own_ns / b.total_ns())
+        ),
+    )
 }
 
 /// A copy held by its CPU (or its own pace, or the source) that still ran at the pool's write

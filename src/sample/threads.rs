@@ -42,6 +42,10 @@ pub enum WaitClass {
     ZfsTxg,
     /// Synchronous write committing the ZFS intent log: `zil_commit`.
     ZilCommit,
+    /// A whole txg sync the thread asked for itself: `txg_wait_synced` under one of the
+    /// [`OWN_SYNC_CALLS`] (placing an `O_TMPFILE` by `linkat`, `sync`/`syncfs`, an fsync that
+    /// falls back to a txg sync). The pool's rate is not what held it: its own call was.
+    OwnTxgSync,
     /// ext4/jbd2 journal: `jbd2_*`, `start_this_handle`, `do_get_write_access`.
     Journal,
     /// Reading the source: `filemap_read`, a read syscall or a page-cache read wait.
@@ -56,13 +60,14 @@ pub enum WaitClass {
 
 impl WaitClass {
     /// Every class, in declaration order ([`WaitClass::index`] is the position here).
-    pub const ALL: [WaitClass; 11] = [
+    pub const ALL: [WaitClass; 12] = [
         WaitClass::Running,
         WaitClass::DirtyThrottle,
         WaitClass::WritebackWait,
         WaitClass::NearlyFull,
         WaitClass::ZfsTxg,
         WaitClass::ZilCommit,
+        WaitClass::OwnTxgSync,
         WaitClass::Journal,
         WaitClass::SourceRead,
         WaitClass::SyncWait,
@@ -84,6 +89,7 @@ impl WaitClass {
                 | WaitClass::NearlyFull
                 | WaitClass::ZfsTxg
                 | WaitClass::ZilCommit
+                | WaitClass::OwnTxgSync
                 | WaitClass::Journal
                 | WaitClass::SyncWait
         )
@@ -120,6 +126,19 @@ const SIGNATURES: [(&str, WaitClass); 23] = [
     ("ksys_read", WaitClass::SourceRead),
 ];
 
+/// The ZFS calls that wait for a whole txg sync on the caller's own behalf
+/// (module/os/linux/zfs: `zfs_link` for an `O_TMPFILE` on a dataset that is not
+/// `sync=disabled`, `zfs_sync` for `sync(2)`/`syncfs(2)`, `zpl_fsync`/`zfs_fsync` when the
+/// intent log cannot serve it). A `txg_wait_synced` frame under one of them is a sync the
+/// writer caused, not the pool's pace.
+pub const OWN_SYNC_CALLS: [&str; 5] = [
+    "zfs_link",
+    "zpl_link",
+    "zfs_sync",
+    "zpl_sync_fs",
+    "zfs_fsync",
+];
+
 /// Frames of a sleep that waits for another process, not for a file: reading a pipe or a
 /// socket (`anon_pipe_read` from 6.15, `pipe_read`/`pipe_wait` before). Under `ksys_read`
 /// like a file read, so they are looked for first: the write-behind child waiting for its
@@ -139,11 +158,21 @@ fn signature(wchan: &str, stack: &str) -> Option<(WaitClass, String)> {
         .chain(stack.lines().map(frame_function))
         .filter(|f| !f.is_empty() && *f != "0")
         .collect();
-    SIGNATURES.iter().find_map(|(needle, class)| {
+    let found = SIGNATURES.iter().find_map(|(needle, class)| {
         frames
             .iter()
             .find(|f| f.contains(needle))
             .map(|f| (*class, (*f).to_string()))
+    })?;
+    let own = found.0 == WaitClass::ZfsTxg
+        && frames.iter().any(|f| f.starts_with("txg_wait_synced"))
+        && frames
+            .iter()
+            .any(|f| OWN_SYNC_CALLS.iter().any(|call| f == call));
+    Some(if own {
+        (WaitClass::OwnTxgSync, found.1)
+    } else {
+        found
     })
 }
 
@@ -472,6 +501,27 @@ mod tests {
         assert_eq!(c, WaitClass::NearlyFull);
         assert_eq!(f.as_deref(), Some("ext4_nonda_switch"));
         assert!(c.is_destination());
+    }
+
+    #[test]
+    fn a_txg_sync_the_writer_asked_for_is_its_own() {
+        // OpenZFS 2.1's frames (the lab VM's 6.1 kernel): linkat placing an O_TMPFILE, syncfs.
+        let link = "[<0>] cv_wait_common+0xfa/0x130 [spl]\n[<0>] txg_wait_synced_impl+0xc0/0x110 [zfs]\n\
+                    [<0>] txg_wait_synced+0xc/0x40 [zfs]\n[<0>] zfs_link+0x3b4/0x470 [zfs]\n\
+                    [<0>] zpl_link+0xd5/0x1a0 [zfs]\n[<0>] vfs_link+0x1d4/0x2c0\n\
+                    [<0>] do_linkat+0x2d5/0x320\n[<0>] __x64_sys_linkat+0x2c/0x40\n";
+        let (c, f) = classify('D', "cv_wait_common", link);
+        assert_eq!(c, WaitClass::OwnTxgSync);
+        assert_eq!(f.as_deref(), Some("txg_wait_synced_impl"));
+        let syncfs = "[<0>] txg_wait_synced_impl+0xc0/0x110 [zfs]\n[<0>] txg_wait_synced+0xc/0x40 [zfs]\n\
+                      [<0>] zfs_sync+0x6a/0xe0 [zfs]\n[<0>] zpl_sync_fs+0x41/0x70 [zfs]\n\
+                      [<0>] sync_filesystem+0x6a/0x90\n[<0>] __x64_sys_syncfs+0x38/0x70\n";
+        assert_eq!(classify('D', "", syncfs).0, WaitClass::OwnTxgSync);
+        // The write path waiting for the pool (smbd's stack in the lab's Samba upload) is not.
+        let write = "[<0>] txg_wait_synced_impl+0xc0/0x110 [zfs]\n[<0>] txg_wait_synced+0xc/0x40 [zfs]\n\
+                     [<0>] dmu_tx_wait+0x1e4/0x3a0 [zfs]\n[<0>] dmu_tx_assign+0x16b/0x4c0 [zfs]\n\
+                     [<0>] zfs_write+0x465/0xd40 [zfs]\n";
+        assert_eq!(classify('D', "", write).0, WaitClass::ZfsTxg);
     }
 
     #[test]

@@ -220,6 +220,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
             stime_ns: 1_500_000_000,
             dirty_pct_of_max: Some(11.6),
             syncs: None,
+            own_pct: None,
         }];
         if k == 1 {
             causes.push(Cause::ZfsThrottle {

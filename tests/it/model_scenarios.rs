@@ -4,7 +4,9 @@
 //! freerun 2.1 GiB), run through the model, asserting the exact events and attributions.
 
 use copyscope::copy::{EngineEvent, ProgressSnapshot};
-use copyscope::model::{BacklogScope, Cause, Event, EventKind, Model, ModelConfig, ReplayItem};
+use copyscope::model::{
+    BacklogScope, Cause, Event, EventKind, Limit, Model, ModelConfig, ReplayItem,
+};
 use copyscope::sample::{
     Cpu, DiskCounters, DmuTx, Environment, PageCache, Psi, Sample, ThreadSample, TxgRow, WaitClass,
     ZfsSample,
@@ -1233,6 +1235,7 @@ fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
                 // No arcstats: the percentage comes from ndirty against 4 GiB.
                 dirty_pct_of_max: Some(300e6 * 100.0 / (4u64 << 30) as f64),
                 syncs: None,
+                own_pct: None,
             }]
         )]
     );
@@ -1707,4 +1710,87 @@ fn a_disk_that_stays_slow_is_a_phase_not_a_drop() {
             && slowed[0].contains("now at 5.00 MB/s, was 40.0 MB/s"),
         "{slowed:?}"
     );
+}
+
+/// A writer that places each new file by `linkat` of an `O_TMPFILE` (or syncs each one with
+/// `syncfs`) waits for a whole txg sync per file (OpenZFS `zfs_link`): small txgs that sync in
+/// a fraction of a second, a pool far from busy. The copy is held by its own calls, not by the
+/// pool's rate; the verdict says so, with the pool's rate beside it, and the drops name the
+/// txg with the writer's own share.
+#[test]
+fn a_writer_waiting_for_syncs_it_asked_for_is_not_pool_bound() {
+    let ms = 1_000_000;
+    // txg n: open from n-1 s, syncs 4 MB in 0.6 s from n s.
+    let row = |txg: u64, state: char| TxgRow {
+        txg,
+        birth: (txg - 1) * 1000 * ms,
+        state,
+        otime: if state == 'O' { 0 } else { 1000 * ms },
+        stime: if state == 'C' { 600 * ms } else { 0 },
+        ndirty: if state == 'C' { 4 * MB } else { 0 },
+        nwritten: if state == 'C' { 4 * MB } else { 0 },
+        ..Default::default()
+    };
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 10.0,
+        writer: Some((WaitClass::Running, 0.02)),
+        zfs: Some(ZfsLevels {
+            rows: vec![row(1, 'O')],
+            arc_anon: Some(4 * MB),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let set = |l: &mut Levels, rows: Vec<TxgRow>| l.zfs.as_mut().unwrap().rows = rows;
+    for n in 1..=15u64 {
+        sc.run(400, |l| {
+            l.copy_mbps = 10.0;
+            l.write_share = 0.4;
+            l.writer = Some((WaitClass::Running, 0.02));
+            let mut rows = vec![row(n, 'O')];
+            if n > 1 {
+                rows.insert(0, row(n - 1, 'C'));
+            }
+            set(l, rows);
+        })
+        .run(600, |l| {
+            l.copy_mbps = 0.0;
+            l.write_share = 0.95;
+            l.writer = Some((WaitClass::OwnTxgSync, 0.0));
+            set(l, vec![row(n, 'S'), row(n + 1, 'O')]);
+        });
+    }
+    sc.run(400, |l| {
+        l.writer = Some((WaitClass::Running, 0.02));
+        set(l, vec![row(15, 'C'), row(16, 'O')]);
+    });
+    let m = sc.model(zfs_env());
+    let v = m.verdict();
+    assert_eq!(v.limit, Limit::SyncWrites, "{}", v.text);
+    assert!(
+        v.text
+            .starts_with("Limited by syncs the writer asked for itself"),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("linkat"), "{}", v.text);
+    assert!(
+        v.text.contains("each ~0.6 s for a txg of ~4.00 MB"),
+        "{}",
+        v.text
+    );
+    assert!(!v.text.contains("pool's write rate"), "{}", v.text);
+    let d = drops(&m);
+    assert!(!d.is_empty());
+    for (_, _, causes) in d {
+        let own = causes.iter().find_map(|c| match c {
+            Cause::TxgSync { own_pct, .. } => Some(*own_pct),
+            _ => None,
+        });
+        assert!(own.flatten().is_some_and(|p| p > 50.0), "{causes:?}");
+        assert!(
+            causes[0].describe().contains("own calls asked for it"),
+            "{causes:?}"
+        );
+    }
 }

@@ -307,6 +307,7 @@ fn first_stall_exactly() {
                 // arc anon_size peaked at 319 844 352 just before the stall.
                 dirty_pct_of_max: Some(319_844_352.0 * 100.0 / DIRTY_MAX as f64),
                 syncs: None,
+                own_pct: None,
             },
             // dmu_tx_dirty_delay rose 0 → 656 in the second before the stall, then froze.
             Cause::ZfsThrottle {
