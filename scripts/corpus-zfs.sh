@@ -15,6 +15,10 @@
 #   7. zfs-throttle-64m:   the 1536 MiB of zeros onto /tank with zfs_dirty_data_max set to 64 MiB
 #                          (restored afterwards): the write throttle (dmu_tx_delay) paces the
 #                          copy hard, the share the writer-truth stacks check the budget's against.
+#   8. zfs-watch-linkat:   `copyscope watch /tank/linkat --comm python3` beside a writer that
+#                          places each of 120 files of 1 MiB by linkat of an O_TMPFILE (as
+#                          copiers and editors that write safely do): OpenZFS's zfs_link waits
+#                          a whole txg sync for each, the writer's own call, not the pool's rate.
 # Scenarios can be chosen (the pool is aged only for the first three):
 #   scripts/corpus-zfs.sh --bin … --tsampler … zfs-sync-always-drop
 # Each copy runs `copyscope --plain --record NAME.jsonl` with the writer-truth sampler
@@ -51,7 +55,7 @@ cp "$BIN" "$SHARE/copyscope"
 cp "$TS" "$SHARE/tsampler"
 mkdir -p "$SHARE/out"
 [ ${#SEL[@]} -gt 0 ] || SEL=(zfs-aged-bigfile zfs-tree-40mbps zfs-zeros-lz4 zfs-sync-always zfs-sync-always-drop
-                              zfs-throttle-64m)
+                              zfs-throttle-64m zfs-watch-linkat)
 echo "${SEL[*]}" > "$SHARE/scenarios"
 
 cat > "$SHARE/guest.sh" <<'GUEST'
@@ -130,6 +134,34 @@ if want zfs-throttle-64m; then
   run zfs-throttle-64m /dev/shm/big /tank/throttled
   echo "$old" > $P
   rm -f /tank/throttled
+fi
+# Another program placing its files by linkat of an O_TMPFILE, watched with its stacks.
+if want zfs-watch-linkat; then
+  mkdir -p /tank/linkat
+  cat > /dev/shm/linkat.py <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+data = open("/dev/shm/big", "rb").read(1 << 20)
+for i in range(n):
+    fd = os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o644)
+    os.write(fd, data)
+    os.link(f"/proc/self/fd/{fd}", f"{d}/f{i:04d}", follow_symlinks=True)
+    os.close(fd)
+PY
+  sync; sleep 2
+  cat $K/tank/txgs > $O/zfs-watch-linkat.txgs-before.txt
+  COLUMNS=100 /host/copyscope watch /tank/linkat --comm python3 --until-idle 3 --plain \
+    --record $O/zfs-watch-linkat.jsonl > $O/zfs-watch-linkat.out 2> $O/zfs-watch-linkat.err &
+  w=$!
+  sleep 2
+  python3 /dev/shm/linkat.py /tank/linkat 120 &
+  p=$!
+  /host/tsampler $p 100 tank vdb,vdc > $O/zfs-watch-linkat.truth.csv 2>/dev/null &
+  wait $p; wait $w; echo $? > $O/zfs-watch-linkat.rc
+  wait
+  cat $K/tank/txgs > $O/zfs-watch-linkat.txgs.txt
+  echo "zfs-watch-linkat: rc $(cat $O/zfs-watch-linkat.rc)" >> $O/guest.log
+  rm -rf /tank/linkat
 fi
 zfs get -H compressratio,sync tank/lz4 tank/sync >> $O/guest.log
 GUEST

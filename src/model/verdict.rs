@@ -528,10 +528,10 @@ fn sync_writes(i: &Input, who: &Who, held: &str) -> (Limit, Option<f64>, String)
         Limit::SyncWrites,
         Some(avg),
         format!(
-            "Limited by syncs {} asked for itself, {}: its own calls (linkat of an unnamed file, syncfs) waited for whole txg syncs {} of the time{each}.",
-            who.writer,
+            "Limited by syncs {writer} asked for, {}: calls that wait for a whole txg sync (linkat of an unnamed file, syncfs) held {writer} {} of the time{each}.",
             fmt_rate(avg),
-            pct(own_ns / b.total_ns())
+            pct(own_ns / b.total_ns()),
+            writer = who.writer
         ),
     )
 }

@@ -1769,7 +1769,7 @@ fn a_writer_waiting_for_syncs_it_asked_for_is_not_pool_bound() {
     assert_eq!(v.limit, Limit::SyncWrites, "{}", v.text);
     assert!(
         v.text
-            .starts_with("Limited by syncs the writer asked for itself"),
+            .starts_with("Limited by syncs the writer asked for, "),
         "{}",
         v.text
     );
