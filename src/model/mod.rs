@@ -827,9 +827,11 @@ impl Model {
         // it still has a peak and a min, not "peak 0").
         self.early_peak_bps = self.early_peak_bps.max(smoothed);
         self.early_min_bps = Some(self.early_min_bps.map_or(smoothed, |m| m.min(smoothed)));
-        if let Some((rate, limit)) = self.phase.phase_change(smoothed) {
-            let bytes = self.bytes_now().saturating_sub(tick.bytes);
-            out.push(phase_event(tick.t0, bytes, rate, limit));
+        self.phase.observe(self.fill_tick(tick));
+        let in_drop = self.detector.open_reference().is_some();
+        if let Some((rate, limit, end)) = self.phase.phase_change(tick.t1, smoothed, in_drop) {
+            let (t, bytes) = end.unwrap_or((tick.t0, self.bytes_now().saturating_sub(tick.bytes)));
+            out.push(phase_event(t, bytes, rate, limit));
         }
         if self
             .first_byte_t
@@ -921,6 +923,20 @@ impl Model {
                 rate,
                 limit,
             ));
+        }
+    }
+
+    /// The tick as the phase tracker keeps it: when it ended, the bytes copied by then, and
+    /// the cache (ZFS's dirty data, else dirty + writeback).
+    fn fill_tick(&self, tick: &TickInfo) -> phase::FillTick {
+        phase::FillTick {
+            t1: tick.t1,
+            bytes: self.bytes_now(),
+            cached: tick.arc_anon.or_else(|| {
+                tick.page
+                    .as_ref()
+                    .map(|p| p.dirty.saturating_add(p.writeback))
+            }),
         }
     }
 

@@ -29,6 +29,14 @@ pub const AT_RATE_FACTOR: f64 = 1.5;
 /// and only a fall that lasts this long lowers it. Below the detector's 30 s rebase, so a
 /// lasting fall is a phase, not a 30 s drop.
 pub const LEARN_FALL_NS: u64 = 20_000_000_000;
+/// Ticks kept to find where the cache-filling burst ended, until the phase is announced.
+const FILL_TICKS: usize = 600;
+/// The burst into the cache is judged on rates over this long: single 100 ms ticks of a
+/// copy swing by 3 ×, and a writer that hands over 8 MiB at a time (smbd) fills a short
+/// window with one write.
+const FILL_WINDOW_NS: u64 = 500_000_000;
+/// Onto disks, the copy runs at their rate this long before the phase is told.
+const SETTLE_NS: u64 = 1_000_000_000;
 /// Measured below this share of the sustained rate, the destination has slowed (the drop
 /// detector's threshold is the same share); a fall that lowers the sustained rate below this
 /// share of what it was is announced as a phase.
@@ -58,6 +66,11 @@ pub(crate) struct PhaseTracker {
     fall: Option<Fall>,
     /// A fall that lowered the sustained rate, until the model announces it.
     learned: Option<Fall>,
+    /// The copy's ticks since its first byte, until the phase is announced (at most
+    /// [`FILL_TICKS`]): where the burst into the cache ended is found in them.
+    fill: VecDeque<FillTick>,
+    /// Since when the copy has run at the disks' sustained rate.
+    at_rate_since: Option<u64>,
 }
 
 /// A fall of the destination's rate.
@@ -68,6 +81,33 @@ pub(crate) struct Fall {
     pub bytes: u64,
     pub from: f64,
     pub to: f64,
+}
+
+/// One tick of the copy before the phase change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FillTick {
+    /// End of the tick, ns since start.
+    pub t1: u64,
+    /// Bytes copied by its end.
+    pub bytes: u64,
+    /// The cache then (dirty + writeback, or ZFS's dirty data), when known.
+    pub cached: Option<u64>,
+}
+
+/// The copy's rate over a [`FILL_WINDOW_NS`] window ending at a kept tick, and whether the
+/// cache grew over it (`None`: unknown). A fast window while the cache drains is the copy
+/// catching up after a stall, not filling it.
+#[derive(Debug, Clone, Copy)]
+struct FillWindow {
+    end: FillTick,
+    rate: f64,
+    filling: Option<bool>,
+}
+
+impl FillWindow {
+    fn fills_at(&self, rate: f64) -> bool {
+        self.filling != Some(false) && self.rate >= rate
+    }
 }
 
 impl PhaseTracker {
@@ -174,18 +214,91 @@ impl PhaseTracker {
         Some((secs - covered).max(0.0))
     }
 
-    /// Once per run: the copy came down from a burst above the sustained rate to it. `smoothed`
-    /// is the copy speed now. Returns the sustained rate and what limits it.
-    pub fn phase_change(&mut self, smoothed: f64) -> Option<(f64, Limit)> {
-        let (c, limit) = self.ceiling?;
-        if smoothed >= BURST_FACTOR * c {
-            self.burst = true;
+    /// Keeps one tick of the copy until the phase is announced.
+    pub fn observe(&mut self, tick: FillTick) {
+        if self.announced {
+            return;
         }
-        if self.announced || !self.burst || smoothed > AT_RATE_FACTOR * c {
+        if self.fill.len() >= FILL_TICKS {
+            self.fill.pop_front();
+        }
+        self.fill.push_back(tick);
+    }
+
+    /// Once per run: the copy came down from a burst into the cache above the sustained rate
+    /// to it. `smoothed` is the copy speed at `t`. Returns the sustained rate, what limits it,
+    /// and, onto disks, where the burst ended (`(t, bytes copied)`).
+    ///
+    /// A pool comes down to its rate in its first long sync, a drop of its own: the phase is
+    /// told beside it once the copy's speed is at the rate after a burst, and its rate is the
+    /// one its txgs told by then. Onto disks, the burst is a [`FILL_WINDOW_NS`] window that
+    /// filled the cache at [`BURST_FACTOR`] × the rate (a fast window while the cache drains is
+    /// the copy catching up after a stall), and the copy must then run at the rate (within
+    /// [`FALL_SHARE`]–[`AT_RATE_FACTOR`] ×, no drop open) for [`SETTLE_NS`]: a copy passing
+    /// through the disk's rate on its way into a drop is the drop's story. The burst ended at
+    /// the last window that still filled the cache faster than [`AT_RATE_FACTOR`] × the rate.
+    pub fn phase_change(
+        &mut self,
+        t: u64,
+        smoothed: f64,
+        in_drop: bool,
+    ) -> Option<(f64, Limit, Option<(u64, u64)>)> {
+        let (c, limit) = self.ceiling?;
+        if self.announced {
+            return None;
+        }
+        if limit == Limit::Pool {
+            self.burst |= smoothed >= BURST_FACTOR * c;
+            if !self.burst || smoothed > AT_RATE_FACTOR * c {
+                return None;
+            }
+            self.announced = true;
+            self.fill.clear();
+            return Some((c, limit, None));
+        }
+        let windows = self.fill_windows();
+        self.burst |= windows.iter().any(|w| w.fills_at(BURST_FACTOR * c));
+        let at_rate = !in_drop && (FALL_SHARE * c..=AT_RATE_FACTOR * c).contains(&smoothed);
+        if !at_rate {
+            self.at_rate_since = None;
+        }
+        let since = *self.at_rate_since.get_or_insert(t);
+        if !self.burst || !at_rate || t < since + SETTLE_NS {
             return None;
         }
         self.announced = true;
-        Some((c, limit))
+        let end = windows
+            .iter()
+            .rev()
+            .find(|w| w.fills_at(AT_RATE_FACTOR * c))
+            .map(|w| (w.end.t1, w.end.bytes));
+        self.fill.clear();
+        Some((c, limit, end))
+    }
+
+    /// The kept ticks as windows of [`FILL_WINDOW_NS`] ending at each.
+    fn fill_windows(&self) -> Vec<FillWindow> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, end) in self.fill.iter().enumerate() {
+            while start + 1 < i && self.fill[start + 1].t1 + FILL_WINDOW_NS <= end.t1 {
+                start += 1;
+            }
+            let first = self.fill[start];
+            let span = end.t1.saturating_sub(first.t1);
+            if span < FILL_WINDOW_NS {
+                continue;
+            }
+            out.push(FillWindow {
+                end: *end,
+                rate: end.bytes.saturating_sub(first.bytes) as f64 * 1e9 / span as f64,
+                filling: match (first.cached, end.cached) {
+                    (Some(a), Some(b)) => Some(b > a),
+                    _ => None,
+                },
+            });
+        }
+        out
     }
 
     /// A drop was found to be the phase change itself (the detector cancelled it).
@@ -194,6 +307,7 @@ impl PhaseTracker {
             return None;
         }
         self.announced = true;
+        self.fill.clear();
         self.ceiling
     }
 }
@@ -248,15 +362,34 @@ mod tests {
         let mut p = PhaseTracker::default();
         let mut recent = VecDeque::new();
         // 3 s at 400 MB/s into the cache while the disk writes 40 MB/s flat out.
+        let mut bytes = 0;
         for i in 0..30 {
             recent.push_back(tick(i, 400.0, 40.0, 100.0));
+            bytes += 40_000_000;
+            p.observe(FillTick {
+                t1: (i + 1) * TICK,
+                bytes,
+                cached: Some(bytes * 9 / 10),
+            });
             p.measure(&recent, false, None, 0);
         }
         assert_eq!(p.ceiling().map(|c| c.round()), Some(40e6));
-        assert_eq!(p.phase_change(400e6), None);
-        // Now at disk speed: the phase changed, said once.
-        assert_eq!(p.phase_change(41e6).map(|c| c.1), Some(Limit::Disk));
-        assert_eq!(p.phase_change(41e6), None);
+        assert_eq!(p.phase_change(30 * TICK, 400e6, false), None);
+        // Then at disk speed, the cache full: the phase is told once the copy has run there
+        // for a second, from the end of the last half second that still filled the cache.
+        for i in 30..41 {
+            bytes += 4_100_000;
+            p.observe(FillTick {
+                t1: (i + 1) * TICK,
+                bytes,
+                cached: Some(1_080_000_000),
+            });
+        }
+        assert_eq!(p.phase_change(31 * TICK, 41e6, false), None);
+        let (_, limit, end) = p.phase_change(41 * TICK, 41e6, false).unwrap();
+        assert_eq!(limit, Limit::Disk);
+        assert_eq!(end, Some((34 * TICK, 1_216_400_000)));
+        assert_eq!(p.phase_change(42 * TICK, 41e6, false), None);
         // A 2 s stall with 120 MB waiting: the disk stays busy 3 s, nothing is lost.
         assert_eq!(p.lost_secs(2.0, Some(120_000_000)), Some(0.0));
         // With 40 MB waiting, the last second of a 2 s stall is lost.
