@@ -829,9 +829,11 @@ impl Model {
         self.early_min_bps = Some(self.early_min_bps.map_or(smoothed, |m| m.min(smoothed)));
         self.phase.observe(self.fill_tick(tick));
         let in_drop = self.detector.open_reference().is_some();
-        if let Some((rate, limit, end)) = self.phase.phase_change(tick.t1, smoothed, in_drop) {
-            let (t, bytes) = end.unwrap_or((tick.t0, self.bytes_now().saturating_sub(tick.bytes)));
-            out.push(phase_event(t, bytes, rate, limit));
+        if let Some(change) = self.phase.phase_change(tick.t1, smoothed, in_drop) {
+            let (t, bytes) = change
+                .burst_end
+                .unwrap_or((tick.t0, self.bytes_now().saturating_sub(tick.bytes)));
+            out.push(phase_event(t, bytes, change.rate, change.limit));
         }
         if self
             .first_byte_t

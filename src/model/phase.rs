@@ -83,6 +83,15 @@ pub(crate) struct Fall {
     pub to: f64,
 }
 
+/// The phase change, once: the sustained rate, what limits it, and where the burst into the
+/// cache ended (`(t, bytes copied)`), when known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PhaseChange {
+    pub rate: f64,
+    pub limit: Limit,
+    pub burst_end: Option<(u64, u64)>,
+}
+
 /// One tick of the copy before the phase change.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct FillTick {
@@ -237,12 +246,7 @@ impl PhaseTracker {
     /// [`FALL_SHARE`]–[`AT_RATE_FACTOR`] ×, no drop open) for [`SETTLE_NS`]: a copy passing
     /// through the disk's rate on its way into a drop is the drop's story. The burst ended at
     /// the last window that still filled the cache faster than [`AT_RATE_FACTOR`] × the rate.
-    pub fn phase_change(
-        &mut self,
-        t: u64,
-        smoothed: f64,
-        in_drop: bool,
-    ) -> Option<(f64, Limit, Option<(u64, u64)>)> {
+    pub fn phase_change(&mut self, t: u64, smoothed: f64, in_drop: bool) -> Option<PhaseChange> {
         let (c, limit) = self.ceiling?;
         if self.announced {
             return None;
@@ -254,7 +258,11 @@ impl PhaseTracker {
             }
             self.announced = true;
             self.fill.clear();
-            return Some((c, limit, None));
+            return Some(PhaseChange {
+                rate: c,
+                limit,
+                burst_end: None,
+            });
         }
         let windows = self.fill_windows();
         self.burst |= windows.iter().any(|w| w.fills_at(BURST_FACTOR * c));
@@ -273,7 +281,11 @@ impl PhaseTracker {
             .find(|w| w.fills_at(AT_RATE_FACTOR * c))
             .map(|w| (w.end.t1, w.end.bytes));
         self.fill.clear();
-        Some((c, limit, end))
+        Some(PhaseChange {
+            rate: c,
+            limit,
+            burst_end: end,
+        })
     }
 
     /// The kept ticks as windows of [`FILL_WINDOW_NS`] ending at each.
@@ -386,9 +398,9 @@ mod tests {
             });
         }
         assert_eq!(p.phase_change(31 * TICK, 41e6, false), None);
-        let (_, limit, end) = p.phase_change(41 * TICK, 41e6, false).unwrap();
-        assert_eq!(limit, Limit::Disk);
-        assert_eq!(end, Some((34 * TICK, 1_216_400_000)));
+        let change = p.phase_change(41 * TICK, 41e6, false).unwrap();
+        assert_eq!(change.limit, Limit::Disk);
+        assert_eq!(change.burst_end, Some((34 * TICK, 1_216_400_000)));
         assert_eq!(p.phase_change(42 * TICK, 41e6, false), None);
         // A 2 s stall with 120 MB waiting: the disk stays busy 3 s, nothing is lost.
         assert_eq!(p.lost_secs(2.0, Some(120_000_000)), Some(0.0));
