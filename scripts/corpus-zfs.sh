@@ -139,13 +139,18 @@ fi
 if want zfs-watch-linkat; then
   mkdir -p /tank/linkat
   cat > /dev/shm/linkat.py <<'PY'
-import os, sys
+import ctypes, os, sys
+# linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH): os.link() calls link(2), which does not
+# follow /proc/self/fd/N.
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, AT_EMPTY_PATH = -100, 0x1000
 d, n = sys.argv[1], int(sys.argv[2])
 data = open("/dev/shm/big", "rb").read(1 << 20)
 for i in range(n):
     fd = os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o644)
     os.write(fd, data)
-    os.link(f"/proc/self/fd/{fd}", f"{d}/f{i:04d}", follow_symlinks=True)
+    if libc.linkat(fd, b"", AT_FDCWD, f"{d}/f{i:04d}".encode(), AT_EMPTY_PATH) != 0:
+        raise OSError(ctypes.get_errno(), "linkat")
     os.close(fd)
 PY
   sync; sleep 2

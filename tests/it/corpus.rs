@@ -298,6 +298,27 @@ const CORPUS: &[Truth] = &[
         max_lost_secs: 17.0,
         phase: false,
     },
+    Truth {
+        name: "zfs-throttle-64m",
+        what: "1536 MiB of zeros onto the lab VM's pool (40 MB/s) with zfs_dirty_data_max set to \
+               64 MiB by hand: txgs of ~56 MB sync in ~1.5 s back to back and the write throttle \
+               delays the copy (truth.csv: the copy thread in dmu_tx_wait/txg waits in 67 of \
+               435 samples, 15 %); the emulated guest's CPU is the other limit — in each of the \
+               9 short dips the copy thread is runnable in every sample and its run-queue wait \
+               is 0.1-0.7 s (sched_wait_ns)",
+        first_cause: &["cpu"],
+        never: &[
+            "dirty throttle",
+            "writeback",
+            "journal",
+            "source stall",
+            "unknown",
+        ],
+        drops: (7, 11),
+        known: &[(28.4, 29.2, "cpu"), (30.6, 31.5, "cpu")],
+        max_lost_secs: 2.0,
+        phase: true,
+    },
 ];
 
 fn corpus_dir() -> PathBuf {
@@ -644,4 +665,44 @@ fn the_page_cache_phase_is_where_the_cache_filled() {
     assert!((1.5..=3.0).contains(&t), "{t}");
     assert!((150e6..=250e6).contains(&(bytes as f64)), "{bytes}");
     assert!((38e6..=44e6).contains(&rate_bps), "{rate_bps}");
+}
+
+/// The write throttle engaged hard (zfs_dirty_data_max 64 MiB): the budget's txg-wait share
+/// of the copy is the writer-truth sampler's within 5 points (its copy-thread samples in
+/// dmu_tx_wait, dmu_tx_delay or a txg wait, over the copy phase), and the verdict is the
+/// pool's rate with the hand-set limit named — not "CPU", though the guest's CPU held it more.
+#[test]
+fn the_throttle_share_is_the_writers_own() {
+    let rec = Recording::load(&corpus_dir().join("zfs-throttle-64m.jsonl")).unwrap();
+    let m = replay(&rec);
+    let truth = std::fs::read_to_string(corpus_dir().join("zfs-throttle-64m.truth.csv")).unwrap();
+    let mut header = truth.lines().next().unwrap().split(',');
+    let col = header.position(|c| c == "threads").unwrap();
+    let (mut held, mut all) = (0, 0);
+    for line in truth.lines().skip(1) {
+        let threads = line.splitn(col + 1, ',').nth(col).unwrap_or("");
+        for t in threads
+            .split(';')
+            .filter(|t| t.starts_with("copyscope-copy"))
+        {
+            all += 1;
+            if t.contains("dmu_tx") || t.contains("txg_wait") {
+                held += 1;
+            }
+        }
+    }
+    let truth_share = f64::from(held) / f64::from(all);
+    let budget_share = m.budget().copy_share(copyscope::model::Slice::TxgWait);
+    assert!(
+        (budget_share - truth_share).abs() <= 0.05,
+        "budget {budget_share:.3}, truth {truth_share:.3} ({held} of {all})"
+    );
+    let v = m.verdict();
+    assert_eq!(v.limit, copyscope::model::Limit::Pool, "{}", v.text);
+    assert!(
+        v.text
+            .contains("zfs_dirty_data_max was set to 67.1 MB by hand"),
+        "{}",
+        v.text
+    );
 }
