@@ -1,0 +1,210 @@
+//! The kernel panel: this copy's backlog and the page cache, the ZFS pool, the device, pressure and
+//! CPU.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::budget::budget_lines;
+use super::fit::fit_line;
+use crate::model::{BacklogScope, KernelView};
+use crate::ui::view::View;
+
+/// A gauge with the ZFS marks on it: `|` where a txg is pushed to sync
+/// (`zfs_dirty_data_sync_percent`), `!` where the write throttle starts delaying writers
+/// (`zfs_delay_min_dirty_percent`), so the fill shows how close the next stall is.
+fn marked_gauge(
+    width: usize,
+    frac: f64,
+    sync_pct: Option<u32>,
+    delay_pct: Option<u32>,
+    app: &View,
+) -> Vec<Span<'static>> {
+    let t = app.opts.theme;
+    let g = t.glyphs;
+    let done = (frac.clamp(0.0, 1.0) * width as f64).round() as usize;
+    let mark_at = |p: Option<u32>| p.map(|p| ((p as usize * width) / 100).min(width - 1));
+    let (sync, delay) = (mark_at(sync_pct), mark_at(delay_pct));
+    (0..width)
+        .map(|i| {
+            let filled = i < done;
+            let sym = if Some(i) == delay {
+                "!"
+            } else if Some(i) == sync {
+                "|"
+            } else if filled {
+                g.gauge_full
+            } else {
+                g.empty_bar
+            };
+            let style = match (Some(i) == delay || Some(i) == sync, filled) {
+                (true, _) => t.warn(),
+                (false, true) => t.gauge(),
+                (false, false) => t.dim(),
+            };
+            Span::styled(sym.to_string(), style)
+        })
+        .collect()
+}
+
+/// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
+pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let k: KernelView = app.model.kernel();
+    let env = app.model.env();
+    let mut lines = Vec::new();
+    let na = || Span::styled("n/a".to_string(), t.dim());
+    let on_zfs = k.zfs.is_some();
+    // Issue 9: say whose each figure is. This copy's backlog is its own data; Dirty,
+    // Writeback, the device's rate, PSI and CPU count every writer on the machine.
+    let mut pc = vec![Span::styled("this copy: ", t.label())];
+    match k.this_copy_backlog {
+        Some(b) if b.scope == BacklogScope::ThisCopy => pc.push(Span::styled(
+            format!("to flush {}", u.size(b.bytes)),
+            t.value(),
+        )),
+        // The destination's counters are unknown: only the system's figure (every writer's).
+        Some(_) => pc.push(Span::styled("to flush n/a (see system dirty)", t.dim())),
+        None => pc.push(Span::styled("to flush n/a", t.dim())),
+    }
+    pc.push(Span::styled("   system: ", t.label()));
+    match &k.page_cache {
+        Some(p) => {
+            pc.push(Span::styled(
+                format!("dirty {}", u.size(p.dirty)),
+                t.value(),
+            ));
+            pc.push(Span::raw(format!(
+                "  writeback {}   bg {}  freerun {}  limit {}",
+                u.size(p.writeback),
+                u.size(p.bg_thresh),
+                u.size(p.freerun()),
+                u.size(p.thresh)
+            )));
+            if on_zfs {
+                pc.push(Span::styled("  (ZFS bypasses it)", t.dim()));
+            }
+        }
+        None => pc.push(Span::styled("page cache n/a".to_string(), t.dim())),
+    }
+    lines.push(Line::from(pc));
+    if let Some(z) = &k.zfs {
+        let mut s = vec![Span::styled(format!("zfs {}  ", z.pool), t.label())];
+        match z.open_txg {
+            Some(txg) => s.push(Span::raw(format!("txg {txg} open  "))),
+            None => s.push(Span::raw("txg n/a  ")),
+        }
+        if let Some(st) = z.syncing_txg {
+            s.push(Span::styled(format!("{st} syncing  "), t.warn()));
+        }
+        match (z.dirty_estimate, z.dirty_max) {
+            (Some(d), Some(max)) if max > 0 => {
+                let frac = d as f64 / max as f64;
+                s.push(Span::raw("dirty "));
+                s.extend(marked_gauge(10, frac, z.sync_pct, z.delay_pct, app));
+                s.push(Span::raw(format!(
+                    " {:.0} % of {}",
+                    frac * 100.0,
+                    u.size(max)
+                )));
+                if let (Some(sp), Some(dp)) = (z.sync_pct, z.delay_pct) {
+                    s.push(Span::styled(
+                        format!(" (sync {sp} %, delay {dp} %)"),
+                        t.dim(),
+                    ));
+                }
+            }
+            (Some(d), _) => s.push(Span::raw(format!(
+                "dirty {} ({})",
+                u.size(d),
+                z.dirty_source
+            ))),
+            _ => s.push(Span::raw("dirty n/a")),
+        }
+        if z.delays_per_s > 0.0 {
+            s.push(Span::styled(
+                format!("  delays {:.0}/s", z.delays_per_s),
+                t.error(),
+            ));
+        }
+        if let Some((txg, nd, st)) = z.last_sync {
+            s.push(Span::raw(format!(
+                "  last sync {txg}: {} in {}",
+                u.size(nd),
+                crate::present::format::fmt_secs(st as f64 / 1e9)
+            )));
+        }
+        lines.push(Line::from(s));
+    }
+    let disk = env.dest_disks.join("+");
+    let mut d = vec![Span::styled(
+        format!(
+            "device {}  ",
+            if disk.is_empty() {
+                "-".to_string()
+            } else {
+                disk
+            }
+        ),
+        t.label(),
+    )];
+    match k.device_bps {
+        // The device's rate counts every writer on it, not only this copy.
+        Some(b) => {
+            d.push(Span::styled(u.rate(b), t.value()));
+            d.push(Span::styled(" all writers", t.dim()));
+        }
+        None => d.push(na()),
+    }
+    d.push(Span::raw("  util "));
+    match k.device_util_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    d.push(Span::styled("   system: ", t.label()));
+    d.push(Span::raw("psi io "));
+    match k.psi_some_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    d.push(Span::raw("  cpu "));
+    match k.cpu_pct {
+        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        None => d.push(na()),
+    }
+    // `watch --net`: the receive rate, in the colour of its chart line.
+    if let Some(b) = k.net_bps {
+        d.push(Span::styled("   net rx ", t.label()));
+        let style = if t.color {
+            t.value().fg(crate::ui::chart::Overlay::NETWORK.color)
+        } else {
+            t.value()
+        };
+        d.push(Span::styled(u.rate(b), style));
+    }
+    lines.push(Line::from(d));
+    if app.view.show_budget {
+        lines.extend(budget_lines(app));
+    }
+    if let Some(note) = env.notes.first().filter(|_| with_note) {
+        lines.push(Line::from(Span::styled(format!("note: {note}"), t.dim())));
+    }
+    lines
+}
+
+/// The kernel panel: the lines from [`kernel_lines`], as many as fit, each cut with the
+/// ellipsis.
+pub fn kernel(area: Rect, buf: &mut Buffer, lines: Vec<Line<'static>>, ellipsis: &str) {
+    for (i, line) in lines.into_iter().take(area.height as usize).enumerate() {
+        fit_line(line, area.width as usize, ellipsis).render(
+            Rect {
+                y: area.y + i as u16,
+                height: 1,
+                ..area
+            },
+            buf,
+        );
+    }
+}
