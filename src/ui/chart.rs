@@ -11,7 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 
 use crate::model::series::Point;
-use crate::present::axis::{fmt_axis_time, fmt_tick_at};
+use crate::present::axis::{Steps, fmt_axis_pct, fmt_axis_time, fmt_tick_at, nice_step};
+use crate::present::columns::{Bucket, Reading, bucket, column_of};
 use crate::present::units::Units;
 use crate::ui::theme::Theme;
 
@@ -113,7 +114,7 @@ impl YScale {
     /// (1, 2, 2.5, 5 × 10^k) for about `rows / 2` ticks (at most 5), the top a multiple of it.
     pub fn fit(peak: f64, room: f64, rows: u16, unit: f64) -> YScale {
         let want = peak.max(1.0) * room;
-        let step = tick_step(want, (rows as usize / 2).clamp(1, 5));
+        let step = nice_step(want, (rows as usize / 2).clamp(1, 5), Steps::Round);
         YScale {
             top: (want / step).ceil() * step,
             step,
@@ -187,61 +188,61 @@ impl SpeedChart<'_> {
 
     /// Aggregates the points into `ncols` columns for the current axis.
     pub fn columns(&self, ncols: usize) -> Vec<Option<Column>> {
-        let mut cols: Vec<Option<Column>> = vec![None; ncols];
         if ncols == 0 {
-            return cols;
+            return Vec::new();
         }
-        let mut weights = vec![0f64; ncols];
-        let mut ov_weights = vec![[0f64; MAX_OVERLAYS]; ncols];
         let overlays = &self.overlays[..self.overlays.len().min(MAX_OVERLAYS)];
         let (w0, w1) = self.window;
         let span = w1.saturating_sub(w0).max(1) as f64;
-        let col_of = |p: &Point| -> Option<usize> {
-            let x = match self.axis {
+        let place = |p: &Point| -> Option<f64> {
+            match self.axis {
                 XAxis::Time => {
                     let mid = p.t_ns + p.dt_ns / 2; // t_ns is the start of the interval
-                    if mid < w0 || mid > w1 {
-                        return None;
-                    }
-                    (mid - w0) as f64 / span
+                    (w0..=w1).contains(&mid).then(|| (mid - w0) as f64 / span)
                 }
-                XAxis::Percent => p.progress?,
-            };
-            Some(((x * ncols as f64) as usize).min(ncols - 1))
+                XAxis::Percent => p.progress,
+            }
         };
-        for p in self.points {
-            let Some(c) = col_of(p) else { continue };
-            let w = (p.dt_ns.max(1)) as f64;
-            let col = cols[c].get_or_insert(Column {
-                mean: 0.0,
-                min: f64::INFINITY,
-                max: 0.0,
-                overlay: [None; MAX_OVERLAYS],
-                in_drop: false,
-                count: 0,
-            });
-            col.mean += p.copy_bps * w;
-            col.min = col.min.min(p.copy_min_bps);
-            col.max = col.max.max(p.copy_max_bps);
-            col.count += 1;
-            weights[c] += w;
-            for (k, ov) in overlays.iter().enumerate() {
-                if let Some(v) = (ov.value)(p) {
-                    col.overlay[k] = Some(col.overlay[k].unwrap_or(0.0) + v * w);
-                    ov_weights[c][k] += w;
-                }
-            }
-        }
-        for (c, col) in cols.iter_mut().enumerate() {
-            if let Some(col) = col {
-                col.mean /= weights[c];
-                for (k, v) in col.overlay.iter_mut().enumerate() {
-                    if let Some(v) = v.as_mut() {
-                        *v /= ov_weights[c][k];
+        let weight = |p: &Point| (p.dt_ns.max(1)) as f64;
+        let copy = bucket(self.points, ncols, place, |p| {
+            Some(Reading {
+                value: p.copy_bps,
+                min: p.copy_min_bps,
+                max: p.copy_max_bps,
+                weight: weight(p),
+            })
+        });
+        let over: Vec<Vec<Option<Bucket>>> = overlays
+            .iter()
+            .map(|ov| {
+                bucket(self.points, ncols, place, |p| {
+                    (ov.value)(p).map(|v| Reading {
+                        weight: weight(p),
+                        ..Reading::of(v)
+                    })
+                })
+            })
+            .collect();
+        let mut cols: Vec<Option<Column>> = copy
+            .iter()
+            .enumerate()
+            .map(|(c, b)| {
+                b.map(|b| {
+                    let mut overlay = [None; MAX_OVERLAYS];
+                    for (k, o) in over.iter().enumerate() {
+                        overlay[k] = o[c].map(|o| o.mean);
                     }
-                }
-            }
-        }
+                    Column {
+                        mean: b.mean,
+                        min: b.min,
+                        max: b.max,
+                        overlay,
+                        in_drop: false,
+                        count: b.count,
+                    }
+                })
+            })
+            .collect();
         // Fewer points than columns: a point covers several columns (a step), up to the last point.
         let last_col = cols.iter().rposition(Option::is_some);
         if let Some(last) = last_col {
@@ -264,14 +265,9 @@ impl SpeedChart<'_> {
                 if b < a {
                     continue;
                 }
-                let ca = (((a - w0) as f64 / span) * ncols as f64) as usize;
-                let cb = (((b - w0) as f64 / span) * ncols as f64) as usize;
-                for c in cols
-                    .iter_mut()
-                    .take(cb.min(ncols - 1) + 1)
-                    .skip(ca)
-                    .flatten()
-                {
+                let ca = column_of((a - w0) as f64 / span, ncols);
+                let cb = column_of((b - w0) as f64 / span, ncols);
+                for c in cols.iter_mut().take(cb + 1).skip(ca).flatten() {
                     c.in_drop = true;
                 }
             }
@@ -290,7 +286,7 @@ impl SpeedChart<'_> {
             }
             XAxis::Percent => m.progress?,
         };
-        Some(((x * ncols as f64) as usize).min(ncols.saturating_sub(1)))
+        Some(column_of(x, ncols))
     }
 }
 
@@ -322,27 +318,6 @@ fn robust_max(mut vals: Vec<f64>) -> f64 {
     }
     let p97 = vals[vals.len() * 97 / 100];
     if max > p97 * 1.5 { p97 * 1.2 } else { max }
-}
-
-/// Rounds up to 1, 2, 2.5 or 5 × 10^k.
-pub fn nice_ceil(v: f64) -> f64 {
-    if !(v.is_finite()) || v <= 0.0 {
-        return 1.0;
-    }
-    let exp = v.log10().floor();
-    let base = 10f64.powf(exp);
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if v <= m * base * (1.0 + 1e-9) {
-            return m * base;
-        }
-    }
-    10.0 * base
-}
-
-/// A tick step for `max` split into about `n` intervals (1/2/5 steps).
-pub fn tick_step(max: f64, n: usize) -> f64 {
-    let raw = max / n.max(1) as f64;
-    nice_ceil(raw)
 }
 
 impl Widget for SpeedChart<'_> {
@@ -568,8 +543,8 @@ impl SpeedChart<'_> {
                 let n = if ncols >= 60 { 10 } else { 4 };
                 for i in 0..=n {
                     let f = i as f64 / n as f64;
-                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
-                    out.push((c, format!("{}%", (f * 100.0).round() as u32)));
+                    let c = column_of(f, ncols);
+                    out.push((c, fmt_axis_pct(f)));
                 }
             }
             XAxis::Time => {
@@ -589,7 +564,7 @@ impl SpeedChart<'_> {
                 let mut s = first;
                 while s <= w1 as f64 / 1e9 + 1e-9 {
                     let f = (s - w0 as f64 / 1e9) / span_s.max(1e-9);
-                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
+                    let c = column_of(f, ncols);
                     out.push((c, fmt_axis_time(s, step)));
                     s += step;
                 }
@@ -802,15 +777,6 @@ mod tests {
         // Without colour a dot would read as a hole in the area: the fill wins.
         let text = draw(Theme::plain(false));
         assert!(!text.contains('•') && !text.contains('×'), "{text}");
-    }
-
-    #[test]
-    fn nice_ceil_rounds_to_friendly_values() {
-        assert_eq!(nice_ceil(7.0), 10.0);
-        assert_eq!(nice_ceil(1.7), 2.0);
-        assert_eq!(nice_ceil(23.0), 25.0);
-        assert_eq!(nice_ceil(120.0), 200.0);
-        assert_eq!(nice_ceil(0.0), 1.0);
     }
 
     #[test]

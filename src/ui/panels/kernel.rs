@@ -9,6 +9,7 @@ use ratatui::widgets::Widget;
 use super::budget::budget_lines;
 use super::fit::fit_line;
 use crate::model::{BacklogScope, KernelView};
+use crate::present::format::fmt_pct;
 use crate::ui::view::View;
 
 /// A gauge with the ZFS marks on it: `|` where a txg is pushed to sync
@@ -105,13 +106,17 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
                 s.push(Span::raw("dirty "));
                 s.extend(marked_gauge(10, frac, z.sync_pct, z.delay_pct, app));
                 s.push(Span::raw(format!(
-                    " {:.0} % of {}",
-                    frac * 100.0,
+                    " {} of {}",
+                    fmt_pct(frac * 100.0),
                     u.size(max)
                 )));
                 if let (Some(sp), Some(dp)) = (z.sync_pct, z.delay_pct) {
                     s.push(Span::styled(
-                        format!(" (sync {sp} %, delay {dp} %)"),
+                        format!(
+                            " (sync {}, delay {})",
+                            fmt_pct(f64::from(sp)),
+                            fmt_pct(f64::from(dp))
+                        ),
                         t.dim(),
                     ));
                 }
@@ -160,18 +165,18 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
     }
     d.push(Span::raw("  util "));
     match k.device_util_pct {
-        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        Some(v) => d.push(Span::raw(fmt_pct(v))),
         None => d.push(na()),
     }
     d.push(Span::styled("   system: ", t.label()));
     d.push(Span::raw("psi io "));
     match k.psi_some_pct {
-        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        Some(v) => d.push(Span::raw(fmt_pct(v))),
         None => d.push(na()),
     }
     d.push(Span::raw("  cpu "));
     match k.cpu_pct {
-        Some(v) => d.push(Span::raw(format!("{v:.0} %"))),
+        Some(v) => d.push(Span::raw(fmt_pct(v))),
         None => d.push(na()),
     }
     // `watch --net`: the receive rate, in the colour of its chart line.

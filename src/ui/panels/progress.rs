@@ -8,19 +8,30 @@ use ratatui::widgets::Widget;
 
 use super::fit::{cells, ellipsize_end, ellipsize_start, render_fitted};
 use crate::model::BacklogScope;
-use crate::present::format::{fmt_clock, fmt_count};
+use crate::present::format::{fmt_clock, fmt_count, fmt_pct_done};
 use crate::present::quote::shell_escape;
 use crate::ui::view::{RunState, View};
 
-/// Fraction of bytes done, once the total is known and non-zero.
-pub fn fraction_done(app: &View) -> Option<f64> {
+/// Bytes done and bytes of work: under `--verify` writing and reading back are each half the
+/// work.
+fn work_done(app: &View) -> (u64, u64) {
     let p = &app.progress;
-    let (done, work) = match app.verified {
-        // --verify: writing and reading back are each half the work.
+    match app.verified {
         Some(v) => (p.bytes_copied + v, 2 * p.bytes_total),
         None => (p.bytes_copied, p.bytes_total),
-    };
+    }
+}
+
+/// Fraction of bytes done, once the total is known and non-zero.
+pub fn fraction_done(app: &View) -> Option<f64> {
+    let (done, work) = work_done(app);
     (work > 0).then(|| (done as f64 / work as f64).clamp(0.0, 1.0))
+}
+
+/// The percentage done, once the total is known and non-zero: `42 %`.
+pub fn pct_done(app: &View) -> Option<String> {
+    let (done, work) = work_done(app);
+    (work > 0).then(|| fmt_pct_done(done, work))
 }
 
 /// Seconds until durable, including the backlog still in RAM (the model decides how). Under
@@ -55,10 +66,11 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     }
     let p = &app.progress;
     let plus = if p.scan_done { "" } else { "+" };
-    let pct = match (p.scan_done, fraction_done(app)) {
-        (true, Some(f)) => format!("{:>3.0} %", (f * 100.0).floor()),
-        (true, None) => "100 %".to_string(),
-        (false, _) => "estimating".to_string(),
+    let pct = if p.scan_done {
+        let (done, work) = work_done(app);
+        format!("{:>5}", fmt_pct_done(done, work))
+    } else {
+        "estimating".to_string()
     };
     let eta = match (app.state, eta_secs(app)) {
         (RunState::Done, _) => "done".to_string(),
@@ -138,7 +150,10 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
                         ),
                         Span::styled(a, t.gauge()),
                         Span::styled(rest, t.dim()),
-                        Span::raw(format!(" {:.0} %", frac * 100.0)),
+                        Span::raw(format!(
+                            " {}",
+                            fmt_pct_done(start - b.bytes.min(start), start)
+                        )),
                     ];
                     if let (Some(pc), BacklogScope::ThisCopy) = (&k.page_cache, b.scope) {
                         spans.push(Span::styled(
@@ -187,7 +202,7 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
                 } else {
                     1.0
                 };
-                let tail = format!("  {:>3.0} %", frac * 100.0);
+                let tail = format!("  {:>5}", fmt_pct_done(cur.done, cur.size));
                 let bar_w = 10usize.min((area.width as usize).saturating_sub(20));
                 let name_w = (area.width as usize).saturating_sub(bar_w + tail.len() + 2);
                 let (a, b) = gauge(bar_w, frac, app);

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::fit::render_fitted;
-use super::progress::fraction_done;
+use super::progress::pct_done;
 use crate::present::format::fmt_clock;
 use crate::ui::view::View;
 
@@ -13,9 +13,7 @@ use crate::ui::view::View;
 pub fn tiny(area: Rect, buf: &mut Buffer, app: &View) {
     let u = app.opts.units;
     let s = app.model.stats();
-    let pct = fraction_done(app)
-        .map(|f| format!("{:.0}%", f * 100.0))
-        .unwrap_or_else(|| "..".into());
+    let pct = pct_done(app).unwrap_or_else(|| "..".into());
     let lines = [
         format!("{} {pct} {}", app.state.label(), u.rate(s.now_bps)),
         format!(
