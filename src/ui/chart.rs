@@ -243,36 +243,30 @@ impl SpeedChart<'_> {
                 })
             })
             .collect();
-        // Fewer points than columns: a point covers several columns (a step), up to the last point.
-        let last_col = cols.iter().rposition(Option::is_some);
-        if let Some(last) = last_col {
-            let mut prev: Option<Column> = None;
-            for col in cols.iter_mut().take(last + 1) {
-                match col {
-                    Some(c) => prev = Some(*c),
-                    None => {
-                        if let Some(p) = prev {
-                            *col = Some(Column { count: 0, ..p });
-                        }
-                    }
-                }
-            }
-        }
+        carry_forward(&mut cols);
         if self.axis == XAxis::Time {
-            for span_ in self.spans {
-                let a = span_.start_ns.max(w0);
-                let b = span_.end_ns.min(w1);
-                if b < a {
-                    continue;
-                }
-                let ca = column_of((a - w0) as f64 / span, ncols);
-                let cb = column_of((b - w0) as f64 / span, ncols);
-                for c in cols.iter_mut().take(cb + 1).skip(ca).flatten() {
-                    c.in_drop = true;
-                }
-            }
+            self.mark_drops(&mut cols);
         }
         cols
+    }
+
+    /// Flags the columns the drop spans cover (on the time axis).
+    fn mark_drops(&self, cols: &mut [Option<Column>]) {
+        let ncols = cols.len();
+        let (w0, w1) = self.window;
+        let span = w1.saturating_sub(w0).max(1) as f64;
+        for span_ in self.spans {
+            let a = span_.start_ns.max(w0);
+            let b = span_.end_ns.min(w1);
+            if b < a {
+                continue;
+            }
+            let ca = column_of((a - w0) as f64 / span, ncols);
+            let cb = column_of((b - w0) as f64 / span, ncols);
+            for c in cols.iter_mut().take(cb + 1).skip(ca).flatten() {
+                c.in_drop = true;
+            }
+        }
     }
 
     fn marker_col(&self, m: &Marker, ncols: usize) -> Option<usize> {
@@ -287,6 +281,25 @@ impl SpeedChart<'_> {
             XAxis::Percent => m.progress?,
         };
         Some(column_of(x, ncols))
+    }
+}
+
+/// Fewer points than columns: a point covers the columns up to the next one (a step), up to
+/// the last point.
+fn carry_forward(cols: &mut [Option<Column>]) {
+    let Some(last) = cols.iter().rposition(Option::is_some) else {
+        return;
+    };
+    let mut prev: Option<Column> = None;
+    for col in cols.iter_mut().take(last + 1) {
+        match col {
+            Some(c) => prev = Some(*c),
+            None => {
+                if let Some(p) = prev {
+                    *col = Some(Column { count: 0, ..p });
+                }
+            }
+        }
     }
 }
 
@@ -320,91 +333,138 @@ fn robust_max(mut vals: Vec<f64>) -> f64 {
     if max > p97 * 1.5 { p97 * 1.2 } else { max }
 }
 
+/// Where the plot sits in the chart's area, and the rate its top row stands for.
+#[derive(Debug, Clone, Copy)]
+struct Plot {
+    x: u16,
+    w: u16,
+    top: u16,
+    h: u16,
+    /// The row under the plot: the x axis with the event markers.
+    marker_y: u16,
+    /// Bytes/s at the top of the plot.
+    y_max: f64,
+}
+
+impl Plot {
+    /// The row whose bottom edge is at or below `v` bytes/s.
+    fn row_of(&self, v: f64) -> u16 {
+        let frac = (v / self.y_max).clamp(0.0, 1.0);
+        let r = (frac * self.h as f64).round() as u16;
+        self.top + self.h - r.min(self.h)
+    }
+
+    /// The plot row a line at `v` bytes/s is drawn on.
+    fn line_row(&self, v: f64) -> u16 {
+        self.row_of(v).clamp(self.top, self.marker_y - 1)
+    }
+
+    fn xs(&self) -> std::ops::Range<u16> {
+        self.x..self.x + self.w
+    }
+}
+
 impl Widget for SpeedChart<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         if area.width < 6 || area.height < 2 {
             return;
         }
-        let t = self.theme;
-        let g = t.glyphs;
-        // Rows: [unit row] plot rows, marker row, [x labels].
-        let (plot_h, has_unit_row) = Self::rows(area);
-        let has_labels = area.height >= 4;
-        let top = area.y + u16::from(has_unit_row);
-        let marker_y = top + plot_h;
+        let Some((plot, ys, cols)) = self.plot(area) else {
+            return;
+        };
+        if plot.top > area.y {
+            buf.set_stringn(
+                area.x,
+                area.y,
+                self.units.rate_label(),
+                area.width as usize,
+                self.theme.dim(),
+            );
+        }
+        self.draw_y_axis(buf, &plot, &ys);
+        self.draw_area(buf, &plot, &cols);
+        self.draw_avg(buf, &plot, &cols);
+        self.draw_limit(buf, &plot);
+        self.draw_overlays(buf, &plot, &cols);
+        self.draw_markers(buf, &plot);
+        if area.height >= 4 {
+            self.draw_x_labels(buf, &plot);
+        }
+    }
+}
 
-        // y scale from the data in view, held from the last frame (see `YScale::next`).
+impl SpeedChart<'_> {
+    /// The plot's place and scale in `area` (rows: [unit row] plot rows, marker row, [x
+    /// labels]), with the columns it draws; `None` when no column fits beside the labels. The
+    /// y scale comes from the data in view, held from the last frame (see `YScale::next`).
+    fn plot(&self, area: Rect) -> Option<(Plot, YScale, Vec<Option<Column>>)> {
+        let (plot_h, has_unit_row) = Self::rows(area);
+        let top = area.y + u16::from(has_unit_row);
         let label_w_guess = 5u16;
         let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
         let cols = self.columns(guess_cols);
         let ys = self.y_scale_of(&cols, plot_h);
-        let scale = self.units.scale();
-        let (step, y_max_units) = (ys.step, ys.top);
-        let y_max = y_max_units * scale;
-        let label = |v: f64| fmt_tick_at(v, step);
-        let label_w = (label(y_max_units).len() as u16 + 1).max(label_w_guess);
-        let plot_x = area.x + label_w;
+        let label_w = (fmt_tick_at(ys.top, ys.step).len() as u16 + 1).max(label_w_guess);
         let plot_w = area.width.saturating_sub(label_w);
         if plot_w == 0 {
-            return;
+            return None;
         }
         let cols = if plot_w as usize == guess_cols {
             cols
         } else {
             self.columns(plot_w as usize)
         };
-
-        if has_unit_row {
-            buf.set_stringn(
-                area.x,
-                area.y,
-                self.units.rate_label(),
-                area.width as usize,
-                t.dim(),
-            );
-        }
-        // y axis ticks.
-        let row_of = |v: f64| -> u16 {
-            // Row whose bottom edge is at or below v.
-            let frac = (v / y_max).clamp(0.0, 1.0);
-            let r = (frac * plot_h as f64).round() as u16;
-            top + plot_h - r.min(plot_h)
+        let plot = Plot {
+            x: area.x + label_w,
+            w: plot_w,
+            top,
+            h: plot_h,
+            marker_y: top + plot_h,
+            y_max: ys.top * self.units.scale(),
         };
+        Some((plot, ys, cols))
+    }
+
+    /// The y axis: its line, and a labelled tick at each of the scale's ticks.
+    fn draw_y_axis(&self, buf: &mut Buffer, p: &Plot, ys: &YScale) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let scale = self.units.scale();
         for v in ys.ticks() {
             let y = if v == 0.0 {
-                marker_y
+                p.marker_y
             } else {
-                row_of(v * scale)
+                p.row_of(v * scale)
             };
-            if y >= top && y <= marker_y {
-                let s = label(v);
-                let x = plot_x.saturating_sub(1 + s.len() as u16);
+            if y >= p.top && y <= p.marker_y {
+                let s = fmt_tick_at(v, ys.step);
+                let x = p.x.saturating_sub(1 + s.len() as u16);
                 buf.set_string(x, y, &s, t.dim());
                 let axis_glyph = if v == 0.0 { g.axis_origin } else { g.axis_tick };
-                buf[(plot_x - 1, y)]
-                    .set_symbol(axis_glyph)
-                    .set_style(t.dim());
+                buf[(p.x - 1, y)].set_symbol(axis_glyph).set_style(t.dim());
             }
         }
-        for y in top..marker_y {
-            let cell = &mut buf[(plot_x - 1, y)];
+        for y in p.top..p.marker_y {
+            let cell = &mut buf[(p.x - 1, y)];
             if cell.symbol() == " " {
                 cell.set_symbol(g.axis_v).set_style(t.dim());
             }
         }
+    }
 
-        // Filled area, dips, drops.
-        let eighths_total = plot_h as f64 * 8.0;
+    /// The filled area in eighths of a cell, with the dips inside a column and the drops.
+    fn draw_area(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let eighths_total = p.h as f64 * 8.0;
         for (i, col) in cols.iter().enumerate() {
             let Some(col) = col else { continue };
-            let x = plot_x + i as u16;
-            let h8 = ((col.mean / y_max) * eighths_total).round().max(0.0) as u32;
+            let x = p.x + i as u16;
+            let h8 = ((col.mean / p.y_max) * eighths_total).round().max(0.0) as u32;
             let h8 = if col.mean > 0.0 { h8.max(1) } else { 0 };
-            let min8 = ((col.min.max(0.0) / y_max) * eighths_total).round() as u32;
+            let min8 = ((col.min.max(0.0) / p.y_max) * eighths_total).round() as u32;
             let dip = !col.in_drop && col.count > 1 && col.min < col.mean * 0.5;
             let fill_style = if col.in_drop { t.drop_fill() } else { t.fill() };
-            for row in 0..plot_h {
-                let y = top + plot_h - 1 - row;
+            for row in 0..p.h {
+                let y = p.top + p.h - 1 - row;
                 let lo = row as u32 * 8;
                 if h8 <= lo {
                     break;
@@ -420,43 +480,56 @@ impl Widget for SpeedChart<'_> {
                 let style = if dip_cell { t.dip() } else { fill_style };
                 buf[(x, y)].set_symbol(sym).set_style(style);
             }
-            if h8 > plot_h as u32 * 8 {
+            if h8 > p.h as u32 * 8 {
                 // Clipped by the robust scale: say so at the top.
-                buf[(x, top)].set_symbol(g.clipped).set_style(fill_style);
+                buf[(x, p.top)].set_symbol(g.clipped).set_style(fill_style);
             }
-            if col.in_drop && h8 < plot_h as u32 * 8 {
+            if col.in_drop && h8 < p.h as u32 * 8 && buf[(x, p.top)].symbol() == " " {
                 // Mark the empty space above a drop so it reads even without colour.
-                let y = top;
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(g.drop_top).set_style(t.drop_mark());
-                }
+                buf[(x, p.top)]
+                    .set_symbol(g.drop_top)
+                    .set_style(t.drop_mark());
             }
         }
-        // Average line in empty cells.
-        if let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) {
-            let y = row_of(avg).clamp(top, marker_y - 1);
-            // Only under the history: the right part of a growing axis is the future.
-            let last = cols
-                .iter()
-                .rposition(Option::is_some)
-                .map_or(0, |c| c as u16 + 1);
-            for x in plot_x..plot_x + last.min(plot_w) {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
-                }
+    }
+
+    /// The average line in the empty cells, only under the history: the right part of a
+    /// growing axis is the future.
+    fn draw_avg(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) else {
+            return;
+        };
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let y = p.line_row(avg);
+        let last = cols
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |c| c as u16 + 1);
+        for x in p.x..p.x + last.min(p.w) {
+            if buf[(x, y)].symbol() == " " {
+                buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
             }
         }
-        // The --bwlimit line in the cells still empty, across the whole width.
-        if let Some(limit) = self.limit_bps.filter(|l| *l > 0.0) {
-            let y = row_of(limit).clamp(top, marker_y - 1);
-            let glyph = if t.ascii() { "-" } else { "╌" };
-            for x in plot_x..plot_x + plot_w {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(glyph).set_style(t.warn());
-                }
+    }
+
+    /// The --bwlimit line in the cells still empty, across the whole width.
+    fn draw_limit(&self, buf: &mut Buffer, p: &Plot) {
+        let Some(limit) = self.limit_bps.filter(|l| *l > 0.0) else {
+            return;
+        };
+        let t = self.theme;
+        let y = p.line_row(limit);
+        let glyph = if t.ascii() { "-" } else { "╌" };
+        for x in p.xs() {
+            if buf[(x, y)].symbol() == " " {
+                buf[(x, y)].set_symbol(glyph).set_style(t.warn());
             }
         }
-        // Overlay lines, the first on top.
+    }
+
+    /// The overlay lines, the first on top.
+    fn draw_overlays(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let (t, g) = (self.theme, self.theme.glyphs);
         for (k, ov) in self.overlays.iter().enumerate().take(MAX_OVERLAYS).rev() {
             let glyph = if t.ascii() { ov.glyph.1 } else { ov.glyph.0 };
             for (i, col) in cols.iter().enumerate() {
@@ -464,11 +537,11 @@ impl Widget for SpeedChart<'_> {
                     continue;
                 };
                 // An idle device would draw a dotted line on the axis: leave the baseline clean.
-                if v < y_max / (plot_h as f64 * 4.0) {
+                if v < p.y_max / (p.h as f64 * 4.0) {
                     continue;
                 }
-                let y = row_of(v).clamp(top, marker_y - 1);
-                let x = plot_x + i as u16;
+                let y = p.line_row(v);
+                let x = p.x + i as u16;
                 let cell = buf[(x, y)].symbol();
                 let empty = cell == " " || cell == g.avg;
                 let full = cell == g.full || cell == g.full_drop || cell == g.dip;
@@ -488,14 +561,18 @@ impl Widget for SpeedChart<'_> {
                 buf[(x, y)].set_symbol(glyph).set_style(style);
             }
         }
+    }
 
-        // Marker row: axis line with event glyphs.
-        for x in plot_x..plot_x + plot_w {
-            buf[(x, marker_y)].set_symbol(g.axis_h).set_style(t.dim());
+    /// The marker row: the x axis line with the event glyphs, the higher priority winning a
+    /// shared column.
+    fn draw_markers(&self, buf: &mut Buffer, p: &Plot) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        for x in p.xs() {
+            buf[(x, p.marker_y)].set_symbol(g.axis_h).set_style(t.dim());
         }
-        let mut best: Vec<Option<&Marker>> = vec![None; plot_w as usize];
+        let mut best: Vec<Option<&Marker>> = vec![None; p.w as usize];
         for m in self.markers {
-            if let Some(c) = self.marker_col(m, plot_w as usize)
+            if let Some(c) = self.marker_col(m, p.w as usize)
                 && best[c].is_none_or(|b| m.priority >= b.priority)
             {
                 best[c] = Some(m);
@@ -508,25 +585,24 @@ impl Widget for SpeedChart<'_> {
                     style = style.fg(m.color);
                 }
                 let mut tmp = [0u8; 4];
-                buf[(plot_x + c as u16, marker_y)]
+                buf[(p.x + c as u16, p.marker_y)]
                     .set_symbol(m.glyph.encode_utf8(&mut tmp))
                     .set_style(style);
             }
         }
+    }
 
-        // x labels.
-        if has_labels {
-            let y = marker_y + 1;
-            let labels = self.x_labels(plot_w as usize);
-            let mut next_free = 0usize;
-            for (c, s) in labels {
-                let start = c.saturating_sub(s.len() / 2);
-                if start < next_free || start + s.len() > plot_w as usize {
-                    continue;
-                }
-                buf.set_string(plot_x + start as u16, y, &s, t.dim());
-                next_free = start + s.len() + 2;
+    /// The x labels under the marker row, each centred on its tick, none overlapping.
+    fn draw_x_labels(&self, buf: &mut Buffer, p: &Plot) {
+        let y = p.marker_y + 1;
+        let mut next_free = 0usize;
+        for (c, s) in self.x_labels(p.w as usize) {
+            let start = c.saturating_sub(s.len() / 2);
+            if start < next_free || start + s.len() > p.w as usize {
+                continue;
             }
+            buf.set_string(p.x + start as u16, y, &s, self.theme.dim());
+            next_free = start + s.len() + 2;
         }
     }
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::Widget;
 
 use super::budget::budget_lines;
 use super::fit::fit_line;
-use crate::model::{BacklogScope, KernelView};
+use crate::model::{BacklogScope, KernelView, ZfsView};
 use crate::present::format::fmt_pct;
 use crate::ui::view::View;
 
@@ -50,16 +50,33 @@ fn marked_gauge(
 }
 
 /// The kernel panel's lines (page cache, ZFS, device/pressure/CPU), "n/a" where missing.
+/// Each figure says whose it is: this copy's backlog is its own data; Dirty, Writeback, the
+/// device's rate, PSI and CPU count every writer on the machine.
 pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
+    let k: KernelView = app.model.kernel();
+    let mut lines = vec![page_cache_line(app, &k)];
+    if let Some(z) = &k.zfs {
+        lines.push(zfs_line(app, z));
+    }
+    lines.push(device_line(app, &k));
+    if app.view.show_budget {
+        lines.extend(budget_lines(app));
+    }
+    let env = app.model.env();
+    if let Some(note) = env.notes.first().filter(|_| with_note) {
+        lines.push(Line::from(Span::styled(
+            format!("note: {note}"),
+            app.opts.theme.dim(),
+        )));
+    }
+    lines
+}
+
+/// "this copy: to flush 120 MB   system: dirty 1.20 GB  writeback …  limit …".
+fn page_cache_line(app: &View, k: &KernelView) -> Line<'static> {
     let t = app.opts.theme;
     let u = app.opts.units;
-    let k: KernelView = app.model.kernel();
-    let env = app.model.env();
-    let mut lines = Vec::new();
-    let na = || Span::styled("n/a".to_string(), t.dim());
     let on_zfs = k.zfs.is_some();
-    // Issue 9: say whose each figure is. This copy's backlog is its own data; Dirty,
-    // Writeback, the device's rate, PSI and CPU count every writer on the machine.
     let mut pc = vec![Span::styled("this copy: ", t.label())];
     match k.this_copy_backlog {
         Some(b) if b.scope == BacklogScope::ThisCopy => pc.push(Span::styled(
@@ -90,59 +107,71 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         }
         None => pc.push(Span::styled("page cache n/a".to_string(), t.dim())),
     }
-    lines.push(Line::from(pc));
-    if let Some(z) = &k.zfs {
-        let mut s = vec![Span::styled(format!("zfs {}  ", z.pool), t.label())];
-        match z.open_txg {
-            Some(txg) => s.push(Span::raw(format!("txg {txg} open  "))),
-            None => s.push(Span::raw("txg n/a  ")),
-        }
-        if let Some(st) = z.syncing_txg {
-            s.push(Span::styled(format!("{st} syncing  "), t.warn()));
-        }
-        match (z.dirty_estimate, z.dirty_max) {
-            (Some(d), Some(max)) if max > 0 => {
-                let frac = d as f64 / max as f64;
-                s.push(Span::raw("dirty "));
-                s.extend(marked_gauge(10, frac, z.sync_pct, z.delay_pct, app));
-                s.push(Span::raw(format!(
-                    " {} of {}",
-                    fmt_pct(frac * 100.0),
-                    u.size(max)
-                )));
-                if let (Some(sp), Some(dp)) = (z.sync_pct, z.delay_pct) {
-                    s.push(Span::styled(
-                        format!(
-                            " (sync {}, delay {})",
-                            fmt_pct(f64::from(sp)),
-                            fmt_pct(f64::from(dp))
-                        ),
-                        t.dim(),
-                    ));
-                }
-            }
-            (Some(d), _) => s.push(Span::raw(format!(
-                "dirty {} ({})",
-                u.size(d),
-                z.dirty_source
-            ))),
-            _ => s.push(Span::raw("dirty n/a")),
-        }
-        if z.delays_per_s > 0.0 {
-            s.push(Span::styled(
-                format!("  delays {:.0}/s", z.delays_per_s),
-                t.error(),
-            ));
-        }
-        if let Some((txg, nd, st)) = z.last_sync {
-            s.push(Span::raw(format!(
-                "  last sync {txg}: {} in {}",
-                u.size(nd),
-                crate::present::format::fmt_secs(st as f64 / 1e9)
-            )));
-        }
-        lines.push(Line::from(s));
+    Line::from(pc)
+}
+
+/// "zfs tank  txg 1234 open  1233 syncing  dirty [gauge] 40 % of 4.00 GB …".
+fn zfs_line(app: &View, z: &ZfsView) -> Line<'static> {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let mut s = vec![Span::styled(format!("zfs {}  ", z.pool), t.label())];
+    match z.open_txg {
+        Some(txg) => s.push(Span::raw(format!("txg {txg} open  "))),
+        None => s.push(Span::raw("txg n/a  ")),
     }
+    if let Some(st) = z.syncing_txg {
+        s.push(Span::styled(format!("{st} syncing  "), t.warn()));
+    }
+    match (z.dirty_estimate, z.dirty_max) {
+        (Some(d), Some(max)) if max > 0 => {
+            let frac = d as f64 / max as f64;
+            s.push(Span::raw("dirty "));
+            s.extend(marked_gauge(10, frac, z.sync_pct, z.delay_pct, app));
+            s.push(Span::raw(format!(
+                " {} of {}",
+                fmt_pct(frac * 100.0),
+                u.size(max)
+            )));
+            if let (Some(sp), Some(dp)) = (z.sync_pct, z.delay_pct) {
+                s.push(Span::styled(
+                    format!(
+                        " (sync {}, delay {})",
+                        fmt_pct(f64::from(sp)),
+                        fmt_pct(f64::from(dp))
+                    ),
+                    t.dim(),
+                ));
+            }
+        }
+        (Some(d), _) => s.push(Span::raw(format!(
+            "dirty {} ({})",
+            u.size(d),
+            z.dirty_source
+        ))),
+        _ => s.push(Span::raw("dirty n/a")),
+    }
+    if z.delays_per_s > 0.0 {
+        s.push(Span::styled(
+            format!("  delays {:.0}/s", z.delays_per_s),
+            t.error(),
+        ));
+    }
+    if let Some((txg, nd, st)) = z.last_sync {
+        s.push(Span::raw(format!(
+            "  last sync {txg}: {} in {}",
+            u.size(nd),
+            crate::present::format::fmt_secs(st as f64 / 1e9)
+        )));
+    }
+    Line::from(s)
+}
+
+/// "device sda  118 MB/s all writers  util 97 %   system: psi io 40 %  cpu 12 %".
+fn device_line(app: &View, k: &KernelView) -> Line<'static> {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let env = app.model.env();
+    let na = || Span::styled("n/a".to_string(), t.dim());
     let disk = env.dest_disks.join("+");
     let mut d = vec![Span::styled(
         format!(
@@ -189,14 +218,7 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
         };
         d.push(Span::styled(u.rate(b), style));
     }
-    lines.push(Line::from(d));
-    if app.view.show_budget {
-        lines.extend(budget_lines(app));
-    }
-    if let Some(note) = env.notes.first().filter(|_| with_note) {
-        lines.push(Line::from(Span::styled(format!("note: {note}"), t.dim())));
-    }
-    lines
+    Line::from(d)
 }
 
 /// The kernel panel: the lines from [`kernel_lines`], as many as fit, each cut with the

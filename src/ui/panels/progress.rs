@@ -58,12 +58,47 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     if area.height == 0 {
         return;
     }
-    let t = app.opts.theme;
-    let u = app.opts.units;
     if app.watch {
         watch_progress(area, buf, app);
         return;
     }
+    bytes_row(Rect { height: 1, ..area }, buf, app, with_gauge);
+    if area.height < 2 {
+        return;
+    }
+    let row1 = Rect {
+        y: area.y + 1,
+        height: 1,
+        ..area
+    };
+    let t = app.opts.theme;
+    match app.state {
+        RunState::Flushing => render_fitted(flush_line(app), row1, buf, t.glyphs.ellipsis),
+        _ if app.cancelling.is_some() => {
+            let u = app.opts.units;
+            let text = match app.cancelling {
+                Some(n) if n > 0 => format!(
+                    "cancelling: waiting for the kernel to take the current write ({})",
+                    u.size(n)
+                ),
+                _ => "cancelling: removing the unfinished file".to_string(),
+            };
+            Line::from(Span::styled(
+                ellipsize_end(&text, area.width as usize, t.glyphs.ellipsis),
+                t.warn(),
+            ))
+            .render(row1, buf);
+        }
+        _ => current_file_row(row1, buf, app),
+    }
+}
+
+/// "42 %  1.20 GB / 2.90 GB  files 120 / 300  ETA 00:42", after the gauge when there is one:
+/// percent and ETA first; then the bytes, then the files, as far as the width allows (shown
+/// in reading order).
+fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
+    let t = app.opts.theme;
+    let u = app.opts.units;
     let p = &app.progress;
     let plus = if p.scan_done { "" } else { "+" };
     let pct = if p.scan_done {
@@ -88,8 +123,6 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         fmt_count(p.files_done),
         fmt_count(p.files_total)
     );
-    // Percent and ETA first; then the bytes, then the files, as far as the width allows
-    // (shown in reading order).
     let compose = |with_bytes: bool, with_files: bool| {
         let mut parts = vec![pct.as_str()];
         if with_bytes {
@@ -101,124 +134,117 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         parts.push(&eta);
         parts.join("  ")
     };
-    let w = area.width as usize;
+    let w = row.width as usize;
     let text = [(true, true), (true, false), (false, false)]
         .into_iter()
         .map(|(b, f)| compose(b, f))
         .find(|t| cells(t) <= w)
         .unwrap_or_else(|| compose(false, false));
-    let row0 = Rect { height: 1, ..area };
     let e = t.glyphs.ellipsis;
-    if with_gauge {
-        let text_w = cells(&text) + 1;
-        let gauge_w = w.saturating_sub(text_w).min(40);
-        // A gauge of a few cells says nothing the percentage does not.
-        let gauge_w = if gauge_w < 6 { 0 } else { gauge_w };
-        let (a, b) = gauge(gauge_w, fraction_done(app).unwrap_or(0.0), app);
-        let mut spans = vec![Span::styled(a, t.gauge()), Span::styled(b, t.dim())];
-        if gauge_w > 0 {
-            spans.push(Span::raw(" "));
-        }
-        spans.push(Span::raw(text));
-        render_fitted(Line::from(spans), row0, buf, e);
-    } else {
-        render_fitted(Line::from(text), row0, buf, e);
-    }
-    if area.height < 2 {
+    if !with_gauge {
+        render_fitted(Line::from(text), row, buf, e);
         return;
     }
-    let row1 = Rect {
-        y: area.y + 1,
-        height: 1,
-        ..area
-    };
-    match app.state {
-        RunState::Flushing => {
-            let k = app.model.kernel();
-            let line = match (k.this_copy_backlog, app.flush_start_dirty) {
-                (Some(b), Some(start)) if start > 0 => {
-                    let frac = 1.0 - (b.bytes as f64 / start as f64).min(1.0);
-                    let (a, rest) = gauge(20, frac, app);
-                    let whose = match b.scope {
-                        BacklogScope::ThisCopy => "this copy: ",
-                        BacklogScope::System => "system dirty: ",
-                    };
-                    let mut spans = vec![
-                        Span::styled(
-                            format!("flushing {whose}{} to disk ", u.size(b.bytes)),
-                            t.warn(),
-                        ),
-                        Span::styled(a, t.gauge()),
-                        Span::styled(rest, t.dim()),
-                        Span::raw(format!(
-                            " {}",
-                            fmt_pct_done(start - b.bytes.min(start), start)
-                        )),
-                    ];
-                    if let (Some(pc), BacklogScope::ThisCopy) = (&k.page_cache, b.scope) {
-                        spans.push(Span::styled(
-                            format!(
-                                "  system: dirty {}  writeback {}",
-                                u.size(pc.dirty),
-                                u.size(pc.writeback)
-                            ),
-                            t.dim(),
-                        ));
-                    }
-                    Line::from(spans)
-                }
-                _ => Line::from(Span::styled(
-                    "flushing: waiting for the filesystem to report the data durable (syncfs)",
-                    t.warn(),
-                )),
-            };
-            render_fitted(line, row1, buf, t.glyphs.ellipsis);
-        }
-        _ if app.cancelling.is_some() => {
-            let text = match app.cancelling {
-                Some(n) if n > 0 => format!(
-                    "cancelling: waiting for the kernel to take the current write ({})",
-                    u.size(n)
-                ),
-                _ => "cancelling: removing the unfinished file".to_string(),
-            };
-            Line::from(Span::styled(
-                ellipsize_end(&text, area.width as usize, t.glyphs.ellipsis),
-                t.warn(),
-            ))
-            .render(row1, buf);
-        }
-        _ => {
-            if let Some(cur) = &app.current {
-                let name = shell_escape(&cur.path);
-                // Transliterated as a whole, so "ß" stays "ss" and wide characters keep their width.
-                let name = if t.ascii() {
-                    crate::present::text::asciify(&name).into()
-                } else {
-                    name
-                };
-                let frac = if cur.size > 0 {
-                    cur.done as f64 / cur.size as f64
-                } else {
-                    1.0
-                };
-                let tail = format!("  {:>5}", fmt_pct_done(cur.done, cur.size));
-                let bar_w = 10usize.min((area.width as usize).saturating_sub(20));
-                let name_w = (area.width as usize).saturating_sub(bar_w + tail.len() + 2);
-                let (a, b) = gauge(bar_w, frac, app);
-                Line::from(vec![
-                    Span::raw(format!(
-                        "{}  ",
-                        ellipsize_start(&name, name_w, t.glyphs.ellipsis)
-                    )),
-                    Span::styled(a, t.gauge()),
-                    Span::styled(b, t.dim()),
-                    Span::raw(tail),
-                ])
-                .render(row1, buf);
-            }
-        }
+    let text_w = cells(&text) + 1;
+    let gauge_w = w.saturating_sub(text_w).min(40);
+    // A gauge of a few cells says nothing the percentage does not.
+    let gauge_w = if gauge_w < 6 { 0 } else { gauge_w };
+    let (a, b) = gauge(gauge_w, fraction_done(app).unwrap_or(0.0), app);
+    let mut spans = vec![Span::styled(a, t.gauge()), Span::styled(b, t.dim())];
+    if gauge_w > 0 {
+        spans.push(Span::raw(" "));
     }
+    spans.push(Span::raw(text));
+    render_fitted(Line::from(spans), row, buf, e);
+}
+
+/// The flush's row: what is left to write of the backlog the flush started with, on a gauge;
+/// without this copy's figures, the wait for syncfs.
+fn flush_line(app: &View) -> Line<'static> {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let k = app.model.kernel();
+    let (Some(b), Some(start)) = (k.this_copy_backlog, app.flush_start_dirty) else {
+        return syncfs_wait(app);
+    };
+    if start == 0 {
+        return syncfs_wait(app);
+    }
+    let frac = 1.0 - (b.bytes as f64 / start as f64).min(1.0);
+    let (a, rest) = gauge(20, frac, app);
+    let whose = match b.scope {
+        BacklogScope::ThisCopy => "this copy: ",
+        BacklogScope::System => "system dirty: ",
+    };
+    let mut spans = vec![
+        Span::styled(
+            format!("flushing {whose}{} to disk ", u.size(b.bytes)),
+            t.warn(),
+        ),
+        Span::styled(a, t.gauge()),
+        Span::styled(rest, t.dim()),
+        Span::raw(format!(
+            " {}",
+            fmt_pct_done(start - b.bytes.min(start), start)
+        )),
+    ];
+    if let (Some(pc), BacklogScope::ThisCopy) = (&k.page_cache, b.scope) {
+        spans.push(Span::styled(
+            format!(
+                "  system: dirty {}  writeback {}",
+                u.size(pc.dirty),
+                u.size(pc.writeback)
+            ),
+            t.dim(),
+        ));
+    }
+    Line::from(spans)
+}
+
+fn syncfs_wait(app: &View) -> Line<'static> {
+    Line::from(Span::styled(
+        "flushing: waiting for the filesystem to report the data durable (syncfs)",
+        app.opts.theme.warn(),
+    ))
+}
+
+/// A path as the progress rows show it: quoted for the terminal, and under `--ascii`
+/// transliterated as a whole, so "ß" stays "ss" and wide characters keep their width.
+fn shown_name(path: &std::path::Path, app: &View) -> String {
+    let name = shell_escape(path);
+    if app.opts.theme.ascii() {
+        crate::present::text::asciify(&name)
+    } else {
+        name.into_owned()
+    }
+}
+
+/// The file being copied, with its own gauge and percentage.
+fn current_file_row(row: Rect, buf: &mut Buffer, app: &View) {
+    let Some(cur) = &app.current else {
+        return;
+    };
+    let t = app.opts.theme;
+    let name = shown_name(&cur.path, app);
+    let frac = if cur.size > 0 {
+        cur.done as f64 / cur.size as f64
+    } else {
+        1.0
+    };
+    let tail = format!("  {:>5}", fmt_pct_done(cur.done, cur.size));
+    let bar_w = 10usize.min((row.width as usize).saturating_sub(20));
+    let name_w = (row.width as usize).saturating_sub(bar_w + tail.len() + 2);
+    let (a, b) = gauge(bar_w, frac, app);
+    Line::from(vec![
+        Span::raw(format!(
+            "{}  ",
+            ellipsize_start(&name, name_w, t.glyphs.ellipsis)
+        )),
+        Span::styled(a, t.gauge()),
+        Span::styled(b, t.dim()),
+        Span::raw(tail),
+    ])
+    .render(row, buf);
 }
 
 /// A watch's progress rows: what the writers put in so far (no total, no files, no ETA: the
@@ -235,12 +261,7 @@ fn watch_progress(area: Rect, buf: &mut Buffer, app: &View) {
     let Some(cur) = app.current.as_ref().filter(|_| area.height >= 2) else {
         return;
     };
-    let name = shell_escape(&cur.path);
-    let name = if t.ascii() {
-        crate::present::text::asciify(&name).into()
-    } else {
-        name
-    };
+    let name = shown_name(&cur.path, app);
     let tail = format!("  at {}", u.size(cur.done));
     let name_w = (area.width as usize).saturating_sub(tail.len() + 8);
     Line::from(vec![
