@@ -447,7 +447,7 @@ fn bench_notes(
 /// How the random data was made, and — when the random write ran at [`PACED_BY_PRNG`] of the
 /// generator's rate or more — that the generator, not the disk, set its pace.
 fn random_note(prng_bps: f64, ran: &[Ran]) -> String {
-    use crate::present::format::fmt_rate;
+    use crate::present::format::{fmt_pct, fmt_rate};
     let mut s = format!(
         "random data: xoshiro256** generated in memory at {} on one core (not /dev/urandom)",
         fmt_rate(prng_bps)
@@ -459,9 +459,9 @@ fn random_note(prng_bps: f64, ran: &[Ran]) -> String {
         let bps = o.bytes_copied as f64 / o.copy_secs;
         if prng_bps > 0.0 && bps >= PACED_BY_PRNG * prng_bps {
             s.push_str(&format!(
-                "; the random write ran at {} ({:.0} % of it): the generator, not the disk, set its pace",
+                "; the random write ran at {} ({} of it): the generator, not the disk, set its pace",
                 fmt_rate(bps),
-                bps * 100.0 / prng_bps
+                fmt_pct(bps * 100.0 / prng_bps)
             ));
         }
     }

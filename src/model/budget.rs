@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::attrib::ThreadTick;
+use crate::present::format::fmt_pct;
 use crate::sample::WaitClass;
 
 /// One slice of the budget, in the order the bar draws them.
@@ -287,7 +288,7 @@ impl Budget {
         self.shares()
             .iter()
             .filter(|(_, v)| *v >= 0.005)
-            .map(|(s, v)| format!("{} {:.0} %", self.label(*s), v * 100.0))
+            .map(|(s, v)| format!("{} {}", self.label(*s), fmt_pct(v * 100.0)))
             .collect::<Vec<_>>()
             .join(" · ")
     }

@@ -2,7 +2,7 @@
 //! short cause labels, and the marker glyph of each event kind.
 
 use super::{Cause, DropInfo, Event, EventKind};
-use crate::present::format::{fmt_bytes, fmt_count, fmt_rate, fmt_rate_pair, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_rate_pair, fmt_secs};
 use crate::present::markers::MarkerKind;
 use crate::present::quote::file_line;
 
@@ -69,7 +69,7 @@ impl Cause {
                 if let Some(h) = held {
                     s.push_str(&format!("; the writer was held by {h}"));
                     if let Some(p) = held_pct {
-                        s.push_str(&format!(" {p:.0} % of the time"));
+                        s.push_str(&format!(" {} of the time", fmt_pct(*p)));
                     }
                 }
                 s
@@ -85,7 +85,8 @@ impl Cause {
                 );
                 if let Some(p) = r.held_pct {
                     s.push_str(&format!(
-                        "; the writer waited on a txg {p:.0} % of the time"
+                        "; the writer waited on a txg {} of the time",
+                        fmt_pct(p)
                     ));
                 }
                 if let Cause::TxgSync {
@@ -115,7 +116,8 @@ impl Cause {
                 };
                 if let Some(p) = dirty_pct_of_max {
                     s.push_str(&format!(
-                        "; dirty had reached {p:.0} % of zfs_dirty_data_max"
+                        "; dirty had reached {} of zfs_dirty_data_max",
+                        fmt_pct(*p)
                     ));
                 }
                 if let Some(p) = own_pct {
@@ -156,10 +158,10 @@ impl Cause {
                 };
                 if *write_share > 0.0 {
                     s.push_str(&format!(
-                        " (in write() {:.0} % of the time)",
+                        " (in write() {} of the time)",
                         // Time blocked in write() is counted when the call returns, and several
                         // workers add up: the share of wall time can exceed 1.
-                        (write_share * 100.0).min(100.0)
+                        fmt_pct((write_share * 100.0).min(100.0))
                     ));
                 }
                 s
@@ -176,28 +178,31 @@ impl Cause {
                 util_pct,
                 device_bps,
             } => format!(
-                "destination disk {util_pct:.0} % busy at {}",
+                "destination disk {} busy at {}",
+                fmt_pct(*util_pct),
                 fmt_rate(*device_bps)
             ),
             Cause::SourceStall { read_share } => format!(
-                "source stalled: reading {:.0} % of the time",
-                (read_share * 100.0).min(100.0)
+                "source stalled: reading {} of the time",
+                fmt_pct((read_share * 100.0).min(100.0))
             ),
-            Cause::CpuSaturated { busy_pct } => format!("CPU {busy_pct:.0} % busy"),
+            Cause::CpuSaturated { busy_pct } => format!("CPU {} busy", fmt_pct(*busy_pct)),
             Cause::CpuStarved {
                 runq_wait_pct,
                 max_core_pct,
             } => {
-                let mut s = format!("waiting for a CPU {runq_wait_pct:.0} % of the time");
+                let mut s = format!("waiting for a CPU {} of the time", fmt_pct(*runq_wait_pct));
                 if let Some(c) = max_core_pct {
-                    s.push_str(&format!(" (busiest core {c:.0} %)"));
+                    s.push_str(&format!(" (busiest core {})", fmt_pct(*c)));
                 }
                 s
             }
             Cause::ZilCommit { commits, held_pct } => {
                 let mut s = "synchronous writes: ".to_string();
                 match held_pct {
-                    Some(p) => s.push_str(&format!("writer in zil_commit {p:.0} % of the time")),
+                    Some(p) => {
+                        s.push_str(&format!("writer in zil_commit {} of the time", fmt_pct(*p)))
+                    }
                     None => s.push_str("the writer waited while the ZIL committed"),
                 }
                 if *commits > 0 {
@@ -206,11 +211,15 @@ impl Cause {
                 s
             }
             Cause::JournalWait { held_pct } => {
-                format!("ext4 journal: writer waiting on jbd2 {held_pct:.0} % of the time")
+                format!(
+                    "ext4 journal: writer waiting on jbd2 {} of the time",
+                    fmt_pct(*held_pct)
+                )
             }
             Cause::NearlyFull { held_pct } => format!(
                 "filesystem nearly full: ext4 stopped delaying allocation, writer waiting for \
-                 its writeback {held_pct:.0} % of the time"
+                 its writeback {} of the time",
+                fmt_pct(*held_pct)
             ),
             Cause::AnotherWriter {
                 device, other_bps, ..

@@ -1,5 +1,6 @@
-//! Tick labels of the chart axes (TUI chart, SVG/PNG, text chart, compare): round steps and
-//! short labels that fit under a tick. Everything else is formatted by [`super::format`].
+//! The chart axes of every face (TUI chart, SVG/PNG, text chart, compare): the axis unit, the
+//! one y-step rule ([`nice_step`]), time steps, and the short tick labels that fit under a
+//! tick (`2.5`, `30s`, `1m10s`, `50%`). Everything else is formatted by [`super::format`].
 
 /// A rate unit for an axis: the divisor and its label.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,20 +23,37 @@ pub fn rate_unit(max_bps: f64) -> RateUnit {
     }
 }
 
-/// The smallest "round" step (1, 2, 2.5 or 5 × 10^k) such that `max / step <= target`.
-pub fn nice_step(max: f64, target: usize) -> f64 {
+/// The round numbers a step may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steps {
+    /// 1, 2, 2.5 or 5 × 10^k: the TUI chart, the pictures, compare, day-long time steps.
+    Round,
+    /// Also 1.5, 3, 4, 6 and 8 × 10^k, for an axis of few rows: the text chart's eight rows
+    /// would waste half their height on an axis at 200 for a 112 MB/s copy (labels 30, 60,
+    /// 90, 120 instead).
+    Fine,
+}
+
+/// The smallest step among `steps` such that `max / step <= target`: the one y-step rule of
+/// every chart. 1 for a `max` that is zero, negative or not finite.
+pub fn nice_step(max: f64, target: usize, steps: Steps) -> f64 {
+    const ROUND: &[f64] = &[1.0, 2.0, 2.5, 5.0, 10.0];
+    const FINE: &[f64] = &[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
     let target = target.max(1) as f64;
     if !(max.is_finite() && max > 0.0) {
         return 1.0;
     }
     let raw = max / target;
     let mag = 10f64.powf(raw.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * mag >= raw * (1.0 - 1e-9) {
-            return m * mag;
-        }
-    }
-    10.0 * mag
+    let mantissas = match steps {
+        Steps::Round => ROUND,
+        Steps::Fine => FINE,
+    };
+    mantissas
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * mag)
 }
 
 /// A tick of an axis whose ticks are `step` apart, with as many decimals as the step needs,
@@ -72,6 +90,12 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// A tick label of the percent axis (the TUI chart's `t`): `0%`, `50%`, `100%`, as short as
+/// the time axis's `30s`.
+pub fn fmt_axis_pct(frac: f64) -> String {
+    format!("{}%", (frac * 100.0).round() as u32)
+}
+
 /// A time-axis tick label for ticks `step` seconds apart (the TUI chart, the pictures, the
 /// text chart): "0.5s" for sub-second steps, "30s" under a minute, then "1m", "1m10s",
 /// "2h", "1h05m".
@@ -105,10 +129,23 @@ mod tests {
 
     #[test]
     fn steps_are_round() {
-        assert_eq!(nice_step(126.0, 5), 50.0);
-        assert_eq!(nice_step(100.0, 4), 25.0);
-        assert_eq!(nice_step(9.0, 4), 2.5);
-        assert_eq!(nice_step(0.0, 4), 1.0);
+        use Steps::{Fine, Round};
+        assert_eq!(nice_step(126.0, 5, Round), 50.0);
+        assert_eq!(nice_step(100.0, 4, Round), 25.0);
+        assert_eq!(nice_step(9.0, 4, Round), 2.5);
+        assert_eq!(nice_step(0.0, 4, Round), 1.0);
+        assert_eq!(nice_step(f64::NAN, 4, Round), 1.0);
+        assert_eq!(nice_step(7.0, 1, Round), 10.0);
+        assert_eq!(nice_step(1.7, 1, Round), 2.0);
+        assert_eq!(nice_step(23.0, 1, Round), 25.0);
+        assert_eq!(nice_step(120.0, 1, Round), 200.0);
+        // A step that already is round stays: 100 in 4 is 25, not 50.
+        assert_eq!(nice_step(100.0, 0, Round), 100.0);
+        // The text chart's four labels over 112 MB/s: 30, not 50.
+        assert_eq!(nice_step(112.0, 4, Fine), 30.0);
+        assert_eq!(nice_step(112.0, 4, Round), 50.0);
+        assert_eq!(nice_step(31.0, 4, Fine), 8.0);
+        assert_eq!(nice_step(33.0, 4, Fine), 10.0);
         assert_eq!(time_step(76.0, 10), 10.0);
         assert_eq!(time_step(3600.0, 10), 600.0);
     }
@@ -133,5 +170,7 @@ mod tests {
         assert_eq!(ticks(0.5), ["0.0", "0.5", "1.0", "1.5", "2.0"]);
         assert_eq!(ticks(25.0), ["0", "25", "50", "75", "100"]);
         assert_eq!(fmt_tick_at(0.3, 0.1), "0.3");
+        assert_eq!(fmt_axis_pct(0.5), "50%");
+        assert_eq!(fmt_axis_pct(1.0), "100%");
     }
 }

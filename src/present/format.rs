@@ -11,6 +11,9 @@
 //!   sub-second.
 //! - **Durations** (how long something took): `0.4 s`, `4.2 s` (one decimal below 10 s),
 //!   `42 s`, `76 s` (whole seconds below 100 s), `2 min 05 s`, `1 h 02 min`.
+//! - **Percentages**: whole percent after a space, as every other unit — `42 %`, `100 %`. A
+//!   reading or a share (busy, of the time, of the limit) is rounded; work done (bytes, a
+//!   file, a flush) is rounded down, so `100 %` only once all of it is done.
 //!
 //! The chart axes' tick labels are [`super::axis`]'s.
 
@@ -200,6 +203,24 @@ pub fn fmt_files(n: u64) -> String {
     }
 }
 
+/// A percentage `p` (0–100: a reading or a share already times 100), rounded: `42 %`.
+pub fn fmt_pct(p: f64) -> String {
+    if !p.is_finite() {
+        return "n/a".to_string();
+    }
+    format!("{p:.0} %")
+}
+
+/// How much of `total` is done, rounded down: `99 %` one byte short, `100 %` only when done
+/// is total (or there is nothing to do).
+pub fn fmt_pct_done(done: u64, total: u64) -> String {
+    if total == 0 {
+        return "100 %".to_string();
+    }
+    let pct = u128::from(done.min(total)) * 100 / u128::from(total);
+    format!("{pct} %")
+}
+
 /// A file's modification time as a calendar date in UTC, `2026-11-30 19:42:07` (a file
 /// time from stat, not the clock; UTC because the local zone needs the C library's tz tables).
 pub fn fmt_utc_datetime(secs: i64) -> String {
@@ -300,5 +321,20 @@ mod tests {
         assert_eq!(fmt_clock(3723.0), "1:02:03");
         assert_eq!(fmt_event_time(31_200_000_000), "00:31.2");
         assert_eq!(fmt_event_time(3_723_400_000_000), "1:02:03.4");
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(fmt_pct(42.4), "42 %");
+        assert_eq!(fmt_pct(99.6), "100 %");
+        assert_eq!(fmt_pct(0.0), "0 %");
+        assert_eq!(fmt_pct(f64::NAN), "n/a");
+        assert_eq!(fmt_pct_done(29, 100), "29 %");
+        assert_eq!(fmt_pct_done(996, 1000), "99 %");
+        assert_eq!(fmt_pct_done(u64::MAX - 1, u64::MAX), "99 %");
+        assert_eq!(fmt_pct_done(7, 7), "100 %");
+        assert_eq!(fmt_pct_done(8, 7), "100 %");
+        assert_eq!(fmt_pct_done(0, 0), "100 %");
+        assert_eq!(fmt_pct_done(0, 5), "0 %");
     }
 }

@@ -12,7 +12,7 @@ use super::export::markdown::render_markdown;
 use super::export::text::render_text;
 use super::recording::{RecordingCursor, RecordingError, Replayed, TimelineItem};
 use crate::model::{EventKind, ModelConfig};
-use crate::present::format::{fmt_bytes, fmt_event_time, fmt_rate};
+use crate::present::format::{fmt_bytes, fmt_event_time, fmt_pct, fmt_rate};
 use crate::sample::{DiskCounters, DmuTx, Environment, Sample, TxgRow};
 
 /// Seconds of context kept on each side of the worst drop.
@@ -221,11 +221,11 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
             b.io_ticks_ms.saturating_sub(a.io_ticks_ms) as f64 / f64::from(b.disks.max(1));
         let _ = writeln!(
             o,
-            "\nDestination disks ({}) over the window: {} written, {}, busy {:.0} % of the time.",
+            "\nDestination disks ({}) over the window: {} written, {}, busy {} of the time.",
             e.dest_disks.join(", "),
             fmt_bytes(written),
             fmt_rate(written as f64 / secs),
-            (busy_ms / 10.0 / secs).min(100.0)
+            fmt_pct((busy_ms / 10.0 / secs).min(100.0))
         );
     }
 }

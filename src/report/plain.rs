@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
 use crate::model::{Backlog, BacklogScope, Stats};
-use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
+use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_pct_done, fmt_rate_with, fmt_secs};
 use crate::present::quote::file_line;
 
 /// Plain progress lines come this often.
@@ -113,15 +113,10 @@ pub fn progress_line(
         };
     }
     let (total, files_total, pct, eta) = if snap.scan_done {
-        let pct = if snap.bytes_total > 0 {
-            (snap.bytes_copied as f64 * 100.0 / snap.bytes_total as f64).min(100.0)
-        } else {
-            100.0
-        };
         (
             fmt_bytes_with(snap.bytes_total, binary),
             snap.files_total.to_string(),
-            format!("{pct:.0} %"),
+            fmt_pct_done(snap.bytes_copied, snap.bytes_total),
             eta,
         )
     } else {
@@ -161,11 +156,6 @@ pub fn verify_line(
     let done = snap.bytes_copied + verified;
     let (total, pct, eta) = if snap.scan_done {
         let work = 2 * snap.bytes_total;
-        let pct = if work > 0 {
-            (done as f64 * 100.0 / work as f64).min(100.0)
-        } else {
-            100.0
-        };
         let eta = if done > 0 && secs > 0.0 {
             format!(
                 "ETA {}",
@@ -176,7 +166,7 @@ pub fn verify_line(
         };
         (
             fmt_bytes_with(snap.bytes_total, binary),
-            format!("{pct:.0} %"),
+            fmt_pct_done(done, work),
             eta,
         )
     } else {

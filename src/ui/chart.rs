@@ -11,7 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 
 use crate::model::series::Point;
-use crate::present::axis::{fmt_axis_time, fmt_tick_at};
+use crate::present::axis::{Steps, fmt_axis_pct, fmt_axis_time, fmt_tick_at, nice_step};
+use crate::present::columns::{Bucket, Reading, bucket, column_of};
 use crate::present::units::Units;
 use crate::ui::theme::Theme;
 
@@ -113,7 +114,7 @@ impl YScale {
     /// (1, 2, 2.5, 5 × 10^k) for about `rows / 2` ticks (at most 5), the top a multiple of it.
     pub fn fit(peak: f64, room: f64, rows: u16, unit: f64) -> YScale {
         let want = peak.max(1.0) * room;
-        let step = tick_step(want, (rows as usize / 2).clamp(1, 5));
+        let step = nice_step(want, (rows as usize / 2).clamp(1, 5), Steps::Round);
         YScale {
             top: (want / step).ceil() * step,
             step,
@@ -187,96 +188,85 @@ impl SpeedChart<'_> {
 
     /// Aggregates the points into `ncols` columns for the current axis.
     pub fn columns(&self, ncols: usize) -> Vec<Option<Column>> {
-        let mut cols: Vec<Option<Column>> = vec![None; ncols];
         if ncols == 0 {
-            return cols;
+            return Vec::new();
         }
-        let mut weights = vec![0f64; ncols];
-        let mut ov_weights = vec![[0f64; MAX_OVERLAYS]; ncols];
         let overlays = &self.overlays[..self.overlays.len().min(MAX_OVERLAYS)];
         let (w0, w1) = self.window;
         let span = w1.saturating_sub(w0).max(1) as f64;
-        let col_of = |p: &Point| -> Option<usize> {
-            let x = match self.axis {
+        let place = |p: &Point| -> Option<f64> {
+            match self.axis {
                 XAxis::Time => {
                     let mid = p.t_ns + p.dt_ns / 2; // t_ns is the start of the interval
-                    if mid < w0 || mid > w1 {
-                        return None;
-                    }
-                    (mid - w0) as f64 / span
+                    (w0..=w1).contains(&mid).then(|| (mid - w0) as f64 / span)
                 }
-                XAxis::Percent => p.progress?,
-            };
-            Some(((x * ncols as f64) as usize).min(ncols - 1))
+                XAxis::Percent => p.progress,
+            }
         };
-        for p in self.points {
-            let Some(c) = col_of(p) else { continue };
-            let w = (p.dt_ns.max(1)) as f64;
-            let col = cols[c].get_or_insert(Column {
-                mean: 0.0,
-                min: f64::INFINITY,
-                max: 0.0,
-                overlay: [None; MAX_OVERLAYS],
-                in_drop: false,
-                count: 0,
-            });
-            col.mean += p.copy_bps * w;
-            col.min = col.min.min(p.copy_min_bps);
-            col.max = col.max.max(p.copy_max_bps);
-            col.count += 1;
-            weights[c] += w;
-            for (k, ov) in overlays.iter().enumerate() {
-                if let Some(v) = (ov.value)(p) {
-                    col.overlay[k] = Some(col.overlay[k].unwrap_or(0.0) + v * w);
-                    ov_weights[c][k] += w;
-                }
-            }
-        }
-        for (c, col) in cols.iter_mut().enumerate() {
-            if let Some(col) = col {
-                col.mean /= weights[c];
-                for (k, v) in col.overlay.iter_mut().enumerate() {
-                    if let Some(v) = v.as_mut() {
-                        *v /= ov_weights[c][k];
+        let weight = |p: &Point| (p.dt_ns.max(1)) as f64;
+        let copy = bucket(self.points, ncols, place, |p| {
+            Some(Reading {
+                value: p.copy_bps,
+                min: p.copy_min_bps,
+                max: p.copy_max_bps,
+                weight: weight(p),
+            })
+        });
+        let over: Vec<Vec<Option<Bucket>>> = overlays
+            .iter()
+            .map(|ov| {
+                bucket(self.points, ncols, place, |p| {
+                    (ov.value)(p).map(|v| Reading {
+                        weight: weight(p),
+                        ..Reading::of(v)
+                    })
+                })
+            })
+            .collect();
+        let mut cols: Vec<Option<Column>> = copy
+            .iter()
+            .enumerate()
+            .map(|(c, b)| {
+                b.map(|b| {
+                    let mut overlay = [None; MAX_OVERLAYS];
+                    for (k, o) in over.iter().enumerate() {
+                        overlay[k] = o[c].map(|o| o.mean);
                     }
-                }
-            }
-        }
-        // Fewer points than columns: a point covers several columns (a step), up to the last point.
-        let last_col = cols.iter().rposition(Option::is_some);
-        if let Some(last) = last_col {
-            let mut prev: Option<Column> = None;
-            for col in cols.iter_mut().take(last + 1) {
-                match col {
-                    Some(c) => prev = Some(*c),
-                    None => {
-                        if let Some(p) = prev {
-                            *col = Some(Column { count: 0, ..p });
-                        }
+                    Column {
+                        mean: b.mean,
+                        min: b.min,
+                        max: b.max,
+                        overlay,
+                        in_drop: false,
+                        count: b.count,
                     }
-                }
-            }
-        }
+                })
+            })
+            .collect();
+        carry_forward(&mut cols);
         if self.axis == XAxis::Time {
-            for span_ in self.spans {
-                let a = span_.start_ns.max(w0);
-                let b = span_.end_ns.min(w1);
-                if b < a {
-                    continue;
-                }
-                let ca = (((a - w0) as f64 / span) * ncols as f64) as usize;
-                let cb = (((b - w0) as f64 / span) * ncols as f64) as usize;
-                for c in cols
-                    .iter_mut()
-                    .take(cb.min(ncols - 1) + 1)
-                    .skip(ca)
-                    .flatten()
-                {
-                    c.in_drop = true;
-                }
-            }
+            self.mark_drops(&mut cols);
         }
         cols
+    }
+
+    /// Flags the columns the drop spans cover (on the time axis).
+    fn mark_drops(&self, cols: &mut [Option<Column>]) {
+        let ncols = cols.len();
+        let (w0, w1) = self.window;
+        let span = w1.saturating_sub(w0).max(1) as f64;
+        for span_ in self.spans {
+            let a = span_.start_ns.max(w0);
+            let b = span_.end_ns.min(w1);
+            if b < a {
+                continue;
+            }
+            let ca = column_of((a - w0) as f64 / span, ncols);
+            let cb = column_of((b - w0) as f64 / span, ncols);
+            for c in cols.iter_mut().take(cb + 1).skip(ca).flatten() {
+                c.in_drop = true;
+            }
+        }
     }
 
     fn marker_col(&self, m: &Marker, ncols: usize) -> Option<usize> {
@@ -290,7 +280,26 @@ impl SpeedChart<'_> {
             }
             XAxis::Percent => m.progress?,
         };
-        Some(((x * ncols as f64) as usize).min(ncols.saturating_sub(1)))
+        Some(column_of(x, ncols))
+    }
+}
+
+/// Fewer points than columns: a point covers the columns up to the next one (a step), up to
+/// the last point.
+fn carry_forward(cols: &mut [Option<Column>]) {
+    let Some(last) = cols.iter().rposition(Option::is_some) else {
+        return;
+    };
+    let mut prev: Option<Column> = None;
+    for col in cols.iter_mut().take(last + 1) {
+        match col {
+            Some(c) => prev = Some(*c),
+            None => {
+                if let Some(p) = prev {
+                    *col = Some(Column { count: 0, ..p });
+                }
+            }
+        }
     }
 }
 
@@ -324,25 +333,35 @@ fn robust_max(mut vals: Vec<f64>) -> f64 {
     if max > p97 * 1.5 { p97 * 1.2 } else { max }
 }
 
-/// Rounds up to 1, 2, 2.5 or 5 × 10^k.
-pub fn nice_ceil(v: f64) -> f64 {
-    if !(v.is_finite()) || v <= 0.0 {
-        return 1.0;
-    }
-    let exp = v.log10().floor();
-    let base = 10f64.powf(exp);
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if v <= m * base * (1.0 + 1e-9) {
-            return m * base;
-        }
-    }
-    10.0 * base
+/// Where the plot sits in the chart's area, and the rate its top row stands for.
+#[derive(Debug, Clone, Copy)]
+struct Plot {
+    x: u16,
+    w: u16,
+    top: u16,
+    h: u16,
+    /// The row under the plot: the x axis with the event markers.
+    marker_y: u16,
+    /// Bytes/s at the top of the plot.
+    y_max: f64,
 }
 
-/// A tick step for `max` split into about `n` intervals (1/2/5 steps).
-pub fn tick_step(max: f64, n: usize) -> f64 {
-    let raw = max / n.max(1) as f64;
-    nice_ceil(raw)
+impl Plot {
+    /// The row whose bottom edge is at or below `v` bytes/s.
+    fn row_of(&self, v: f64) -> u16 {
+        let frac = (v / self.y_max).clamp(0.0, 1.0);
+        let r = (frac * self.h as f64).round() as u16;
+        self.top + self.h - r.min(self.h)
+    }
+
+    /// The plot row a line at `v` bytes/s is drawn on.
+    fn line_row(&self, v: f64) -> u16 {
+        self.row_of(v).clamp(self.top, self.marker_y - 1)
+    }
+
+    fn xs(&self) -> std::ops::Range<u16> {
+        self.x..self.x + self.w
+    }
 }
 
 impl Widget for SpeedChart<'_> {
@@ -350,86 +369,102 @@ impl Widget for SpeedChart<'_> {
         if area.width < 6 || area.height < 2 {
             return;
         }
-        let t = self.theme;
-        let g = t.glyphs;
-        // Rows: [unit row] plot rows, marker row, [x labels].
-        let (plot_h, has_unit_row) = Self::rows(area);
-        let has_labels = area.height >= 4;
-        let top = area.y + u16::from(has_unit_row);
-        let marker_y = top + plot_h;
+        let Some((plot, ys, cols)) = self.plot(area) else {
+            return;
+        };
+        if plot.top > area.y {
+            buf.set_stringn(
+                area.x,
+                area.y,
+                self.units.rate_label(),
+                area.width as usize,
+                self.theme.dim(),
+            );
+        }
+        self.draw_y_axis(buf, &plot, &ys);
+        self.draw_area(buf, &plot, &cols);
+        self.draw_avg(buf, &plot, &cols);
+        self.draw_limit(buf, &plot);
+        self.draw_overlays(buf, &plot, &cols);
+        self.draw_markers(buf, &plot);
+        if area.height >= 4 {
+            self.draw_x_labels(buf, &plot);
+        }
+    }
+}
 
-        // y scale from the data in view, held from the last frame (see `YScale::next`).
+impl SpeedChart<'_> {
+    /// The plot's place and scale in `area` (rows: [unit row] plot rows, marker row, [x
+    /// labels]), with the columns it draws; `None` when no column fits beside the labels. The
+    /// y scale comes from the data in view, held from the last frame (see `YScale::next`).
+    fn plot(&self, area: Rect) -> Option<(Plot, YScale, Vec<Option<Column>>)> {
+        let (plot_h, has_unit_row) = Self::rows(area);
+        let top = area.y + u16::from(has_unit_row);
         let label_w_guess = 5u16;
         let guess_cols = area.width.saturating_sub(label_w_guess) as usize;
         let cols = self.columns(guess_cols);
         let ys = self.y_scale_of(&cols, plot_h);
-        let scale = self.units.scale();
-        let (step, y_max_units) = (ys.step, ys.top);
-        let y_max = y_max_units * scale;
-        let label = |v: f64| fmt_tick_at(v, step);
-        let label_w = (label(y_max_units).len() as u16 + 1).max(label_w_guess);
-        let plot_x = area.x + label_w;
+        let label_w = (fmt_tick_at(ys.top, ys.step).len() as u16 + 1).max(label_w_guess);
         let plot_w = area.width.saturating_sub(label_w);
         if plot_w == 0 {
-            return;
+            return None;
         }
         let cols = if plot_w as usize == guess_cols {
             cols
         } else {
             self.columns(plot_w as usize)
         };
-
-        if has_unit_row {
-            buf.set_stringn(
-                area.x,
-                area.y,
-                self.units.rate_label(),
-                area.width as usize,
-                t.dim(),
-            );
-        }
-        // y axis ticks.
-        let row_of = |v: f64| -> u16 {
-            // Row whose bottom edge is at or below v.
-            let frac = (v / y_max).clamp(0.0, 1.0);
-            let r = (frac * plot_h as f64).round() as u16;
-            top + plot_h - r.min(plot_h)
+        let plot = Plot {
+            x: area.x + label_w,
+            w: plot_w,
+            top,
+            h: plot_h,
+            marker_y: top + plot_h,
+            y_max: ys.top * self.units.scale(),
         };
+        Some((plot, ys, cols))
+    }
+
+    /// The y axis: its line, and a labelled tick at each of the scale's ticks.
+    fn draw_y_axis(&self, buf: &mut Buffer, p: &Plot, ys: &YScale) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let scale = self.units.scale();
         for v in ys.ticks() {
             let y = if v == 0.0 {
-                marker_y
+                p.marker_y
             } else {
-                row_of(v * scale)
+                p.row_of(v * scale)
             };
-            if y >= top && y <= marker_y {
-                let s = label(v);
-                let x = plot_x.saturating_sub(1 + s.len() as u16);
+            if y >= p.top && y <= p.marker_y {
+                let s = fmt_tick_at(v, ys.step);
+                let x = p.x.saturating_sub(1 + s.len() as u16);
                 buf.set_string(x, y, &s, t.dim());
                 let axis_glyph = if v == 0.0 { g.axis_origin } else { g.axis_tick };
-                buf[(plot_x - 1, y)]
-                    .set_symbol(axis_glyph)
-                    .set_style(t.dim());
+                buf[(p.x - 1, y)].set_symbol(axis_glyph).set_style(t.dim());
             }
         }
-        for y in top..marker_y {
-            let cell = &mut buf[(plot_x - 1, y)];
+        for y in p.top..p.marker_y {
+            let cell = &mut buf[(p.x - 1, y)];
             if cell.symbol() == " " {
                 cell.set_symbol(g.axis_v).set_style(t.dim());
             }
         }
+    }
 
-        // Filled area, dips, drops.
-        let eighths_total = plot_h as f64 * 8.0;
+    /// The filled area in eighths of a cell, with the dips inside a column and the drops.
+    fn draw_area(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let eighths_total = p.h as f64 * 8.0;
         for (i, col) in cols.iter().enumerate() {
             let Some(col) = col else { continue };
-            let x = plot_x + i as u16;
-            let h8 = ((col.mean / y_max) * eighths_total).round().max(0.0) as u32;
+            let x = p.x + i as u16;
+            let h8 = ((col.mean / p.y_max) * eighths_total).round().max(0.0) as u32;
             let h8 = if col.mean > 0.0 { h8.max(1) } else { 0 };
-            let min8 = ((col.min.max(0.0) / y_max) * eighths_total).round() as u32;
+            let min8 = ((col.min.max(0.0) / p.y_max) * eighths_total).round() as u32;
             let dip = !col.in_drop && col.count > 1 && col.min < col.mean * 0.5;
             let fill_style = if col.in_drop { t.drop_fill() } else { t.fill() };
-            for row in 0..plot_h {
-                let y = top + plot_h - 1 - row;
+            for row in 0..p.h {
+                let y = p.top + p.h - 1 - row;
                 let lo = row as u32 * 8;
                 if h8 <= lo {
                     break;
@@ -445,43 +480,56 @@ impl Widget for SpeedChart<'_> {
                 let style = if dip_cell { t.dip() } else { fill_style };
                 buf[(x, y)].set_symbol(sym).set_style(style);
             }
-            if h8 > plot_h as u32 * 8 {
+            if h8 > p.h as u32 * 8 {
                 // Clipped by the robust scale: say so at the top.
-                buf[(x, top)].set_symbol(g.clipped).set_style(fill_style);
+                buf[(x, p.top)].set_symbol(g.clipped).set_style(fill_style);
             }
-            if col.in_drop && h8 < plot_h as u32 * 8 {
+            if col.in_drop && h8 < p.h as u32 * 8 && buf[(x, p.top)].symbol() == " " {
                 // Mark the empty space above a drop so it reads even without colour.
-                let y = top;
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(g.drop_top).set_style(t.drop_mark());
-                }
+                buf[(x, p.top)]
+                    .set_symbol(g.drop_top)
+                    .set_style(t.drop_mark());
             }
         }
-        // Average line in empty cells.
-        if let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) {
-            let y = row_of(avg).clamp(top, marker_y - 1);
-            // Only under the history: the right part of a growing axis is the future.
-            let last = cols
-                .iter()
-                .rposition(Option::is_some)
-                .map_or(0, |c| c as u16 + 1);
-            for x in plot_x..plot_x + last.min(plot_w) {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
-                }
+    }
+
+    /// The average line in the empty cells, only under the history: the right part of a
+    /// growing axis is the future.
+    fn draw_avg(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let Some(avg) = self.avg_bps.filter(|a| *a > 0.0) else {
+            return;
+        };
+        let (t, g) = (self.theme, self.theme.glyphs);
+        let y = p.line_row(avg);
+        let last = cols
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |c| c as u16 + 1);
+        for x in p.x..p.x + last.min(p.w) {
+            if buf[(x, y)].symbol() == " " {
+                buf[(x, y)].set_symbol(g.avg).set_style(t.avg());
             }
         }
-        // The --bwlimit line in the cells still empty, across the whole width.
-        if let Some(limit) = self.limit_bps.filter(|l| *l > 0.0) {
-            let y = row_of(limit).clamp(top, marker_y - 1);
-            let glyph = if t.ascii() { "-" } else { "╌" };
-            for x in plot_x..plot_x + plot_w {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_symbol(glyph).set_style(t.warn());
-                }
+    }
+
+    /// The --bwlimit line in the cells still empty, across the whole width.
+    fn draw_limit(&self, buf: &mut Buffer, p: &Plot) {
+        let Some(limit) = self.limit_bps.filter(|l| *l > 0.0) else {
+            return;
+        };
+        let t = self.theme;
+        let y = p.line_row(limit);
+        let glyph = if t.ascii() { "-" } else { "╌" };
+        for x in p.xs() {
+            if buf[(x, y)].symbol() == " " {
+                buf[(x, y)].set_symbol(glyph).set_style(t.warn());
             }
         }
-        // Overlay lines, the first on top.
+    }
+
+    /// The overlay lines, the first on top.
+    fn draw_overlays(&self, buf: &mut Buffer, p: &Plot, cols: &[Option<Column>]) {
+        let (t, g) = (self.theme, self.theme.glyphs);
         for (k, ov) in self.overlays.iter().enumerate().take(MAX_OVERLAYS).rev() {
             let glyph = if t.ascii() { ov.glyph.1 } else { ov.glyph.0 };
             for (i, col) in cols.iter().enumerate() {
@@ -489,11 +537,11 @@ impl Widget for SpeedChart<'_> {
                     continue;
                 };
                 // An idle device would draw a dotted line on the axis: leave the baseline clean.
-                if v < y_max / (plot_h as f64 * 4.0) {
+                if v < p.y_max / (p.h as f64 * 4.0) {
                     continue;
                 }
-                let y = row_of(v).clamp(top, marker_y - 1);
-                let x = plot_x + i as u16;
+                let y = p.line_row(v);
+                let x = p.x + i as u16;
                 let cell = buf[(x, y)].symbol();
                 let empty = cell == " " || cell == g.avg;
                 let full = cell == g.full || cell == g.full_drop || cell == g.dip;
@@ -513,14 +561,18 @@ impl Widget for SpeedChart<'_> {
                 buf[(x, y)].set_symbol(glyph).set_style(style);
             }
         }
+    }
 
-        // Marker row: axis line with event glyphs.
-        for x in plot_x..plot_x + plot_w {
-            buf[(x, marker_y)].set_symbol(g.axis_h).set_style(t.dim());
+    /// The marker row: the x axis line with the event glyphs, the higher priority winning a
+    /// shared column.
+    fn draw_markers(&self, buf: &mut Buffer, p: &Plot) {
+        let (t, g) = (self.theme, self.theme.glyphs);
+        for x in p.xs() {
+            buf[(x, p.marker_y)].set_symbol(g.axis_h).set_style(t.dim());
         }
-        let mut best: Vec<Option<&Marker>> = vec![None; plot_w as usize];
+        let mut best: Vec<Option<&Marker>> = vec![None; p.w as usize];
         for m in self.markers {
-            if let Some(c) = self.marker_col(m, plot_w as usize)
+            if let Some(c) = self.marker_col(m, p.w as usize)
                 && best[c].is_none_or(|b| m.priority >= b.priority)
             {
                 best[c] = Some(m);
@@ -533,25 +585,24 @@ impl Widget for SpeedChart<'_> {
                     style = style.fg(m.color);
                 }
                 let mut tmp = [0u8; 4];
-                buf[(plot_x + c as u16, marker_y)]
+                buf[(p.x + c as u16, p.marker_y)]
                     .set_symbol(m.glyph.encode_utf8(&mut tmp))
                     .set_style(style);
             }
         }
+    }
 
-        // x labels.
-        if has_labels {
-            let y = marker_y + 1;
-            let labels = self.x_labels(plot_w as usize);
-            let mut next_free = 0usize;
-            for (c, s) in labels {
-                let start = c.saturating_sub(s.len() / 2);
-                if start < next_free || start + s.len() > plot_w as usize {
-                    continue;
-                }
-                buf.set_string(plot_x + start as u16, y, &s, t.dim());
-                next_free = start + s.len() + 2;
+    /// The x labels under the marker row, each centred on its tick, none overlapping.
+    fn draw_x_labels(&self, buf: &mut Buffer, p: &Plot) {
+        let y = p.marker_y + 1;
+        let mut next_free = 0usize;
+        for (c, s) in self.x_labels(p.w as usize) {
+            let start = c.saturating_sub(s.len() / 2);
+            if start < next_free || start + s.len() > p.w as usize {
+                continue;
             }
+            buf.set_string(p.x + start as u16, y, &s, self.theme.dim());
+            next_free = start + s.len() + 2;
         }
     }
 }
@@ -568,8 +619,8 @@ impl SpeedChart<'_> {
                 let n = if ncols >= 60 { 10 } else { 4 };
                 for i in 0..=n {
                     let f = i as f64 / n as f64;
-                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
-                    out.push((c, format!("{}%", (f * 100.0).round() as u32)));
+                    let c = column_of(f, ncols);
+                    out.push((c, fmt_axis_pct(f)));
                 }
             }
             XAxis::Time => {
@@ -589,7 +640,7 @@ impl SpeedChart<'_> {
                 let mut s = first;
                 while s <= w1 as f64 / 1e9 + 1e-9 {
                     let f = (s - w0 as f64 / 1e9) / span_s.max(1e-9);
-                    let c = ((f * ncols as f64) as usize).min(ncols - 1);
+                    let c = column_of(f, ncols);
                     out.push((c, fmt_axis_time(s, step)));
                     s += step;
                 }
@@ -802,15 +853,6 @@ mod tests {
         // Without colour a dot would read as a hole in the area: the fill wins.
         let text = draw(Theme::plain(false));
         assert!(!text.contains('•') && !text.contains('×'), "{text}");
-    }
-
-    #[test]
-    fn nice_ceil_rounds_to_friendly_values() {
-        assert_eq!(nice_ceil(7.0), 10.0);
-        assert_eq!(nice_ceil(1.7), 2.0);
-        assert_eq!(nice_ceil(23.0), 25.0);
-        assert_eq!(nice_ceil(120.0), 200.0);
-        assert_eq!(nice_ceil(0.0), 1.0);
     }
 
     #[test]

@@ -56,11 +56,104 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
         panels::tiny(area, buf, app);
         return held;
     }
-    let mut next = held;
+    let inner = frame(area, buf, app);
+    let compact = app.opts.compact || area.height < COMPACT_BELOW_ROWS;
+    // Built once per frame: the layout needs their count, the panel draws them.
+    let kernel_lines = if app.view.show_kernel {
+        panels::kernel_lines(app, !compact && inner.height >= 30)
+    } else {
+        Vec::new()
+    };
+    let rows = if compact {
+        compact_layout(inner, app)
+    } else {
+        full_layout(inner, app, kernel_lines.len() as u16)
+    };
+    panels::speeds(rows.speeds, buf, app);
+    let next = charts(&rows, buf, app, held);
+    if let Some(sep) = rows.progress_sep {
+        separator(buf, area, sep.y, "", app);
+    }
+    panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
+    if let Some(ev) = rows.events {
+        separator(buf, area, ev.y, "events", app);
+        panels::events(under_title(ev), buf, app);
+    }
+    if let Some(k) = rows.kernel {
+        separator(buf, area, k.y, "kernel", app);
+        panels::kernel(
+            under_title(k),
+            buf,
+            kernel_lines,
+            app.opts.theme.glyphs.ellipsis,
+        );
+    }
+    // A status message too long for the bottom border (the screenshot's file names) is
+    // shown in full, wrapped, over the events (or whatever is below the progress rows).
+    if let Some(msg) = panels::status_message(app)
+        && !panels::status_fits_footer(msg, area.width)
+    {
+        // Everything below the progress rows (events and kernel panel), or the chart.
+        let top = rows.progress.bottom();
+        let under = if inner.bottom() > top + 1 {
+            Rect {
+                y: top + 1,
+                height: inner.bottom() - top - 1,
+                ..inner
+            }
+        } else {
+            rows.chart.unwrap_or(rows.speeds)
+        };
+        status_over(under, buf, msg, app);
+    }
+    if app.view.help {
+        overlay::help(area, buf, app);
+    }
+    if let Some(d) = &app.dialog {
+        overlay::dialog(area, buf, app, d);
+    }
+    if app.opts.theme.ascii() {
+        ascii_only(area, buf);
+    }
+    next
+}
+
+/// A panel's rows under its separator line.
+fn under_title(r: Rect) -> Rect {
+    Rect {
+        y: r.y + 1,
+        height: r.height - 1,
+        ..r
+    }
+}
+
+/// The border with the title, the state and the clock at the top and the keys at the bottom;
+/// returns the room inside, less a column of air on each side.
+fn frame(area: Rect, buf: &mut Buffer, app: &View) -> Rect {
     let t = app.opts.theme;
+    let state = state_line(app);
+    // The title gets what the state leaves of the top border.
+    let title_room = area.width.saturating_sub(2 + state.width() as u16 + 1);
+    let title = panels::title_line(app, title_room);
+    let footer = panels::footer_line(app, area.width);
     let block = Block::new()
         .borders(Borders::ALL)
-        .border_set(t.border_set());
+        .border_set(t.border_set())
+        .title_top(title)
+        .title_top(state)
+        .title_bottom(footer);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(2),
+        ..inner
+    }
+}
+
+/// The top border's right end: " replay 2× " or " copying ", and the clock.
+fn state_line(app: &View) -> Line<'static> {
+    let t = app.opts.theme;
     let mut state_spans = Vec::new();
     if let Some(r) = app.replay {
         let speed = if r.speed.is_infinite() {
@@ -82,35 +175,14 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
         "{} ",
         fmt_clock(app.now_ns as f64 / 1e9)
     )));
-    let state = Line::from(state_spans).right_aligned();
-    // The title gets what the state leaves of the top border.
-    let title_room = area.width.saturating_sub(2 + state.width() as u16 + 1);
-    let title = panels::title_line(app, title_room);
-    let footer = panels::footer_line(app, area.width);
-    let block = block.title_top(title).title_top(state).title_bottom(footer);
-    let inner = block.inner(area);
-    block.render(area, buf);
-    // One column of air on each side of the text.
-    let inner = Rect {
-        x: inner.x + 1,
-        width: inner.width.saturating_sub(2),
-        ..inner
-    };
+    Line::from(state_spans).right_aligned()
+}
 
-    let compact = app.opts.compact || area.height < COMPACT_BELOW_ROWS;
-    // Built once per frame: the layout needs their count, the panel draws them.
-    let kernel_lines = if app.view.show_kernel {
-        panels::kernel_lines(app, !compact && inner.height >= 30)
-    } else {
-        Vec::new()
-    };
-    let rows = if compact {
-        compact_layout(inner, app)
-    } else {
-        full_layout(inner, app, kernel_lines.len() as u16)
-    };
-
-    panels::speeds(rows.speeds, buf, app);
+/// The speed chart (or, compact, the speed bar); returns what the chart's scale leaves the
+/// next frame.
+fn charts(rows: &Rows, buf: &mut Buffer, app: &View, held: Held) -> Held {
+    let mut next = held;
+    let t = app.opts.theme;
     let points = app.model.series().points();
     let events = app.model.events();
     let marks = markers::markers(events, t.ascii(), |t_ns| progress_at(points, t_ns));
@@ -143,62 +215,6 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
             theme: t,
         }
         .render(bar, buf);
-    }
-    if let Some(sep) = rows.progress_sep {
-        separator(buf, area, sep.y, "", app);
-    }
-    panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
-    if let Some(ev) = rows.events {
-        separator(buf, area, ev.y, "events", app);
-        panels::events(
-            Rect {
-                y: ev.y + 1,
-                height: ev.height - 1,
-                ..ev
-            },
-            buf,
-            app,
-        );
-    }
-    if let Some(k) = rows.kernel {
-        separator(buf, area, k.y, "kernel", app);
-        panels::kernel(
-            Rect {
-                y: k.y + 1,
-                height: k.height - 1,
-                ..k
-            },
-            buf,
-            kernel_lines,
-            t.glyphs.ellipsis,
-        );
-    }
-    // A status message too long for the bottom border (the screenshot's file names) is
-    // shown in full, wrapped, over the events (or whatever is below the progress rows).
-    if let Some(msg) = panels::status_message(app)
-        && !panels::status_fits_footer(msg, area.width)
-    {
-        // Everything below the progress rows (events and kernel panel), or the chart.
-        let top = rows.progress.bottom();
-        let under = if inner.bottom() > top + 1 {
-            Rect {
-                y: top + 1,
-                height: inner.bottom() - top - 1,
-                ..inner
-            }
-        } else {
-            rows.chart.unwrap_or(rows.speeds)
-        };
-        status_over(under, buf, msg, app);
-    }
-    if app.view.help {
-        overlay::help(area, buf, app);
-    }
-    if let Some(d) = &app.dialog {
-        overlay::dialog(area, buf, app, d);
-    }
-    if t.ascii() {
-        ascii_only(area, buf);
     }
     next
 }

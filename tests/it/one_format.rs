@@ -1,6 +1,7 @@
 //! One family of numbers: every size, rate, duration and clock a run's outputs print follows
 //! `present::format`'s rules (three significant digits — `4.00 GB`, `118 MB/s`; clocks
-//! `mm:ss`/`h:mm:ss`, event times with tenths; durations `4.2 s`, `42 s`, `2 min 05 s`), so a
+//! `mm:ss`/`h:mm:ss`, event times with tenths; durations `4.2 s`, `42 s`, `2 min 05 s`;
+//! percentages whole and spaced, `42 %`), so a
 //! second formatting family cannot come back unnoticed. Scanned: a real `--plain` copy (its
 //! progress lines and summary), and for every committed recording the after-exit summary,
 //! `replay --plain`, the texts of `replay --json`, the Markdown and the text export.
@@ -108,6 +109,17 @@ fn violations(text: &str) -> Vec<String> {
                     bad.push(format!("{prev} s  in: {line}"));
                 }
             }
+            // Percentages are whole and spaced: "42 %", never "42%" or "41.7 %".
+            if *tok == "%" && !prev.is_empty() && !prev.bytes().all(|b| b.is_ascii_digit()) {
+                bad.push(format!("{prev} %  in: {line}"));
+            }
+            if tok.len() > 1
+                && tok.strip_suffix('%').is_some_and(|n| {
+                    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                })
+            {
+                bad.push(format!("{tok}  in: {line}"));
+            }
             // Counts are grouped by threes: "1 200 files", never "1200 files".
             if matches!(*tok, "files" | "drops" | "txgs")
                 && is_digits(prev, prev.len())
@@ -141,6 +153,8 @@ fn the_checker_rejects_the_old_families() {
         "last byte 57.0 s",
         "1.1 GB",
         "629 MB in 1200 files",
+        "copying 42% done",
+        "busy 41.7 % of the time",
         "9.99 kB", // fine…
     ] {
         let v = violations(old);
@@ -151,6 +165,7 @@ fn the_checker_rejects_the_old_families() {
         "drop 118 → 3.40 MB/s for 1.4 s; now 0 MB/s",
         "[00:10.4] txg 12 committed; ETA 1:02:03; stalled 2 min 05 s",
         "| 00:12.0 | 110 MB/s → 5.00 MB/s | 26 s |",
+        "copying 4.00 GB / 9.60 GB 41 %; CPU 100 % busy (busiest core 97 %)",
     ] {
         assert_eq!(violations(good), Vec::<String>::new(), "{good}");
     }

@@ -15,7 +15,7 @@ use crate::report::recording::Replayed;
 use super::describe::{drop_label, lost_secs};
 use super::svg::{Look, render_svg_look, top_value};
 use super::{ChartData, ExportTargets, png};
-use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit};
+use crate::present::axis::{RateUnit, Steps, fmt_axis_time, fmt_tick, nice_step, rate_unit};
 use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_rate, fmt_secs};
 
 /// One run of a comparison: its label and its chart (from the model).
@@ -217,7 +217,7 @@ fn overlay(o: &mut String, runs: &[Run], look: &Look, w: u32, h: u32, top: u32, 
     let (w, h) = (f64::from(w), f64::from(h));
     let unit = look.unit.unwrap_or_else(|| rate_unit(1e6));
     let target = look.ymax_bps.unwrap_or(1e6);
-    let step = nice_step(target / unit.divisor, 5);
+    let step = nice_step(target / unit.divisor, 5, Steps::Round);
     let ymax_units = (target / unit.divisor / step).ceil().max(1.0) * step;
     let ymax = ymax_units * unit.divisor;
     let duration = look.duration_s.unwrap_or(1.0).max(1e-3);

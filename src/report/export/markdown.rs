@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::ChartData;
 use super::describe::{describe_causes, lost_secs};
-use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_rate, fmt_secs};
+use crate::present::format::{fmt_bytes, fmt_event_time, fmt_mbps, fmt_pct, fmt_rate, fmt_secs};
 
 /// At most this many drops are listed; the rest are counted.
 const MAX_DROPS: usize = 50;
@@ -191,10 +191,7 @@ fn verdict(data: &ChartData, o: &mut String) {
         .collect();
     let _ = writeln!(o, "| {} |", head.join(" | "));
     let _ = writeln!(o, "|{}", "--:|".repeat(shares.len()));
-    let row: Vec<String> = shares
-        .iter()
-        .map(|(_, v)| format!("{:.0} %", v * 100.0))
-        .collect();
+    let row: Vec<String> = shares.iter().map(|(_, v)| fmt_pct(v * 100.0)).collect();
     let _ = writeln!(o, "| {} |", row.join(" | "));
     o.push('\n');
 }

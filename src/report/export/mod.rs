@@ -36,7 +36,9 @@ pub(crate) fn time_axis_step(span_s: f64, target: usize) -> f64 {
     if span_s / step <= target.max(1) as f64 {
         return step;
     }
-    crate::present::axis::nice_step(span_s / DAY, target).max(1.0) * DAY
+    crate::present::axis::nice_step(span_s / DAY, target, crate::present::axis::Steps::Round)
+        .max(1.0)
+        * DAY
 }
 
 /// Default picture size: crisp on a forum at full width.
@@ -331,46 +333,35 @@ impl ChartData {
 }
 
 fn downsample(points: &[ChartPoint], duration_s: f64, buckets: usize) -> Vec<ChartPoint> {
+    use crate::present::columns::{Reading, bucket};
     if buckets == 0 || points.len() <= buckets || duration_s <= 0.0 {
         return points.to_vec();
     }
     let width = duration_s / buckets as f64;
-    let mut out: Vec<ChartPoint> = Vec::with_capacity(buckets);
-    let mut i = 0;
-    for b in 0..buckets {
-        let end = (b + 1) as f64 * width;
-        let (mut sum, mut dev_sum, mut n, mut dev_n) = (0.0, 0.0, 0usize, 0usize);
-        let (mut net_sum, mut net_n) = (0.0, 0usize);
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        while i < points.len() && (points[i].t_s < end || b + 1 == buckets) {
-            let p = &points[i];
-            sum += p.copy_bps;
-            lo = lo.min(p.min_bps);
-            hi = hi.max(p.max_bps);
-            if let Some(d) = p.device_bps {
-                dev_sum += d;
-                dev_n += 1;
-            }
-            if let Some(r) = p.net_bps {
-                net_sum += r;
-                net_n += 1;
-            }
-            n += 1;
-            i += 1;
-        }
-        if n == 0 {
-            continue;
-        }
-        out.push(ChartPoint {
-            t_s: (b as f64 + 0.5) * width,
-            copy_bps: sum / n as f64,
-            min_bps: lo,
-            max_bps: hi,
-            device_bps: (dev_n > 0).then(|| dev_sum / dev_n as f64),
-            net_bps: (net_n > 0).then(|| net_sum / net_n as f64),
-        });
-    }
-    out
+    let place = |p: &ChartPoint| Some(p.t_s / duration_s);
+    let copy = bucket(points, buckets, place, |p| {
+        Some(Reading {
+            min: p.min_bps,
+            max: p.max_bps,
+            ..Reading::of(p.copy_bps)
+        })
+    });
+    let device = bucket(points, buckets, place, |p| p.device_bps.map(Reading::of));
+    let net = bucket(points, buckets, place, |p| p.net_bps.map(Reading::of));
+    copy.iter()
+        .enumerate()
+        .filter_map(|(b, c)| {
+            let c = c.as_ref()?;
+            Some(ChartPoint {
+                t_s: (b as f64 + 0.5) * width,
+                copy_bps: c.mean,
+                min_bps: c.min,
+                max_bps: c.max,
+                device_bps: device[b].map(|d| d.mean),
+                net_bps: net[b].map(|n| n.mean),
+            })
+        })
+        .collect()
 }
 
 /// On a pool without diskstats (a ZFS dataset over files, a VM's pool), the overlay is what

@@ -8,8 +8,8 @@ use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
 use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
-use crate::present::axis::{RateUnit, fmt_axis_time, fmt_tick, nice_step, rate_unit};
-use crate::present::format::{fmt_bytes, fmt_count, fmt_rate, fmt_secs};
+use crate::present::axis::{RateUnit, Steps, fmt_axis_time, fmt_tick, nice_step, rate_unit};
+use crate::present::format::{fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_secs};
 use crate::present::text::ellipsize_middle;
 
 const INK: &str = "#0f172a";
@@ -294,7 +294,7 @@ fn y_scale(data: &ChartData, look: &Look) -> (RateUnit, f64, f64) {
     let unit = look
         .unit
         .unwrap_or_else(|| rate_unit((target / 1.06).max(1e6)));
-    let step = nice_step(target / unit.divisor, 5);
+    let step = nice_step(target / unit.divisor, 5, Steps::Round);
     let ymax_units = (target / unit.divisor / step).ceil().max(1.0) * step;
     (unit, step, ymax_units)
 }
@@ -1240,14 +1240,14 @@ fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
             let sw = share * bw;
             let _ = writeln!(
                 o,
-                r#"<rect class="budget-slice" data-slice="{}" data-share="{share:.4}" x="{x:.1}" y="{y:.1}" width="{sw:.1}" height="{:.1}" fill="{}"><title>{} {:.0} %</title></rect>"#,
+                r#"<rect class="budget-slice" data-slice="{}" data-share="{share:.4}" x="{x:.1}" y="{y:.1}" width="{sw:.1}" height="{:.1}" fill="{}"><title>{} {}</title></rect>"#,
                 slice.label(),
                 BUDGET_BAR * s,
                 slice_colour(slice),
                 b.label(slice),
-                share * 100.0
+                fmt_pct(share * 100.0)
             );
-            let text = format!("{} {:.0} %", b.label(slice), share * 100.0);
+            let text = format!("{} {}", b.label(slice), fmt_pct(share * 100.0));
             let ink = if matches!(slice, Slice::Other | Slice::Unknown) {
                 INK
             } else {
@@ -1255,7 +1255,7 @@ fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
             };
             // The whole label where it fits, else the share alone; a slice too narrow even
             // for that is named under the bar's end.
-            let short = format!("{:.0} %", share * 100.0);
+            let short = fmt_pct(share * 100.0);
             let fits = |t: &str| text_w(t, 12.0 * s) + 8.0 * s <= sw;
             let shown = if fits(&text) {
                 Some(&text)

@@ -5,8 +5,9 @@
 use crate::model::EventKind;
 
 use super::{ChartData, MarkerKind};
-use crate::present::axis::{fmt_axis_time, fmt_tick, rate_unit};
-use crate::present::format::{fmt_bytes, fmt_rate, fmt_secs};
+use crate::present::axis::{Steps, fmt_axis_time, fmt_tick, nice_step, rate_unit};
+use crate::present::columns::{Reading, bucket, column_of};
+use crate::present::format::{fmt_bytes, fmt_pct, fmt_rate, fmt_secs};
 use crate::present::text::asciify;
 use crate::present::text::ellipsize_middle;
 
@@ -22,22 +23,6 @@ fn ascii_block(eighths: usize) -> char {
         4..=7 => '+',
         _ => '#',
     }
-}
-
-/// A label step such that four steps cover `max` with little headroom: with only eight
-/// rows, an axis at 200 for a 112 MB/s copy would waste half the chart, so besides the
-/// usual 1/2/2.5/5 this also allows 1.5, 3, 4, 6 and 8 (labels 30, 60, 90, 120).
-fn label_step(max: f64) -> f64 {
-    if !(max.is_finite() && max > 0.0) {
-        return 1.0;
-    }
-    let raw = max / (ROWS / 2) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
-        .into_iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw * (1.0 - 1e-9))
-        .unwrap_or(10.0 * mag)
 }
 
 /// Greedy word wrap of `items` joined by `sep` into lines of at most `width` characters.
@@ -133,11 +118,7 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
         .max(1e-3);
     let gutter = 4;
     let cols = width - gutter - 1;
-    let col_of = |t: f64| {
-        ((t / duration) * cols as f64)
-            .floor()
-            .clamp(0.0, (cols - 1) as f64) as usize
-    };
+    let col_of = |t: f64| column_of(t / duration, cols);
 
     // Column values are means; the column at each drop's middle shows the drop's minimum
     // instead, so a drop shorter than a column never averages away while the bursts
@@ -146,24 +127,23 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
     for (e, d) in data.drops() {
         drop_cols[col_of((e.t_ns + d.end_ns) as f64 / 2e9)] = true;
     }
-    let mut sum = vec![0.0f64; cols];
-    let mut low = vec![f64::INFINITY; cols];
-    let mut n = vec![0usize; cols];
-    for p in &data.points {
-        let c = col_of(p.t_s);
-        sum[c] += p.copy_bps;
-        low[c] = low[c].min(p.min_bps);
-        n[c] += 1;
-    }
+    let buckets = bucket(
+        &data.points,
+        cols,
+        |p| Some(p.t_s / duration),
+        |p| {
+            Some(Reading {
+                min: p.min_bps,
+                ..Reading::of(p.copy_bps)
+            })
+        },
+    );
+    // A column no point fell in carries the one before it.
     let mut values = vec![0.0f64; cols];
     let mut last = 0.0;
-    for c in 0..cols {
-        if n[c] > 0 {
-            last = if drop_cols[c] {
-                low[c]
-            } else {
-                sum[c] / n[c] as f64
-            };
+    for (c, b) in buckets.iter().enumerate() {
+        if let Some(b) = b {
+            last = if drop_cols[c] { b.min } else { b.mean };
         }
         values[c] = last;
     }
@@ -171,7 +151,8 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
     // Scale to what the columns show, so one 100 ms spike does not flatten the chart.
     let peak = values.iter().copied().fold(0.0, f64::max).max(1.0);
     let unit = rate_unit(peak.max(1e6));
-    let step = label_step(peak / unit.divisor);
+    // Four labelled steps over eight rows: the fine steps (see `Steps::Fine`).
+    let step = nice_step(peak / unit.divisor, ROWS / 2, Steps::Fine);
     let ymax = step * (ROWS / 2) as f64 * unit.divisor;
     let row_value = ymax / ROWS as f64;
     let labels: Vec<String> = (0..ROWS)
@@ -337,7 +318,7 @@ fn verdict(data: &ChartData, width: usize, out: &mut Vec<String>) {
                 .shares()
                 .iter()
                 .filter(|(_, v)| *v >= 0.005)
-                .map(|(s, v)| format!("{} {} {:.0} %", s.glyph(), b.label(*s), v * 100.0))
+                .map(|(s, v)| format!("{} {} {}", s.glyph(), b.label(*s), fmt_pct(v * 100.0)))
                 .collect();
             out.extend(wrap(&legend, " · ", width));
         }

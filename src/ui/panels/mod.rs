@@ -1,0 +1,22 @@
+//! The text regions around the chart, one file each: title, speeds row, progress, events,
+//! kernel panel (with its budget rows), footer, and the fallback for tiny terminals; `fit`
+//! is the cell arithmetic they share.
+
+mod budget;
+mod events;
+mod fit;
+mod footer;
+mod kernel;
+mod progress;
+mod speeds;
+mod tiny;
+mod title;
+
+pub use events::events;
+pub use fit::{cells, ellipsize_end, ellipsize_start, fit_line, render_fitted};
+pub use footer::{footer_line, status_fits_footer, status_message};
+pub use kernel::{kernel, kernel_lines};
+pub use progress::{eta_secs, fraction_done, progress};
+pub use speeds::speeds;
+pub use tiny::tiny;
+pub use title::title_line;
