@@ -111,6 +111,12 @@ pub struct CopyArgs {
     /// 1024; kB, MB, GB, TB: powers of 1000; B: bytes). A unit is required.
     #[arg(long, value_name = "RATE")]
     pub bwlimit: Option<String>,
+    /// `auto`: pace the copy to the destination's sustained rate, measured as it goes, so the
+    /// data waiting in RAM stays under the point where the kernel holds writers (Linux dirty
+    /// throttling, the ZFS write throttle and full txgs): no stalls for this copy or the
+    /// destination's other writers, about the same end.
+    #[arg(long, value_name = "MODE", conflicts_with = "bwlimit")]
+    pub pace: Option<PaceArg>,
     /// Do not preserve mode and modification time.
     #[arg(long = "no-preserve")]
     pub no_preserve: bool,
@@ -293,6 +299,12 @@ pub enum ReflinkArg {
     Never,
     Auto,
     Always,
+}
+
+/// `--pace` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PaceArg {
+    Auto,
 }
 
 /// Subcommands (the copy itself is the default command).

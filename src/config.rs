@@ -544,6 +544,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         throttle_bps,
         bwlimit_bps: c.bwlimit.as_deref().map(parse_rate).transpose()?,
         bwlimit_is_demo_pace: false,
+        pace_auto: c.pace.is_some(),
         one_file_system: c.one_file_system,
         only_newer: c.update && overwrite == OverwritePolicy::Ask,
         exclude: c.exclude.clone(),

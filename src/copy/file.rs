@@ -686,8 +686,11 @@ fn copy_contents(
         // start, and the child would be spawned for nothing (scripts/zfs-early-writeback.sh).
         behind: WriteBehind::new(
             0,
-            sh.opts.sync != SyncMode::None && st.size >= LARGE_FILE && !is_zfs(dst),
-        ),
+            (sh.opts.sync != SyncMode::None || sh.opts.pace_auto)
+                && st.size >= LARGE_FILE
+                && !is_zfs(dst),
+        )
+        .paced(sh.opts.pace_auto),
         rate: 0.0,
     };
     if !st.is_sparse() {
@@ -794,8 +797,15 @@ impl RangeCopy<'_> {
                     Err(e) => Err(DataErr::Read(e)),
                 };
             }
+            let pace = sh
+                .progress
+                .pace_bps
+                .load(std::sync::atomic::Ordering::Relaxed);
             let max = match (sh.opts.bwlimit_bps, sh.opts.paced()) {
                 (Some(bps), _) if bps > 0 => bwlimit_chunk(bps).min(THROTTLED_CHUNK),
+                (None, true) if sh.opts.pace_auto && pace > 0 => {
+                    bwlimit_chunk(pace).min(THROTTLED_CHUNK)
+                }
                 (_, true) => THROTTLED_CHUNK,
                 _ => MAX_WRITE,
             };

@@ -36,6 +36,9 @@ pub struct Progress {
     /// Cumulative wall-clock ns during which at least one writer slept for `--bwlimit` (the
     /// engine's own pacing): the verdict's "rate limit" share.
     pub paced_ns: AtomicU64,
+    /// `--pace auto`: the rate the engine holds now, bytes/s (0: free). The session sets it
+    /// from the model after every sample.
+    pub pace_bps: AtomicU64,
     /// Writers sleeping for `--bwlimit` now, and since when one has been.
     pub(crate) pacers: Mutex<(u32, Option<std::time::Instant>)>,
     /// Watch mode: at the last tick a followed writer was held in a kernel write wait (a

@@ -92,6 +92,9 @@ pub struct CopyOptions {
     pub bwlimit_bps: Option<u64>,
     /// The limit is `copyscope demo`'s own pace, not one the user set: the verdict says so.
     pub bwlimit_is_demo_pace: bool,
+    /// `--pace auto`: the engine holds the rate the session sets in
+    /// [`Progress::pace_bps`](super::Progress::pace_bps) (0: free), measured as the copy goes.
+    pub pace_auto: bool,
     /// `-i -u` (cp): only a source newer than the destination is asked about; the others are
     /// skipped without a question.
     pub only_newer: bool,
@@ -105,7 +108,7 @@ impl CopyOptions {
     /// The data rate is held down (`--bwlimit` or the test throttle): the data path then
     /// writes small chunks so the pacing is smooth at 100 ms resolution.
     pub fn paced(&self) -> bool {
-        self.throttle_bps.is_some() || self.bwlimit_bps.is_some()
+        self.throttle_bps.is_some() || self.bwlimit_bps.is_some() || self.pace_auto
     }
 }
 
@@ -127,6 +130,7 @@ impl Default for CopyOptions {
             throttle_bps: None,
             bwlimit_bps: None,
             bwlimit_is_demo_pace: false,
+            pace_auto: false,
             only_newer: false,
             one_file_system: false,
             exclude: Vec::new(),

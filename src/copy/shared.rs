@@ -418,6 +418,11 @@ impl Shared {
     pub fn throttle(&self, n: u64) {
         if let Some(bps) = self.opts.bwlimit_bps.filter(|b| *b > 0) {
             self.pace(n, bps);
+        } else if self.opts.pace_auto {
+            let bps = self.progress.pace_bps.load(Ordering::Relaxed);
+            if bps > 0 {
+                self.pace(n, bps);
+            }
         }
         self.test_throttle(n);
     }

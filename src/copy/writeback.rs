@@ -326,6 +326,11 @@ pub(crate) struct WriteBehind {
     in_thread: bool,
     /// Hand every [`EARLY_PIECE`] to the child as it is written (see the type's doc).
     early: bool,
+    /// `--pace auto`: the early write-behind goes on when the disk is the bottleneck. The
+    /// pace keeps the copy's data in RAM under the kernel's throttle, and under the
+    /// background-writeback threshold too on a disk whose share of the cache is small, where
+    /// the flusher would stop and the disk idle.
+    keep_early: bool,
 }
 
 impl WriteBehind {
@@ -338,7 +343,14 @@ impl WriteBehind {
             child: None,
             in_thread: false,
             early,
+            keep_early: false,
         }
+    }
+
+    /// See [`WriteBehind::keep_early`].
+    pub(crate) fn paced(mut self, paced: bool) -> Self {
+        self.keep_early = paced;
+        self
     }
 
     /// Bytes that may be written before free space is looked at again: an eighth of the margin
@@ -383,10 +395,11 @@ impl WriteBehind {
     /// does not need it to go on.
     fn start_early(&mut self, dst: &OwnedFd, off: u64) {
         let from = self.from;
+        let keep = self.keep_early;
         let Some(child) = self.child(dst) else {
             return;
         };
-        if child.slow {
+        if child.slow && !keep {
             self.early = false;
             return;
         }

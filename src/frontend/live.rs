@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::config::{Config, Display};
-use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent};
+use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, Progress};
 use crate::exit::ExitStatus;
 use crate::frontend::metrics::MetricsEndpoint;
-use crate::frontend::session::{Finished, Recorder, Session, SessionPlan, fs_label, model_config};
+use crate::frontend::session::{
+    Finished, Recorder, Session, SessionPlan, fs_label, model_config, model_stepped,
+};
 use crate::frontend::state::App;
 use crate::frontend::tui::{
     AskRequest, FRAME_INTERVAL, LiveEnd, LiveHooks, LiveIo, TuiConflictAsk, run_live,
@@ -21,7 +23,7 @@ use crate::present::units::Units;
 use crate::report::export::ChartData;
 use crate::report::recording::Header;
 use crate::report::screenshot::{join_paths, run_stem, short_paths, write_run_screenshots};
-use crate::sample::Sample;
+use crate::sample::{Environment, Sample};
 use crate::ui::theme::Theme;
 use crate::ui::view::{Header as UiHeader, RunState, UiOptions};
 
@@ -74,6 +76,8 @@ struct Hooks<'a> {
     header: &'a Header,
     screenshot_dir: Option<PathBuf>,
     metrics: Option<&'a MetricsEndpoint>,
+    progress: &'a Progress,
+    env: &'a Environment,
 }
 
 impl LiveHooks for Hooks<'_> {
@@ -87,9 +91,7 @@ impl LiveHooks for Hooks<'_> {
         self.recorder.engine_event(t_ns, ev);
     }
     fn on_model(&mut self, model: &Model) {
-        if let Some(m) = self.metrics {
-            m.publish(model);
-        }
+        model_stepped(self.metrics, self.progress, self.env, model);
     }
     fn screenshot(&mut self, app: &App) -> String {
         let dir = self.screenshot_dir.as_deref();
@@ -255,6 +257,8 @@ fn live_loop(
         header: &sess.header,
         screenshot_dir: shots,
         metrics: sess.metrics.as_ref(),
+        progress: &sess.progress,
+        env: &sess.env,
     };
     Some(rt.block_on(run_live(app, io, &mut hooks, final_state)))
 }

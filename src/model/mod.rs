@@ -14,6 +14,7 @@ mod detect;
 mod exact;
 pub mod metrics;
 mod net;
+mod pace;
 mod phase;
 pub mod series;
 mod txg;

@@ -71,6 +71,9 @@ pub(crate) struct PhaseTracker {
     fill: VecDeque<FillTick>,
     /// Since when the copy has run at the disks' sustained rate.
     at_rate_since: Option<u64>,
+    /// The cache (dirty + writeback) where the burst into it ended: the level at which the
+    /// kernel began to pace the copy to the disks.
+    fill_level: Option<u64>,
 }
 
 /// A fall of the destination's rate.
@@ -123,6 +126,12 @@ impl PhaseTracker {
     /// The sustained rate known so far (it stays once measured, updated while saturated).
     pub fn ceiling(&self) -> Option<f64> {
         self.ceiling.map(|c| c.0)
+    }
+
+    /// The cache level at which the kernel began to pace the copy to the disks, once the
+    /// page-cache phase is known.
+    pub fn fill_level(&self) -> Option<u64> {
+        self.fill_level
     }
 
     /// What limits the sustained rate, once known.
@@ -275,11 +284,12 @@ impl PhaseTracker {
             return None;
         }
         self.announced = true;
-        let end = windows
+        let last = windows
             .iter()
             .rev()
-            .find(|w| w.fills_at(AT_RATE_FACTOR * c))
-            .map(|w| (w.end.t1, w.end.bytes));
+            .find(|w| w.fills_at(AT_RATE_FACTOR * c));
+        self.fill_level = last.and_then(|w| w.end.cached);
+        let end = last.map(|w| (w.end.t1, w.end.bytes));
         self.fill.clear();
         Some(PhaseChange {
             rate: c,

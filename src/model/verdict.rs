@@ -175,7 +175,7 @@ impl Facts {
     }
 
     /// The pool's write rate while syncing: Σ written ÷ Σ sync time of the copy's txgs.
-    fn pool_bps(&self) -> Option<f64> {
+    pub(crate) fn pool_bps(&self) -> Option<f64> {
         (self.txg_stime_ns > 0).then(|| self.txg_nwritten as f64 * 1e9 / self.txg_stime_ns as f64)
     }
 }
@@ -587,7 +587,16 @@ fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
             fmt_rate(r as f64)
         ),
         Some(r) => format!("Limited by --bwlimit {}", fmt_rate(r as f64)),
+        None if i.env.pace_auto => format!(
+            "Paced by --pace auto to the destination's sustained rate, {}",
+            fmt_rate(avg)
+        ),
         None => format!("Limited by its own rate limit, {}", fmt_rate(avg)),
+    };
+    let what = if i.env.pace_auto && i.env.rate_limit_bps.is_none() {
+        "its own pace"
+    } else {
+        "its own rate limit"
     };
     let disk = match i.facts.busy_pct() {
         Some(b) => format!("; the destination disk was {b:.0} % busy"),
@@ -597,7 +606,7 @@ fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
         Limit::RateLimit,
         Some(rate.unwrap_or(avg)),
         format!(
-            "{head}: the copy waited for its own rate limit {held} of the time{disk}; it averaged {}.",
+            "{head}: the copy waited for {what} {held} of the time{disk}; it averaged {}.",
             fmt_rate(avg)
         ),
     )

@@ -222,6 +222,9 @@ pub struct Environment {
     /// A bench phase that only reads (it writes nothing): the verdict speaks of "the read".
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_only: bool,
+    /// `--pace auto`: the copy paced itself to the destination's sustained rate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pace_auto: bool,
     /// That limit is the demo's pace (the user typed no `--bwlimit`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rate_limit_is_demo_pace: bool,

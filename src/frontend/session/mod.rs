@@ -111,6 +111,25 @@ pub fn feed(recorder: &mut Recorder, model: &mut Model, a: &Arrival) -> Vec<Even
     evs
 }
 
+/// What a run does with the model each time it stepped: `--metrics` publishes its figures,
+/// `--pace auto` hands the engine the pace it holds now.
+pub fn model_stepped(
+    metrics: Option<&MetricsEndpoint>,
+    progress: &Progress,
+    env: &Environment,
+    model: &Model,
+) {
+    if let Some(m) = metrics {
+        m.publish(model);
+    }
+    if env.pace_auto {
+        let bps = model.pace().bps.map_or(0, |b| b as u64);
+        progress
+            .pace_bps
+            .store(bps, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// A run about to start: its environment, the recording's header, and what it is recorded
 /// to. The one way a [`Session`] is made.
 pub struct SessionPlan {
@@ -168,6 +187,7 @@ impl SessionPlan {
         let mut env = probe_environment(&root, &src_paths, Path::new(&dest));
         env.rate_limit_bps = job.options.bwlimit_bps.filter(|b| *b > 0);
         env.rate_limit_is_demo_pace = job.options.bwlimit_is_demo_pace;
+        env.pace_auto = job.options.pace_auto;
         SessionPlan::new(d, env, (sources, dest), control)
     }
 
@@ -319,11 +339,9 @@ impl Session {
         self.start.elapsed().as_nanos() as u64
     }
 
-    /// `--metrics`: hands the endpoint the model's figures.
+    /// After the model stepped: see [`model_stepped`].
     pub fn publish(&self, model: &Model) {
-        if let Some(m) = &self.metrics {
-            m.publish(model);
-        }
+        model_stepped(self.metrics.as_ref(), &self.progress, &self.env, model);
     }
 
     /// Stops the sampler: the run is over, what it sent is still queued.
