@@ -296,6 +296,10 @@ fn metrics_addr(cli: &Cli, v: Option<&str>) -> Result<Option<std::net::SocketAdd
 impl TryFrom<Cli> for Config {
     type Error = ConfigError;
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "every flag validated in one pass, one check after another, each with its own error"
+    )]
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let d = &cli.display_args();
         if !(10..=60_000).contains(&d.interval) {
@@ -472,6 +476,10 @@ fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> 
 }
 
 /// Engine options and (source → destination) pairs from the copy flags.
+#[expect(
+    clippy::too_many_lines,
+    reason = "cp's precedence between -i, -n, -f and -u, read together"
+)]
 fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
     let c = &cli.copy;
     // As cp: the later of -i and -n wins (clap keeps only that one); -n wins over -f in any

@@ -424,6 +424,10 @@ fn open_source(sh: &Shared, e: &Entry, path: &Path) -> Option<(OwnedFd, Meta)> {
 
 /// Copies one regular file: conflict policy, temp file, data, metadata, optional fsync and
 /// verify, rename. Errors are reported through `sh` (per file, or fatal for the destination).
+#[expect(
+    clippy::too_many_lines,
+    reason = "one file's copy in its order (conflict, temporary, data, metadata, fsync, verify, link): each step's outcome decides what the next may do; the steps are functions already"
+)]
 pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let path = e.src_display();
     let Some(target) = may_write(sh, e, &path) else {

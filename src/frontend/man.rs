@@ -108,6 +108,10 @@ fn options(w: &mut dyn Write, cmd: &clap::Command) -> std::io::Result<()> {
 }
 
 /// Renders the whole page.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the man page's sections written in their order"
+)]
 pub fn render(w: &mut dyn Write) -> std::io::Result<()> {
     let mut cmd = Cli::command();
     cmd.build();

@@ -1247,6 +1247,7 @@ impl Model {
     }
 
     /// Like [`Model::engine_event`], returning every event it produced.
+    #[expect(clippy::too_many_lines, reason = "one arm per engine event")]
     pub fn engine_events(&mut self, t_ns: u64, ev: &EngineEvent) -> Vec<Event> {
         let mut out = Vec::new();
         let kind = match ev {

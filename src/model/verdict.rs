@@ -380,6 +380,10 @@ fn pct(share: f64) -> String {
 }
 
 /// The verdict from where the writer's time went.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the verdict's rules in precedence order, one after another"
+)]
 fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     let b = i.budget;
     let who = Who::of(i.env);

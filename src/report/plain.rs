@@ -302,6 +302,10 @@ pub fn reads(bench: Option<&str>, fs_type: Option<&str>) -> Reads {
 /// [`summary_text`]; `reads`: a bench phase that reads back what an earlier phase wrote and
 /// flushed, after dropping its cached pages, so its rate is the device's (or the ZFS ARC's)
 /// read rate and there is nothing to make durable.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the plain summary's lines in the order they are printed"
+)]
 pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, from: Reads) -> String {
     let reads = from != Reads::No;
     let engine_only;

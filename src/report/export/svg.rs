@@ -299,6 +299,10 @@ fn y_scale(data: &ChartData, look: &Look) -> (RateUnit, f64, f64) {
     (unit, step, ymax_units)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the picture's header (title, headline figures, subtitle) laid out on one cursor"
+)]
 fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
     let s = l.s;
     let t = &data.title;
@@ -818,6 +822,10 @@ enum Swatch {
     Marker(MarkerKind),
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the legend's entries in their one order, laid out left to right on one cursor"
+)]
 fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let s = l.s;
     let y = l.legend_base;
@@ -1258,6 +1266,10 @@ fn verdict_units(data: &ChartData, w: f64, h: f64) -> f64 {
 
 /// The writer's time budget as one stacked bar (each slice labelled where it fits) and the
 /// verdict under it, the model's words unchanged.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the budget bar and the verdict under it laid out on one cursor"
+)]
 fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
     if l.verdict_h <= 0.0 {
         return;
