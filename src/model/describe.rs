@@ -413,7 +413,8 @@ impl MarkerKind {
 /// writer waited for because it asked for one, not because the pool fell behind.
 fn own_sync_clause(pct: f64) -> String {
     format!(
-        "the writer's own calls asked for it (linkat, syncfs) and waited {pct:.0} % of the time"
+        "the writer's own calls asked for it (linkat, syncfs) and waited {} of the time",
+        fmt_pct(pct)
     )
 }
 
