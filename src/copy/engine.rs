@@ -397,7 +397,8 @@ fn verify_result(sh: &Shared, mismatches: u64) -> VerifyResult {
 
 /// How long a confirmed cancel waits for the workers to stop on their own. A write the
 /// kernel is pacing (balance_dirty_pages) cannot be interrupted; with other writers on the
-/// same slow disk one sat there 1.4-1.9 s (writer-truth), past the 1 s a cancel must answer in.
+/// same slow disk one sat there 1.4-1.9 s (its kernel stack traced), past the 1 s a cancel
+/// must answer in.
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// How often the wait for the workers looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);

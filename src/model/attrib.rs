@@ -1,4 +1,4 @@
-//! Attribution of a drop (DESIGN §5a): evidence gathered tick by tick while a drop is
+//! Attribution of a drop: evidence gathered tick by tick while a drop is
 //! open, then one pure decision that lists the causes best first, each with its numbers.
 //! The thresholds are documented in docs/attribution.md.
 

@@ -1,4 +1,4 @@
-//! The verdict (issue 16): one short paragraph naming what limited the copy and at what rate,
+//! The verdict: one short paragraph naming what limited the copy and at what rate,
 //! built only from figures of the run (the time budget, the txgs, the page-cache limits, the
 //! environment's tunables). Pure; every output prints [`Verdict::text`] as it is.
 

@@ -87,7 +87,7 @@ pub fn progress_line(
         .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", fmt_clock(e)));
     if phase == Phase::Flushing {
         // Not "100 % … ETA 0:00" for the whole flush: what is left, and when it will be on disk.
-        // Whose data it is (issue 9): this copy's, or every writer's when the destination's
+        // Whose data it is: this copy's, or every writer's when the destination's
         // disks are unknown — the words of the flush event.
         return match f.backlog {
             Some(Backlog {

@@ -1,6 +1,6 @@
 //! `probe_environment`: facts read once at start (destination filesystem, ZFS pool and
 //! dataset, the disks behind source and destination, tunables, page size) and one note per
-//! missing signal saying what is n/a and what to do about it (DESIGN §5).
+//! missing signal saying what is n/a and what to do about it (docs/signals.md).
 
 use std::collections::BTreeSet;
 use std::io::Read;
