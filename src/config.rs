@@ -493,10 +493,6 @@ fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> 
 }
 
 /// Engine options and (source → destination) pairs from the copy flags.
-#[expect(
-    clippy::too_many_lines,
-    reason = "cp's precedence between -i, -n, -f and -u, read together"
-)]
 fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
     let c = &cli.copy;
     // As cp: the later of -i and -n wins (clap keeps only that one); -n wins over -f in any
