@@ -15,6 +15,10 @@ use copyscope::copy::EngineEvent;
 use copyscope::report::recording::{Recording, RecordingWriter, Summary};
 use copyscope::sample::Sample;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a tool for tests: its arguments and the generating loop, read top to bottom"
+)]
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args_os().skip(1);
     let out = PathBuf::from(args.next().ok_or_else(|| {

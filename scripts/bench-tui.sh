@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v tmux >/dev/null || { echo "bench-tui: needs tmux" >&2; exit 2; }
-(cd "$HERE" && cargo build --release --quiet)
+(cd "$HERE" && cargo build --release --quiet --features test-hooks)
 BIN=${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope
 mkdir -p "$DIR"
 [ -f "$DIR/src.bin" ] && [ "$(stat -c %s "$DIR/src.bin")" = $((MB << 20)) ] ||

@@ -36,7 +36,7 @@ done
 SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 [ -x "$SSHD" ] || { echo "term-bytes: needs sshd (openssh-server)" >&2; exit 2; }
 if [ -z "$BIN" ]; then
-  (cd "$HERE" && cargo build --release --quiet)
+  (cd "$HERE" && cargo build --release --quiet --features test-hooks)
   BIN=$HERE/target/release/copyscope
 fi
 rm -rf "$DIR"; mkdir -p "$DIR/src" /run/sshd

@@ -15,6 +15,23 @@ pub const SYS_ROOT_ENV: &str = "COPYSCOPE_SYS_ROOT";
 /// Test-only: caps the engine's data rate (bytes/s) so tests can signal a copy mid-file.
 pub const TEST_THROTTLE_ENV: &str = "COPYSCOPE_TEST_THROTTLE_BPS";
 
+/// The tests' pacing hook: the rate [`TEST_THROTTLE_ENV`] asks for, in a build with the
+/// `test-hooks` feature (the one `cargo test` makes); `None` in every other build, so a
+/// release binary never reads the variable.
+pub fn test_throttle_bps() -> Option<u64> {
+    #[cfg(feature = "test-hooks")]
+    {
+        std::env::var(TEST_THROTTLE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|v| *v > 0)
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    {
+        None
+    }
+}
+
 /// Why the command line cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -296,6 +313,10 @@ fn metrics_addr(cli: &Cli, v: Option<&str>) -> Result<Option<std::net::SocketAdd
 impl TryFrom<Cli> for Config {
     type Error = ConfigError;
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "every flag validated in one pass, one check after another, each with its own error"
+    )]
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let d = &cli.display_args();
         if !(10..=60_000).contains(&d.interval) {
@@ -508,10 +529,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
             ));
         }
     };
-    let throttle_bps = std::env::var(TEST_THROTTLE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v > 0);
+    let throttle_bps = test_throttle_bps();
     let options = CopyOptions {
         overwrite,
         preserve_mode_time: !c.no_preserve,

@@ -110,6 +110,10 @@ fn cancel_and_time(t: &Tmux, pid: i32) -> Duration {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end run on the slow device: setup, the cancel, and every check on what it left, in order"
+)]
 fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     let _one = serial();
     let work = tempfile::Builder::new()
@@ -509,6 +513,10 @@ fn assert_answered(took: Duration, what: &str) {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end run on the slow device: setup, the cancel, and every check on what it left, in order"
+)]
 fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     let _one = serial();
     let work = tempfile::Builder::new()

@@ -278,6 +278,10 @@ struct Watched {
 ///   are exchanged back and forth under the stage's name;
 /// - a new final name `<prefix><digits>` makes it plant symlinks to the canary at the
 ///   names 5 and 23 further on, ahead of the copy.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one race, staged step by step: each step and its check, in the order they happen"
+)]
 fn race_stage(dir: &Path, stop: &AtomicBool) -> BTreeMap<&'static str, u64> {
     use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, inotify};
     let env = |k: &str| std::env::var(k).unwrap_or_default();
@@ -626,6 +630,10 @@ fn walk(root: &Path) -> BTreeMap<PathBuf, fs::Metadata> {
 /// planted before the copy is replaced by the copy; no other name is left but the racer's
 /// own and, if it moved one away, an empty root-owned stage.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a hostile user's race against the copy: each move and the check after it, in the order they happen"
+)]
 fn special_file_chmod_race() {
     if !need_root("special_file_chmod_race") {
         return;
@@ -1002,6 +1010,10 @@ struct SetIdCase {
 /// not; cp run as root whose chown fails narrows the copy to 0700-like modes and exits 1
 /// ("failed to preserve ownership"), copyscope keeps the source's permission bits.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a hostile-owner scenario: the files, the copies and every check on their modes and owners, in order"
+)]
 fn set_id_bits_follow_the_owner() {
     if !need_root("set_id_bits_follow_the_owner") {
         return;
@@ -1208,6 +1220,10 @@ fn want_mode(case: &SetIdCase, chown_fails: bool, cp: &Copied, s: &Copied, kept:
 /// outcomes (and at least 1000 runs), which with a racer exchanging thousands of times per
 /// run takes a few hundred runs at most; the safety asserts hold for every run.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a hostile user's race against the copy: each move and the check after it, in the order they happen"
+)]
 fn merge_directory_exchanged_with_a_symlink() {
     if !need_root("merge_directory_exchanged_with_a_symlink") {
         return;

@@ -394,6 +394,10 @@ fn start_prometheus(dir: &Path, target: u16, web: u16) -> KillOnDrop {
 /// (the network's drop, see tests/watch_net.rs) and the drop counter comes back through
 /// Prometheus' query API with that cause.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: the watch, the writer, the scrapes and their checks, in order"
+)]
 fn prometheus_scrapes_the_drop_counter_of_a_watch() {
     if !have("prometheus") {
         eprintln!(

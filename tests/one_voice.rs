@@ -35,6 +35,10 @@ fn tui_header(rec: &Recording) -> String {
         .to_string()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "every face's figures compared with the model's for one recording: the checks read side by side"
+)]
 fn check(path: &Path) {
     let rec = Recording::load(path).expect("recording loads");
     let model = rec.model(ModelConfig::default());

@@ -154,6 +154,10 @@ fn leftovers(marker: &str) -> Vec<(String, String)> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: the SSH session, the drop and every check on what it left, in order"
+)]
 fn ssh_drop_mid_copy_loses_nothing() {
     if !rustix::process::geteuid().is_root() {
         panic!("this test starts sshd and needs root (CI runs as root)");
@@ -254,6 +258,10 @@ fn ssh_drop_mid_copy_loses_nothing() {
 /// name the run's destination (copyscope, the remote shell, a `cat` holding the removed
 /// temporary).
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: the SSH sessions, the drops and every check on what they left, in order"
+)]
 fn ssh_drop_with_streaming_input_twenty_times() {
     if !rustix::process::geteuid().is_root() {
         panic!("this test starts sshd and needs root (CI runs as root)");

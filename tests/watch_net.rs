@@ -329,6 +329,10 @@ fn loopback_receiver_child() {
 /// receives to a file. During the pause the intake and lo's receive counter fall together
 /// while the disk is idle and the receiver sleeps in recv(): the drop is the network's.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: the sender, the watch and the checks on what it saw, in order"
+)]
 fn a_pausing_sender_over_loopback_is_the_network() {
     use std::io::BufRead;
     if !std::path::Path::new("/sys/class/net/lo/statistics/rx_bytes").exists() {

@@ -55,6 +55,10 @@ pub(crate) fn free_name(name: &OsStr, k: u32) -> OsString {
 impl Shared {
     /// The conflict policy for an existing destination name, after [`Shared::protect`].
     /// `clash`: the kind of an earlier entry of this run made under the same name.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the overwrite policy's cases in cp's precedence order"
+    )]
     pub fn decide(
         &self,
         dir: &DirNode,

@@ -205,140 +205,23 @@ fn run_engine(
     for (path, message) in &job.missing {
         sh.fail(path, message.clone());
     }
-
-    // The census counts the totals ahead of the copy on its own thread (metadata only), so
-    // they are known within seconds however long the copy takes. Single files are counted
-    // before anything is written: their free-space question comes first.
-    let census = if job.roots.iter().any(|r| r.is_dir) {
-        sh.space_budget
-            .store(space_budget(&sh, &job.roots), Ordering::SeqCst);
-        sh.space_pending.store(true, Ordering::SeqCst);
-        let csh = sh.clone();
-        let roots = job.roots.clone();
-        std::thread::Builder::new()
-            .name("copyscope-scan".into())
-            .spawn(move || census(&csh, &roots))
-            .ok()
-    } else {
-        census(&sh, &job.roots);
-        None
-    };
-
-    // Bounded: the copy's walk (which makes directories and queues files) runs ahead of the
-    // workers, but not without limit (each queued file holds its directory open).
-    let jobs = sh.opts.jobs.max(1);
-    let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, jobs));
-    let mut workers = Vec::new();
-    // Each worker holds a sender until it ends: the channel closes when all have ended.
-    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
-    for i in 0..jobs {
-        let wsh = sh.clone();
-        let q = queue.clone();
-        let tx = ended_tx.clone();
-        let w = std::thread::Builder::new()
-            .name(format!("copyscope-copy-{i}"))
-            .spawn(move || {
-                worker(&wsh, &q);
-                drop(tx);
-            });
-        match w {
-            Ok(h) => workers.push(h),
-            Err(e) if workers.is_empty() => {
-                sh.fatal(format!("cannot start a copy worker: {e}"));
-                queue.leave();
-            }
-            Err(_) => {
-                // Fewer workers than asked: the missing ones count as gone.
-                for _ in i..jobs {
-                    queue.leave();
-                }
-                break;
-            }
-        }
-    }
-    drop(ended_tx);
-    if !workers.is_empty() {
-        scan(&sh, &job.roots, &queue);
-    }
-    let abandoned = !workers_ended(&sh, &ended);
-    if abandoned {
-        // A worker is held in the kernel past the grace: its files are given up, and the
-        // exit that follows the cancel ends the held thread (see `abandon_in_flight`).
-        sh.abandon_in_flight();
-        sh.stages.remove_all();
-    } else {
-        for w in workers {
-            if w.join().is_err() {
-                sh.fatal("a copy worker crashed".into());
-            }
-        }
-    }
-    if let Some(c) = census.filter(|_| !abandoned)
-        && c.join().is_err()
-    {
-        sh.fatal("the scan crashed".into());
-    }
-    if !sh.is_stopped() {
-        // What the copy met is the final word: the tree may have changed since the census.
-        let p = &sh.progress;
-        p.files_total
-            .store(sh.walked_files.load(Ordering::SeqCst), Ordering::SeqCst);
-        p.bytes_total
-            .store(sh.walked_bytes.load(Ordering::SeqCst), Ordering::SeqCst);
-    }
-    let links = std::mem::take(&mut *lock(&sh.links));
-    for item in links {
-        if sh.gate().is_ok() {
-            super::file::make_link(&sh, &item.entry, &item.first);
-        }
-        item.entry.parent.release(&sh);
-    }
-    lock(&sh.link_map).clear();
+    let census = start_census(&sh, &job.roots);
+    copy_all(&sh, &job.roots, census);
+    make_links(&sh);
     sh.finalize_unfinished();
     sh.stages.remove_all();
     let copy_dur = start.elapsed();
     if let Ok(mut c) = sh.progress.current.lock() {
         *c = None;
     }
-
-    let finished = !sh.is_stopped();
-    let mut flush_secs = None;
-    let mut flush_abandoned = false;
-    if finished && sh.opts.sync != SyncMode::None {
-        let _ = sh.events.send(EngineEvent::FlushStarted);
-        let t = Instant::now();
-        let targets = std::mem::take(&mut *lock(&sh.sync_targets));
-        for (_, fd) in &targets {
-            match super::flush::flush(fd, sh.opts.sync == SyncMode::PerFile, &sh.control) {
-                Ok(Flushed::Done) => {}
-                Ok(Flushed::Abandoned) => {
-                    flush_abandoned = true;
-                    break;
-                }
-                Err(e) => sh.fatal(format!("flushing the destination failed: {}", errmsg(e))),
-            }
-        }
-        if !flush_abandoned {
-            flush_secs = Some(t.elapsed().as_secs_f64());
-            let _ = sh.events.send(EngineEvent::FlushDone);
-        }
-    }
-
+    let (flush_secs, flush_abandoned) = if sh.is_stopped() || sh.opts.sync == SyncMode::None {
+        (None, false)
+    } else {
+        flush_all(&sh)
+    };
     let failures = std::mem::take(&mut *lock(&sh.failures));
     let mismatches = sh.mismatches.load(Ordering::SeqCst);
-    let verify = sh.opts.verify.then(|| {
-        let files = sh.verified.load(Ordering::SeqCst) + mismatches;
-        let _ = sh.events.send(EngineEvent::VerifyDone { files, mismatches });
-        let mut method = "each file fsynced, its cached pages dropped (posix_fadvise DONTNEED), then read back and compared by BLAKE3 with the source".to_string();
-        if sh.verify_on_zfs.load(Ordering::SeqCst) {
-            method.push_str("; on ZFS the ARC may still have served the read-back");
-        }
-        VerifyResult {
-            files,
-            mismatches,
-            method,
-        }
-    });
+    let verify = sh.opts.verify.then(|| verify_result(&sh, mismatches));
     let fatal = lock(&sh.fatal).clone();
     // A cancel during the flush of a complete copy cancels nothing: every file is in place
     // and the kernel writes the rest back on its own, as with --no-sync.
@@ -369,9 +252,153 @@ fn run_engine(
     }
 }
 
+/// The census counts the totals ahead of the copy on its own thread (metadata only), so they
+/// are known within seconds however long the copy takes. Single files are counted before
+/// anything is written (no thread: `None`): their free-space question comes first.
+fn start_census(sh: &Arc<Shared>, roots: &[Root]) -> Option<JoinHandle<()>> {
+    if !roots.iter().any(|r| r.is_dir) {
+        census(sh, roots);
+        return None;
+    }
+    sh.space_budget
+        .store(space_budget(sh, roots), Ordering::SeqCst);
+    sh.space_pending.store(true, Ordering::SeqCst);
+    let csh = sh.clone();
+    let roots = roots.to_vec();
+    std::thread::Builder::new()
+        .name("copyscope-scan".into())
+        .spawn(move || census(&csh, &roots))
+        .ok()
+}
+
+/// The copy itself: the walk queues files for the workers, then every thread is waited for
+/// (or, held in the kernel past a cancel's grace, given up); the totals become what the walk
+/// met.
+fn copy_all(sh: &Arc<Shared>, roots: &[Root], census: Option<JoinHandle<()>>) {
+    // Bounded: the copy's walk (which makes directories and queues files) runs ahead of the
+    // workers, but not without limit (each queued file holds its directory open).
+    let jobs = sh.opts.jobs.max(1);
+    let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, jobs));
+    let (workers, ended) = start_workers(sh, &queue, jobs);
+    if !workers.is_empty() {
+        scan(sh, roots, &queue);
+    }
+    let abandoned = !workers_ended(sh, &ended);
+    if abandoned {
+        // A worker is held in the kernel past the grace: its files are given up, and the
+        // exit that follows the cancel ends the held thread (see `abandon_in_flight`).
+        sh.abandon_in_flight();
+        sh.stages.remove_all();
+    } else {
+        for w in workers {
+            if w.join().is_err() {
+                sh.fatal("a copy worker crashed".into());
+            }
+        }
+    }
+    if let Some(c) = census.filter(|_| !abandoned)
+        && c.join().is_err()
+    {
+        sh.fatal("the scan crashed".into());
+    }
+    if !sh.is_stopped() {
+        // What the copy met is the final word: the tree may have changed since the census.
+        let p = &sh.progress;
+        p.files_total
+            .store(sh.walked_files.load(Ordering::SeqCst), Ordering::SeqCst);
+        p.bytes_total
+            .store(sh.walked_bytes.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+/// Starts `jobs` workers on `queue`; the receiver's channel closes when all have ended (each
+/// holds a sender until it ends). Fewer start when threads run out; none is a fatal error.
+fn start_workers(
+    sh: &Arc<Shared>,
+    queue: &Arc<WorkQueue<Entry>>,
+    jobs: usize,
+) -> (Vec<JoinHandle<()>>, Receiver<()>) {
+    let mut workers = Vec::new();
+    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
+    for i in 0..jobs {
+        let wsh = sh.clone();
+        let q = queue.clone();
+        let tx = ended_tx.clone();
+        let w = std::thread::Builder::new()
+            .name(format!("copyscope-copy-{i}"))
+            .spawn(move || {
+                worker(&wsh, &q);
+                drop(tx);
+            });
+        match w {
+            Ok(h) => workers.push(h),
+            Err(e) if workers.is_empty() => {
+                sh.fatal(format!("cannot start a copy worker: {e}"));
+                queue.leave();
+            }
+            Err(_) => {
+                // Fewer workers than asked: the missing ones count as gone.
+                for _ in i..jobs {
+                    queue.leave();
+                }
+                break;
+            }
+        }
+    }
+    (workers, ended)
+}
+
+/// The hard links, made once every file they name is in place.
+fn make_links(sh: &Arc<Shared>) {
+    let links = std::mem::take(&mut *lock(&sh.links));
+    for item in links {
+        if sh.gate().is_ok() {
+            super::file::make_link(sh, &item.entry, &item.first);
+        }
+        item.entry.parent.release(sh);
+    }
+    lock(&sh.link_map).clear();
+}
+
+/// Flushes every destination filesystem: the flush's length, or `None` and true when a
+/// cancel abandoned it.
+fn flush_all(sh: &Shared) -> (Option<f64>, bool) {
+    let _ = sh.events.send(EngineEvent::FlushStarted);
+    let t = Instant::now();
+    let targets = std::mem::take(&mut *lock(&sh.sync_targets));
+    for (_, fd) in &targets {
+        match super::flush::flush(fd, sh.opts.sync == SyncMode::PerFile, &sh.control) {
+            Ok(Flushed::Done) => {}
+            Ok(Flushed::Abandoned) => return (None, true),
+            Err(e) => sh.fatal(format!("flushing the destination failed: {}", errmsg(e))),
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let _ = sh.events.send(EngineEvent::FlushDone);
+    (Some(secs), false)
+}
+
+/// What `--verify` found, and how it read the copies back.
+fn verify_result(sh: &Shared, mismatches: u64) -> VerifyResult {
+    let files = sh.verified.load(Ordering::SeqCst) + mismatches;
+    let _ = sh
+        .events
+        .send(EngineEvent::VerifyDone { files, mismatches });
+    let mut method = "each file fsynced, its cached pages dropped (posix_fadvise DONTNEED), then read back and compared by BLAKE3 with the source".to_string();
+    if sh.verify_on_zfs.load(Ordering::SeqCst) {
+        method.push_str("; on ZFS the ARC may still have served the read-back");
+    }
+    VerifyResult {
+        files,
+        mismatches,
+        method,
+    }
+}
+
 /// How long a confirmed cancel waits for the workers to stop on their own. A write the
 /// kernel is pacing (balance_dirty_pages) cannot be interrupted; with other writers on the
-/// same slow disk one sat there 1.4-1.9 s (writer-truth), past the 1 s a cancel must answer in.
+/// same slow disk one sat there 1.4-1.9 s (its kernel stack traced), past the 1 s a cancel
+/// must answer in.
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// How often the wait for the workers looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);

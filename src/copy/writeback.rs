@@ -313,7 +313,7 @@ impl Drop for Submitter {
 ///
 /// The pieces are submitted by a child process. Submitting them here put the copy thread in
 /// the block layer's write-back throttle (`wbt_wait`, uninterruptible) behind the kernel
-/// flusher's own writes: writer-truth on the lab disk at 2 MB/s showed one 2 MiB
+/// flusher's own writes: its kernel stacks, traced on a 2 MB/s disk, showed one 2 MiB
 /// `fadvise` held there for 16–20 s, and a cancelled copy could not exit until it returned.
 pub(crate) struct WriteBehind {
     /// Start of the data not yet handed to writeback by us.

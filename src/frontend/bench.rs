@@ -135,9 +135,7 @@ fn plan_size(req: &BenchRequest, env: &Environment, free: Option<u64>) -> (Bench
             tree_files: req.files,
             tree_bytes,
             phase_limit: req.quick.then_some(QUICK_PHASE),
-            throttle_bps: std::env::var(crate::config::TEST_THROTTLE_ENV)
-                .ok()
-                .and_then(|v| v.parse().ok()),
+            throttle_bps: crate::config::test_throttle_bps(),
         },
         notes,
     )

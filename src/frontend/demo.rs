@@ -296,10 +296,7 @@ pub fn run(size_mb: u64, config: &crate::config::Config) -> Result<ExitStatus, F
 /// the chart as its line. The tests' pacing hook (COPYSCOPE_TEST_THROTTLE_BPS) replaces it.
 /// Returns the job and the demo's own pace, if it has one.
 fn paced_job(src: &Path, dst: &Path, made: u64) -> Result<(CopyJob, Option<u64>), Fatal> {
-    let test_pace = std::env::var(crate::config::TEST_THROTTLE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v > 0);
+    let test_pace = crate::config::test_throttle_bps();
     let pace = test_pace.is_none().then(|| pace_bps(made));
     let request = CopyRequest {
         pairs: vec![Pair {

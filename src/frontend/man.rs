@@ -12,8 +12,9 @@ use crate::cli::Cli;
 use crate::present::keys::KEYS;
 use crate::present::markers::LEGEND;
 
-/// Every environment variable copyscope reads (the tests check each `env::var` is here).
-pub const ENVIRONMENT: [(&str, &str); 9] = [
+/// Every environment variable copyscope reads (the tests check each `env::var` is here), but
+/// for the [`TEST_HOOKS`].
+pub const ENVIRONMENT: [(&str, &str); 7] = [
     (
         "NO_COLOR",
         "When set and not empty, the TUI draws without colour (glyphs still tell every series and marker apart).",
@@ -42,6 +43,12 @@ pub const ENVIRONMENT: [(&str, &str); 9] = [
         "COPYSCOPE_EXACT",
         "Set to 0 to turn the exact evidence off (the kernel trace of the writer's waits, as root): copyscope then samples the writer's stacks every 100 ms, as it does without root. For measuring the trace's cost against the same copy.",
     ),
+];
+
+/// The tests' hooks, read only by a build with the `test-hooks` feature (what `cargo test`
+/// builds), and documented only in its man page.
+#[cfg(feature = "test-hooks")]
+const TEST_HOOKS: [(&str, &str); 2] = [
     (
         "COPYSCOPE_TEST_THROTTLE_BPS",
         "Testing and the demo: paces the copy at this many bytes per second.",
@@ -51,6 +58,8 @@ pub const ENVIRONMENT: [(&str, &str); 9] = [
         "Testing: makes the copy panic after this many ms, to check the terminal is restored.",
     ),
 ];
+#[cfg(not(feature = "test-hooks"))]
+const TEST_HOOKS: [(&str, &str); 0] = [];
 
 /// Escapes text for a roff line: backslashes, hyphens (so they are not hyphenation points)
 /// and a leading dot or quote (which would be read as a request).
@@ -108,6 +117,10 @@ fn options(w: &mut dyn Write, cmd: &clap::Command) -> std::io::Result<()> {
 }
 
 /// Renders the whole page.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the man page's sections written in their order"
+)]
 pub fn render(w: &mut dyn Write) -> std::io::Result<()> {
     let mut cmd = Cli::command();
     cmd.build();
@@ -174,7 +187,7 @@ pub fn render(w: &mut dyn Write) -> std::io::Result<()> {
     }
 
     writeln!(w, ".SH ENVIRONMENT")?;
-    for (name, what) in ENVIRONMENT {
+    for (name, what) in ENVIRONMENT.iter().chain(&TEST_HOOKS) {
         item(w, name, what)?;
     }
 

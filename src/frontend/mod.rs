@@ -59,8 +59,8 @@ pub(crate) fn event_loop() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// `--json` → JSON; otherwise plain. The lead's TUI takes over here when stdout is a
-/// terminal and neither `--plain` nor `--json` was given.
+/// The face a run is shown in: `--json` → JSON, `--plain` or a stdout that is not a terminal →
+/// plain lines, else the TUI (which `adapt_to_terminal` may already have turned into plain).
 pub fn choose_frontend(config: &Config) -> Frontend {
     use std::io::IsTerminal;
     if config.display.json {

@@ -1,7 +1,7 @@
-//! This copy's flush backlog (issue 9 item 4): the bytes it handed to the kernel that have not
+//! This copy's flush backlog: the bytes it handed to the kernel that have not
 //! reached the destination yet, told apart from the system-wide Dirty + Writeback (or ZFS
 //! `anon_size`), which holds every writer's data. The flush gauge, the flush event and the ETA
-//! use it, so a 400 MB copy beside a busy writer no longer says "flushing 2.2 GB".
+//! use it, so a 400 MB copy beside a busy writer says "flushing 400 MB", not the system's 2.2 GB.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The writer's time budget (issue 16): where the copy's wall time went, from the copier's
+//! The writer's time budget: where the copy's wall time went, from the copier's
 //! sampled thread states, tick by tick. Pure: every tick arrives with its length; the mapping
 //! from thread states to time is documented in docs/attribution.md ("Time budget").
 

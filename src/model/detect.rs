@@ -1,4 +1,4 @@
-//! Speed-drop detection (DESIGN §5a): a rolling reference (median rate of ≥ 1 s windows of
+//! Speed-drop detection: a rolling reference (median rate of ≥ 1 s windows of
 //! recent non-drop copying), a short time-weighted smoothing for decisions that widens for a
 //! writer that writes in bursts, and a small state machine (idle → candidate → drop → ended)
 //! whose boundaries are refined from raw ticks.

@@ -1,5 +1,5 @@
 //! The model: bounded time series built from [`Sample`]s, drop detection and
-//! attribution (DESIGN §5a). Pure: time comes in with each sample, never from a clock.
+//! attribution (docs/attribution.md). Pure: time comes in with each sample, never from a clock.
 //!
 //! Contract: the main loop owns one [`Model`] and calls `apply(&Sample)` each tick and
 //! `engine_event(t_ns, &EngineEvent)` for engine events; it reads `events()` and the
@@ -50,7 +50,7 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
-    /// A speed drop (§5a). `t_ns` of the event is the drop's start.
+    /// A speed drop. `t_ns` of the event is the drop's start.
     Drop(DropInfo),
     TxgSyncStarted {
         txg: u64,
@@ -153,7 +153,7 @@ pub struct TxgSyncs {
     pub held_pct: Option<f64>,
 }
 
-/// A cause with its evidence numbers (§5a order: best first).
+/// A cause with its evidence numbers (a drop lists them best first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
 pub enum Cause {
@@ -441,7 +441,7 @@ pub enum ReplayItem<'a> {
     Engine { t_ns: u64, event: &'a EngineEvent },
 }
 
-/// Causes in §5a order, for per-cause totals.
+/// Causes by their slot in the per-cause totals (see `cause_index`).
 const CAUSE_LABELS: [&str; 14] = [
     "disk slowed",
     "nearly full",
@@ -756,7 +756,7 @@ impl Model {
         self.copy_end.is_some() || self.finished_at.is_some()
     }
 
-    /// Where the writer's time went so far (DESIGN §5a, issue 16).
+    /// Where the writer's time went so far.
     pub fn budget(&self) -> &Budget {
         &self.budget
     }
@@ -878,7 +878,7 @@ impl Model {
     }
 
     /// Measures the sustained rate and caps the reference with it; an open drop that was only
-    /// the copy reaching that rate becomes the phase event instead (DESIGN §5a).
+    /// the copy reaching that rate becomes the phase event instead.
     fn sustained(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         let on_zfs = self.on_zfs();
         let pool = on_zfs.then(|| {
@@ -1004,7 +1004,7 @@ impl Model {
     }
 
     /// Causes and bytes lost of a drop from `start` to `end` against `reference`; `None` when
-    /// it was the kernel pacing the writer at the disk's speed, not a drop (DESIGN §5a): on a
+    /// it was the kernel pacing the writer at the disk's speed, not a drop: on a
     /// destination with its own disks (not ZFS, whose txg stalls are reported with the txg
     /// that held them), the copy already ran at the disks' sustained rate when it began, the
     /// stall was short ([`PACED_MAX_NS`]), the disks stayed saturated through it writing a
@@ -1248,6 +1248,7 @@ impl Model {
     }
 
     /// Like [`Model::engine_event`], returning every event it produced.
+    #[expect(clippy::too_many_lines, reason = "one arm per engine event")]
     pub fn engine_events(&mut self, t_ns: u64, ev: &EngineEvent) -> Vec<Event> {
         let mut out = Vec::new();
         let kind = match ev {
@@ -1345,7 +1346,7 @@ impl Model {
         out
     }
 
-    /// Seconds until done (DESIGN §4): the bytes still to copy at the average speed, plus,
+    /// Seconds until done: the bytes still to copy at the average speed, plus,
     /// with `include_flush`, the data waiting in RAM at the rate the disks drain it (so a
     /// 100 % bar never hangs unexplained). None while the total is unknown (scanning).
     pub fn eta_secs(&self, include_flush: bool) -> Option<f64> {
@@ -1395,7 +1396,7 @@ impl Model {
         })
     }
 
-    /// This copy's data still to reach the destination (DESIGN §4, issue 9): what it handed to
+    /// This copy's data still to reach the destination: what it handed to
     /// the kernel less what its disks (on ZFS the committed txgs) wrote since it started,
     /// bounded by [`Model::backlog`]; that system figure, labelled so, when the destination's
     /// counters are unknown. The flush gauge, the flush event and the ETA use it.

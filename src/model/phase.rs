@@ -1,4 +1,4 @@
-//! The sustained rate (DESIGN §5a): what the destination can absorb durably, measured while
+//! The sustained rate: what the destination can absorb durably, measured while
 //! it runs saturated — the destination disks busy ≥ 90 % at a steady rate, or a ZFS pool
 //! syncing back to back. It caps the drop reference (running at the disk's speed after the
 //! page cache filled is a *phase*, not a drop), and time lost is measured against it: a writer

@@ -1,4 +1,4 @@
-//! The verdict (issue 16): one short paragraph naming what limited the copy and at what rate,
+//! The verdict: one short paragraph naming what limited the copy and at what rate,
 //! built only from figures of the run (the time budget, the txgs, the page-cache limits, the
 //! environment's tunables). Pure; every output prints [`Verdict::text`] as it is.
 
@@ -380,6 +380,10 @@ fn pct(share: f64) -> String {
 }
 
 /// The verdict from where the writer's time went.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the verdict's rules in precedence order, one after another"
+)]
 fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
     let b = i.budget;
     let who = Who::of(i.env);

@@ -58,7 +58,7 @@ pub fn nice_step(max: f64, target: usize, steps: Steps) -> f64 {
 
 /// A tick of an axis whose ticks are `step` apart, with as many decimals as the step needs,
 /// the same for every tick: step 0.25 gives "0.25", "0.50", "0.75"; step 2.5 gives "2.5",
-/// "5.0"; step 10 gives "10", "20". (One decimal for a 0.25 step printed 0.2 and 0.8.)
+/// "5.0"; step 10 gives "10", "20" (one decimal for a 0.25 step would print 0.2 and 0.8).
 pub fn fmt_tick_at(v: f64, step: f64) -> String {
     let decimals = (0..3)
         .find(|d| {

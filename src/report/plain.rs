@@ -87,7 +87,7 @@ pub fn progress_line(
         .map_or_else(|| "ETA --".to_string(), |e| format!("ETA {}", fmt_clock(e)));
     if phase == Phase::Flushing {
         // Not "100 % … ETA 0:00" for the whole flush: what is left, and when it will be on disk.
-        // Whose data it is (issue 9): this copy's, or every writer's when the destination's
+        // Whose data it is: this copy's, or every writer's when the destination's
         // disks are unknown — the words of the flush event.
         return match f.backlog {
             Some(Backlog {
@@ -302,6 +302,10 @@ pub fn reads(bench: Option<&str>, fs_type: Option<&str>) -> Reads {
 /// [`summary_text`]; `reads`: a bench phase that reads back what an earlier phase wrote and
 /// flushed, after dropping its cached pages, so its rate is the device's (or the ZFS ARC's)
 /// read rate and there is nothing to make durable.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the plain summary's lines in the order they are printed"
+)]
 pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, from: Reads) -> String {
     let reads = from != Reads::No;
     let engine_only;

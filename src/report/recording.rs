@@ -1,5 +1,5 @@
 //! Recordings: the versioned JSON Lines file that `--record` writes and `replay`/`export`
-//! read (DESIGN §6, docs/recording.md). Owns the line types, the buffered writer and the
+//! read (docs/recording.md). Owns the line types, the buffered writer and the
 //! tolerant loader.
 //!
 //! Every line is one JSON object with a `"type"` field: `header` (always first), then
@@ -384,7 +384,7 @@ impl Recording {
     }
 }
 
-/// A recording read line by line straight into the model, keeping nothing else (issue 14: a
+/// A recording read line by line straight into the model, keeping nothing else (a
 /// day-long recording is 864 000 samples; the model keeps its bounded, compacted series). What
 /// `export` and `replay --plain/--json` read.
 pub struct Replayed {

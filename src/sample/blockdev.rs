@@ -1,6 +1,6 @@
 //! Maps a device number or a device path to the physical whole disks behind it, through
 //! /sys/dev/block and /sys/class/block under the [`SysRoot`]: partitions go to their parent
-//! disk, dm (LVM, crypt) and md go down `slaves/` recursively (signals.md §4.5).
+//! disk, dm (LVM, crypt) and md go down `slaves/` recursively.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

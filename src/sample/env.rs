@@ -1,6 +1,6 @@
 //! `probe_environment`: facts read once at start (destination filesystem, ZFS pool and
 //! dataset, the disks behind source and destination, tunables, page size) and one note per
-//! missing signal saying what is n/a and what to do about it (DESIGN §5).
+//! missing signal saying what is n/a and what to do about it (docs/signals.md).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -34,6 +34,10 @@ pub fn probe_environment(root: &SysRoot, sources: &[PathBuf], dest: &Path) -> En
 
 /// [`probe_environment`] with the `zpool list -vHP POOL` output supplied by `zpool_list`
 /// (`Err(reason)` when unavailable), so tests can feed a captured output.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one probe per fact about the destination (filesystem, pool, disks, tunables), in the order they depend on each other"
+)]
 pub fn probe_environment_with(
     root: &SysRoot,
     sources: &[PathBuf],

@@ -1,5 +1,5 @@
 //! Errors of the signal parsers. (Readers never fail: a missing source is n/a in the
-//! Sample and a note in the Environment, DESIGN §5.)
+//! Sample and a note in the Environment.)
 
 use thiserror::Error;
 

@@ -1,5 +1,5 @@
 //! Signals: root-relative readers of /proc, /sys and the ZFS kstats, pure parsers,
-//! and the sampler thread that ticks on fixed deadlines (DESIGN §5).
+//! and the sampler thread that ticks on fixed deadlines (docs/signals.md).
 //!
 //! The [`Sample`] type is the contract between the sampler, the model, recordings
 //! and replay: it holds raw cumulative counters (never rates), so a recording replays

@@ -161,7 +161,7 @@ pub fn parse_u64_value(text: &str) -> Option<u64> {
     text.trim().parse().ok()
 }
 
-/// The vm sysctls that shape page-cache writeback (§4.2), read at start and shown.
+/// The vm sysctls that shape page-cache writeback, read at start and shown.
 pub const VM_TUNABLES: &[&str] = &[
     "dirty_ratio",
     "dirty_background_ratio",

@@ -1,6 +1,7 @@
 //! The sampler thread: one tick per `interval` on fixed deadlines (next += interval, so
 //! ticks never drift; a late tick skips the missed deadlines instead of bursting), one
-//! [`Sample`] per tick sent to the main loop, and lateness/CPU statistics for DESIGN §10.
+//! [`Sample`] per tick sent to the main loop, and its own lateness and CPU statistics (the
+//! sampler's cost, docs/benchmarks.md).
 
 use std::sync::mpsc::{self as std_mpsc, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! The copier's own threads (DESIGN §5, signals.md §4.3): each tick, what every copy thread
+//! The copier's own threads: each tick, what every copy thread
 //! was doing — on a CPU, waiting for one, or blocked, and in which kernel function — read from
 //! `/proc/self/task/*/{stat,schedstat,wchan,stack}` under the [`SysRoot`]. The parsers and the
 //! classification are pure; [`ThreadReader`] only reads files and keeps the run-queue totals
@@ -142,7 +142,7 @@ pub const OWN_SYNC_CALLS: [&str; 5] = [
 /// Frames of a sleep that waits for another process, not for a file: reading a pipe or a
 /// socket (`anon_pipe_read` from 6.15, `pipe_read`/`pipe_wait` before). Under `ksys_read`
 /// like a file read, so they are looked for first: the write-behind child waiting for its
-/// next piece sits there, idle (writer-truth on the lab disk: the copy thread was in
+/// next piece sits there, idle (the copy thread's kernel stacks, traced on a slow disk, were in
 /// `balance_dirty_pages` in those ticks, and the child counted as "reading source").
 const IDLE_READS: [&str; 4] = [
     "pipe_read",

@@ -1,4 +1,4 @@
-//! Pure parsers for the OpenZFS kstats (signals.md §1–§2): `txgs` in the 0.7 layout (kstat
+//! Pure parsers for the OpenZFS kstats (docs/signals.md): `txgs` in the 0.7 layout (kstat
 //! line first), the 0.8+ layout and FreeBSD's leading newline; named kstats (`dmu_tx`,
 //! `arcstats`, `objset-0x…`) including type-7 strings; `zpool list -vHP` output; and the
 //! txg state transitions (S = sync started, C = committed) between two reads.
@@ -371,7 +371,7 @@ pub fn parse_zpool_list_vhp(text: &str, pool: &str) -> Vec<String> {
     out
 }
 
-/// The ZFS module parameters shown and used (signals.md §2.5); absent ones are skipped.
+/// The ZFS module parameters shown and used; absent ones are skipped.
 pub const ZFS_TUNABLES: &[&str] = &[
     "zfs_dirty_data_max",
     "zfs_dirty_data_max_max",

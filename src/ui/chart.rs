@@ -1,9 +1,13 @@
-//! The speed chart widget: a filled area of copy speed with sub-cell resolution, a device-rate
-//! overlay, an average line, drop highlighting, a marker row and axes. Used live, in replay,
-//! and (as text) in the after-exit summary.
+//! The TUI's speed chart ([`SpeedChart`]): a filled area of copy speed with sub-cell
+//! resolution, overlay lines (the device's write rate, a watch's network receive rate), the
+//! average and `--bwlimit` lines, drop highlighting, a marker row and axes, on a time or a
+//! percent axis; and the compact layout's [`SpeedBar`], the chart inside the progress bar.
+//! Drawn live and in replay; the after-exit summary's chart is the text export's
+//! (`report::export::render_text`).
 //!
-//! Long histories compress into the width: every column keeps the min and max of the points it
-//! covers, so a 300 ms drop inside a 3-hour copy still shows as a notch.
+//! Long histories compress into the width (`present::columns`): every column keeps the min and
+//! max of the points it covers, so a 300 ms drop inside a 3-hour copy still shows as a notch.
+//! The y scale is held between frames with hysteresis ([`YScale::next`]).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -18,7 +18,8 @@ use crate::present::format::fmt_clock;
 use crate::ui::chart::{SpeedBar, SpeedChart, YScale};
 use crate::ui::view::{RunState, View};
 
-/// Height below which the chart moves into the progress bar (DESIGN §4 "Compact").
+/// Height below which the chart moves into the progress bar (the compact layout), so a short
+/// terminal keeps the progress, events and kernel rows.
 pub const COMPACT_BELOW_ROWS: u16 = 18;
 
 /// What one frame hands the next: the chart's y scale, kept while it fits (hysteresis), for

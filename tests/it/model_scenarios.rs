@@ -308,6 +308,10 @@ fn weighted(parts: &[(f64, f64)]) -> f64 {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario fed tick by tick, then its checks: the ticks are the story the test tells"
+)]
 fn dirty_above_freerun_with_the_writer_in_write() {
     let mut sc = Scenario::new(Levels {
         copy_mbps: 300.0,
@@ -1171,6 +1175,10 @@ fn a_million_samples_stay_bounded() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario fed tick by tick, then its checks: the ticks are the story the test tells"
+)]
 fn txg_sync_learns_its_size_when_it_commits_after_the_drop() {
     // birth_offset 0: txg times are the model's times. Txg 1204 syncs from 3.0 s to 5.5 s;
     // the writer stalls 3.0–4.5 s, so the drop closes before the txg commits.

@@ -75,6 +75,10 @@ fn load() -> Capture {
     load_from(DIR)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the capture's files parsed one after another into one value"
+)]
 fn load_from(dir: &str) -> Capture {
     let raw = std::fs::read_to_string(format!("{dir}/txgs-raw.log")).expect("txgs-raw.log");
     let mut blocks: Vec<(u64, Vec<TxgRow>)> = Vec::new();

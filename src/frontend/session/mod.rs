@@ -77,9 +77,10 @@ pub fn summary_of(o: &CopyOutcome, model: &Model) -> Summary {
     }
 }
 
-/// Test-only: `COPYSCOPE_TEST_PANIC_AFTER_MS=N` panics a helper thread after N ms, so the
-/// end-to-end tests can prove that a panic on any thread ends the program cleanly with the
-/// terminal restored and nothing lost.
+/// Test-only (the `test-hooks` feature): `COPYSCOPE_TEST_PANIC_AFTER_MS=N` panics a helper
+/// thread after N ms, so the end-to-end tests can prove that a panic on any thread ends the
+/// program cleanly with the terminal restored and nothing lost.
+#[cfg(feature = "test-hooks")]
 fn spawn_test_panic() {
     let Some(ms) = std::env::var("COPYSCOPE_TEST_PANIC_AFTER_MS")
         .ok()
@@ -92,6 +93,9 @@ fn spawn_test_panic() {
         panic!("test panic requested by COPYSCOPE_TEST_PANIC_AFTER_MS");
     });
 }
+
+#[cfg(not(feature = "test-hooks"))]
+fn spawn_test_panic() {}
 
 /// Feeds one arrival to the recording and the model (the sample or engine event first, then
 /// the model's events it led to); returns those events. A face whose screen state holds the

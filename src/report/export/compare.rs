@@ -213,6 +213,10 @@ pub fn render_compare_svg(runs: &[Run], look: &CompareLook, width: u32, height: 
 }
 
 /// One plot, a line per run, a legend with the labels.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one plot drawn in order (grid, axes, a line per run, legend) on one geometry"
+)]
 fn overlay(o: &mut String, runs: &[Run], look: &Look, w: u32, h: u32, top: u32, s: f64) {
     let (w, h) = (f64::from(w), f64::from(h));
     let unit = look.unit.unwrap_or_else(|| rate_unit(1e6));
@@ -356,6 +360,10 @@ fn cell(s: &str) -> String {
 }
 
 /// The runs side by side: a column per run, a row per figure (all the model's).
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table, a row per figure of the model: the rows read together"
+)]
 pub fn render_compare_markdown(runs: &[Run], title: Option<&str>) -> String {
     let mut o = String::new();
     if let Some(t) = title {

@@ -1,4 +1,4 @@
-//! Forum-ready exports of a run (DESIGN §6): the chart data they share ([`ChartData`]),
+//! Forum-ready exports of a run: the chart data they share ([`ChartData`]),
 //! built from a recording, and the four renderings: SVG (the source drawing), PNG (its
 //! rasterisation with embedded fonts), a Unicode/ASCII text chart and a Markdown table.
 //!
@@ -135,7 +135,7 @@ pub struct ChartData {
     pub stats: ChartStats,
     /// Length of the time axis, seconds.
     pub duration_s: f64,
-    /// Where the writer's time went, and the verdict (issue 16): the model's, never re-derived.
+    /// Where the writer's time went, and the verdict: the model's, never re-derived.
     pub budget: Option<crate::model::Budget>,
     pub verdict: Option<crate::model::Verdict>,
     /// A watch's intake source ("objset nwritten", "process wchar", ...): the run charted

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::model::{EventKind, Slice};
 
 use super::describe::{cause_label, drop_label, lost_secs};
-use super::{ChartData, ChartPoint, DeviceSource, MarkerKind};
+use super::{ChartData, ChartPoint, ChartStats, DeviceSource, MarkerKind};
 use crate::present::axis::{RateUnit, Steps, fmt_axis_time, fmt_tick, nice_step, rate_unit};
 use crate::present::format::{fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_secs};
 use crate::present::text::ellipsize_middle;
@@ -299,6 +299,10 @@ fn y_scale(data: &ChartData, look: &Look) -> (RateUnit, f64, f64) {
     (unit, step, ymax_units)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the picture's header (title, headline figures, subtitle) laid out on one cursor"
+)]
 fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
     let s = l.s;
     let t = &data.title;
@@ -818,6 +822,10 @@ enum Swatch {
     Marker(MarkerKind),
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the legend's entries in their one order, laid out left to right on one cursor"
+)]
 fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
     let s = l.s;
     let y = l.legend_base;
@@ -932,7 +940,6 @@ fn legend(o: &mut String, data: &ChartData, kinds: &[MarkerKind], l: &Layout) {
 
 fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     let s = l.s;
-    let st = &data.stats;
     let (x0, y0) = (l.pad, l.stats_top);
     let width = l.w - 2.0 * l.pad;
     let _ = writeln!(
@@ -942,22 +949,58 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         8.0 * s,
         s
     );
-    let col_w = width / 4.0;
-    let head = 14.0 * s;
-    let row = 13.5 * s;
-    let row_gap = 24.0 * s;
-    let head_y = y0 + 28.0 * s;
-    let heading = |o: &mut String, col: usize, text: &str| {
+    let g = StatsGrid {
+        s,
+        x0,
+        col_w: width / 4.0,
+        head: 14.0 * s,
+        row: 13.5 * s,
+        row_gap: 24.0 * s,
+        head_y: y0 + 28.0 * s,
+    };
+    speed_stats(o, &g, &data.stats);
+    run_stats(o, &g, data);
+    lost_stats(o, &g, &data.stats);
+    largest_drops(o, &g, data);
+}
+
+/// The stats panel's four columns: a heading, then rows of a label and its figure.
+struct StatsGrid {
+    s: f64,
+    x0: f64,
+    col_w: f64,
+    /// Font sizes of a heading and of a row.
+    head: f64,
+    row: f64,
+    row_gap: f64,
+    head_y: f64,
+}
+
+impl StatsGrid {
+    /// The left edge of column `col`'s text.
+    fn col_x(&self, col: usize) -> f64 {
+        self.x0 + col as f64 * self.col_w + 18.0 * self.s
+    }
+
+    /// The baseline of row `i` under the heading.
+    fn row_y(&self, i: usize) -> f64 {
+        self.head_y + (i as f64 + 1.0) * self.row_gap
+    }
+
+    fn heading(&self, o: &mut String, col: usize, text: &str) {
         let _ = writeln!(
             o,
-            r#"<text x="{:.1}" y="{head_y:.1}" font-size="{head:.1}" font-weight="bold" fill="{INK}">{}</text>"#,
-            x0 + col as f64 * col_w + 18.0 * s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="{:.1}" font-weight="bold" fill="{INK}">{}</text>"#,
+            self.col_x(col),
+            self.head_y,
+            self.head,
             esc(text)
         );
-    };
-    let pair = |o: &mut String, col: usize, i: usize, k: &str, v: &str| {
-        let y = head_y + (i as f64 + 1.0) * row_gap;
-        let cx = x0 + col as f64 * col_w + 18.0 * s;
+    }
+
+    /// Row `i` of column `col`: the label `k` on the left, the figure `v` right-aligned.
+    fn pair(&self, o: &mut String, col: usize, i: usize, k: &str, v: &str) {
+        let (y, cx, row) = (self.row_y(i), self.col_x(col), self.row);
         let _ = writeln!(
             o,
             r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{MUTED}">{}</text>"#,
@@ -966,14 +1009,17 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         let _ = writeln!(
             o,
             r#"<text x="{:.1}" y="{y:.1}" font-size="{row:.1}" font-weight="bold" fill="{INK}" text-anchor="end">{}</text>"#,
-            cx + col_w - 48.0 * s,
+            cx + self.col_w - 48.0 * self.s,
             esc(v)
         );
-    };
+    }
+}
 
-    heading(o, 0, "Speed");
-    pair(o, 0, 0, "average (to cache)", &fmt_rate(st.avg_bps));
-    pair(
+/// Speed: average, min / peak, durable (or a watch's network average), drops.
+fn speed_stats(o: &mut String, g: &StatsGrid, st: &ChartStats) {
+    g.heading(o, 0, "Speed");
+    g.pair(o, 0, 0, "average (to cache)", &fmt_rate(st.avg_bps));
+    g.pair(
         o,
         0,
         1,
@@ -982,8 +1028,8 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     );
     match &st.net {
         // A watch has no flush of its own: its row says what the interface received.
-        Some(n) => pair(o, 0, 2, "network rx avg", &fmt_rate(n.avg_bps)),
-        None => pair(
+        Some(n) => g.pair(o, 0, 2, "network rx avg", &fmt_rate(n.avg_bps)),
+        None => g.pair(
             o,
             0,
             2,
@@ -991,9 +1037,14 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             &st.durable_bps.map_or("n/a".to_string(), fmt_rate),
         ),
     }
-    pair(o, 0, 3, "drops", &format!("{}", st.drops));
+    g.pair(o, 0, 3, "drops", &format!("{}", st.drops));
+}
 
-    heading(o, 1, "Run");
+/// Run: what was copied (or written under a watch), when the last byte was written, when it
+/// was on disk.
+fn run_stats(o: &mut String, g: &StatsGrid, data: &ChartData) {
+    let st = &data.stats;
+    g.heading(o, 1, "Run");
     let files = if st.failed > 0 {
         format!("{} ({} failed)", fmt_count(st.files), fmt_count(st.failed))
     } else {
@@ -1001,17 +1052,17 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     };
     match &data.watch {
         Some(intake) => {
-            pair(o, 1, 0, "written (watched)", &fmt_bytes(st.bytes));
-            pair(o, 1, 1, "intake from", intake);
+            g.pair(o, 1, 0, "written (watched)", &fmt_bytes(st.bytes));
+            g.pair(o, 1, 1, "intake from", intake);
         }
         None => {
-            pair(o, 1, 0, "copied", &fmt_bytes(st.bytes));
-            pair(o, 1, 1, "files", &files);
+            g.pair(o, 1, 0, "copied", &fmt_bytes(st.bytes));
+            g.pair(o, 1, 1, "files", &files);
         }
     }
-    pair(o, 1, 2, "last byte written", &fmt_secs(st.elapsed_s));
+    g.pair(o, 1, 2, "last byte written", &fmt_secs(st.elapsed_s));
     if let Some(n) = &st.net {
-        pair(
+        g.pair(
             o,
             1,
             3,
@@ -1019,7 +1070,7 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             &format!("{} / {}", fmt_rate(n.min_bps), fmt_rate(n.peak_bps)),
         );
     } else {
-        pair(
+        g.pair(
             o,
             1,
             3,
@@ -1033,7 +1084,10 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             }),
         );
     }
+}
 
+fn lost_stats(o: &mut String, g: &StatsGrid, st: &ChartStats) {
+    let (s, x0, col_w, row) = (g.s, g.x0, g.col_w, g.row);
     // Lost time per cause in red; when the drops cost nothing (the disks kept writing the
     // backlog at their own rate), the stall per cause in grey under "stalled, not lost", so
     // the pink spans are never left beside a bare "0.00 s".
@@ -1049,17 +1103,17 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
     } else {
         "Time lost to drops: none".to_string()
     };
-    heading(o, 2, &heading_text);
+    g.heading(o, 2, &heading_text);
     if st.drops == 0 {
-        pair(o, 2, 0, "no drops", "");
+        g.pair(o, 2, 0, "no drops", "");
     } else if first_row == 1 {
-        pair(o, 2, 0, "stalled, not lost (disks kept writing):", "");
+        g.pair(o, 2, 0, "stalled, not lost (disks kept writing):", "");
     }
     let bar_total: f64 = rows.iter().map(|(_, v)| v).sum();
     let bar_x = x0 + 2.0 * col_w + 18.0 * s;
     let bar_max = col_w - 150.0 * s;
     for (i, (cause, secs)) in rows.iter().take(4 - first_row).enumerate() {
-        let y = head_y + (i as f64 + 1.0 + first_row as f64) * row_gap;
+        let y = g.row_y(i + first_row);
         let bw = if bar_total > 0.0 {
             secs / bar_total * bar_max * 0.55
         } else {
@@ -1086,8 +1140,12 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             fmt_secs(*secs)
         );
     }
+}
 
-    heading(o, 3, "Largest drops");
+/// Largest drops: the four that cost the most, each with its length, rates and cause.
+fn largest_drops(o: &mut String, g: &StatsGrid, data: &ChartData) {
+    let (s, col_w, row) = (g.s, g.col_w, g.row);
+    g.heading(o, 3, "Largest drops");
     let mut drops: Vec<(usize, &crate::model::Event, &crate::model::DropInfo)> = data
         .drops()
         .enumerate()
@@ -1102,11 +1160,11 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
             .then(held(b.1, b.2).cmp(&held(a.1, a.2)))
     });
     if drops.is_empty() {
-        pair(o, 3, 0, "none", "");
+        g.pair(o, 3, 0, "none", "");
     }
     for (i, (n, e, d)) in drops.iter().take(4).enumerate() {
-        let y = head_y + (i as f64 + 1.0) * row_gap;
-        let cx = x0 + 3.0 * col_w + 18.0 * s;
+        let y = g.row_y(i);
+        let cx = g.col_x(3);
         let cause = match d.causes.first() {
             Some(crate::model::Cause::TxgSync { syncs: Some(r), .. }) => {
                 format!("txgs {}-{}", r.first, r.last)
@@ -1208,6 +1266,10 @@ fn verdict_units(data: &ChartData, w: f64, h: f64) -> f64 {
 
 /// The writer's time budget as one stacked bar (each slice labelled where it fits) and the
 /// verdict under it, the model's words unchanged.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the budget bar and the verdict under it laid out on one cursor"
+)]
 fn verdict_band(o: &mut String, data: &ChartData, l: &Layout) {
     if l.verdict_h <= 0.0 {
         return;

@@ -108,24 +108,13 @@ pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
     text
 }
 
-fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
-    // The gutter width depends on the labels, which depend on the column values; labels
-    // are at most 4 characters ("1000" cannot occur: 4 steps of a nice step < 1000 units
-    // switch to the next unit), so size the columns for a 4-character gutter first.
-    let duration = data
-        .duration_s
-        .max(data.points.last().map_or(0.0, |p| p.t_s))
-        .max(1e-3);
-    let gutter = 4;
-    let cols = width - gutter - 1;
-    let col_of = |t: f64| column_of(t / duration, cols);
-
-    // Column values are means; the column at each drop's middle shows the drop's minimum
-    // instead, so a drop shorter than a column never averages away while the bursts
-    // between drops keep their height.
+/// The value each of `cols` columns over `duration` seconds shows. Column values are means;
+/// the column at each drop's middle shows the drop's minimum instead, so a drop shorter than
+/// a column never averages away while the bursts between drops keep their height.
+fn column_values(data: &ChartData, cols: usize, duration: f64) -> Vec<f64> {
     let mut drop_cols = vec![false; cols];
     for (e, d) in data.drops() {
-        drop_cols[col_of((e.t_ns + d.end_ns) as f64 / 2e9)] = true;
+        drop_cols[column_of((e.t_ns + d.end_ns) as f64 / 2e9 / duration, cols)] = true;
     }
     let buckets = bucket(
         &data.points,
@@ -147,6 +136,44 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
         }
         values[c] = last;
     }
+    values
+}
+
+/// The time axis under the chart: labels at round steps, none overlapping.
+fn time_axis(duration: f64, gutter: usize, cols: usize, width: usize) -> String {
+    let col_of = |t: f64| column_of(t / duration, cols);
+    let tstep = super::time_axis_step(duration, (cols / 10).max(1));
+    let mut axis_line: Vec<char> = vec![' '; gutter + 1 + cols + 8];
+    let mut next_free = 0usize;
+    let mut t = 0.0;
+    while t <= duration + 1e-9 {
+        let label = fmt_axis_time(t, tstep);
+        let start = gutter + 1 + col_of(t);
+        let len = label.chars().count();
+        if start >= next_free && start + len <= width {
+            for (i, ch) in label.chars().enumerate() {
+                axis_line[start + i] = ch;
+            }
+            next_free = start + len + 1;
+        }
+        t += tstep;
+    }
+    axis_line.into_iter().collect()
+}
+
+fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
+    // The gutter width depends on the labels, which depend on the column values; labels
+    // are at most 4 characters ("1000" cannot occur: 4 steps of a nice step < 1000 units
+    // switch to the next unit), so size the columns for a 4-character gutter first.
+    let duration = data
+        .duration_s
+        .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .max(1e-3);
+    let gutter = 4;
+    let cols = width - gutter - 1;
+    let col_of = |t: f64| column_of(t / duration, cols);
+
+    let values = column_values(data, cols, duration);
 
     // Scale to what the columns show, so one 100 ms spike does not flatten the chart.
     let peak = values.iter().copied().fold(0.0, f64::max).max(1.0);
@@ -212,23 +239,7 @@ fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
     }
     out.push(base);
 
-    let tstep = super::time_axis_step(duration, (cols / 10).max(1));
-    let mut axis_line: Vec<char> = vec![' '; gutter + 1 + cols + 8];
-    let mut next_free = 0usize;
-    let mut t = 0.0;
-    while t <= duration + 1e-9 {
-        let label = fmt_axis_time(t, tstep);
-        let start = gutter + 1 + col_of(t);
-        let len = label.chars().count();
-        if start >= next_free && start + len <= width {
-            for (i, ch) in label.chars().enumerate() {
-                axis_line[start + i] = ch;
-            }
-            next_free = start + len + 1;
-        }
-        t += tstep;
-    }
-    out.push(axis_line.into_iter().collect::<String>());
+    out.push(time_axis(duration, gutter, cols, width));
 
     let mut legend = vec![format!(
         "{} {}",
