@@ -302,9 +302,17 @@ pub(crate) struct EtaTracker {
     /// The copy's committed txgs: (dirty bytes, bytes written, sync ns), newest last.
     txgs: VecDeque<(u64, u64, u64)>,
     check: Option<EtaCheck>,
-    /// The ends the estimate announced, once a second over the window: (second, in the
-    /// cache, on disk), seconds since the start with pauses excluded.
-    said: VecDeque<(u64, f64, Option<f64>)>,
+    /// The ends the estimate announced, once a second over the window.
+    said: VecDeque<SaidEnds>,
+}
+
+/// The ends the estimate announced at one second: in the cache and on disk, seconds since the
+/// start with pauses excluded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SaidEnds {
+    sec: u64,
+    cache: f64,
+    disk: Option<f64>,
 }
 
 impl EtaTracker {
@@ -509,7 +517,7 @@ impl Model {
         if self.copy_end.is_some() {
             return Some(eta);
         }
-        let drift = |pick: fn(&(u64, f64, Option<f64>)) -> Option<f64>| {
+        let drift = |pick: fn(&SaidEnds) -> Option<f64>| {
             let ends: Vec<f64> = self.eta.said.iter().filter_map(pick).collect();
             band(&ends).map(|(lo, hi)| (hi - lo) / 2.0)
         };
@@ -517,9 +525,9 @@ impl Model {
             (Some(b), Some(d)) => Some(b.max(d)),
             (b, _) => b,
         };
-        eta.to_cache_band_secs = widen(eta.to_cache_band_secs, drift(|x| Some(x.1)));
+        eta.to_cache_band_secs = widen(eta.to_cache_band_secs, drift(|x| Some(x.cache)));
         if let OnDisk::Secs { band_secs, .. } = &mut eta.on_disk {
-            *band_secs = widen(*band_secs, drift(|x| x.2));
+            *band_secs = widen(*band_secs, drift(|x| x.disk));
         }
         Some(eta)
     }
@@ -527,7 +535,7 @@ impl Model {
     /// Keeps the ends the estimate announces, once a second (drift of [`Model::eta`]).
     fn keep_said(&mut self, t: u64) {
         let sec = t / SEC;
-        if self.eta.said.back().is_some_and(|x| x.0 == sec) || self.copy_end.is_some() {
+        if self.eta.said.back().is_some_and(|x| x.sec == sec) || self.copy_end.is_some() {
             return;
         }
         let Some(e) = self.estimate() else {
@@ -538,12 +546,16 @@ impl Model {
             OnDisk::Secs { secs, .. } => Some(now + secs),
             _ => None,
         };
-        self.eta.said.push_back((sec, now + e.to_cache_secs, disk));
+        self.eta.said.push_back(SaidEnds {
+            sec,
+            cache: now + e.to_cache_secs,
+            disk,
+        });
         while self
             .eta
             .said
             .front()
-            .is_some_and(|x| x.0 + WINDOW_NS / SEC < sec)
+            .is_some_and(|x| x.sec + WINDOW_NS / SEC < sec)
         {
             self.eta.said.pop_front();
         }
