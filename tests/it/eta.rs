@@ -60,11 +60,13 @@ fn timeline(rel: &str) -> (Model, Vec<(f64, f64, Option<Eta>)>) {
 }
 
 /// Real copies that ended with a flush: the slow disk with the machine's default dirty limits
-/// (made by scripts/eta-check.sh) and with lowered ones, the ZFS lab pool fresh and aged.
+/// (made by scripts/eta-check.sh) and with lowered ones, the ZFS lab pool fresh (1.5 and 3 GiB)
+/// and aged.
 const FLUSHED: &[&str] = &[
     "tests/fixtures/recordings/slowdev-2000mb-default.jsonl",
     "assets/slowdev-40mbps-ext4.jsonl",
     "assets/zfs-40mbps-copy.jsonl",
+    "tests/fixtures/recordings/zfs-40mbps-zero.jsonl",
     "tests/fixtures/corpus/zfs-aged-bigfile.jsonl",
 ];
 
