@@ -90,6 +90,32 @@ impl Eta {
         }
     }
 
+    /// The words for a narrowing row, longest first: [`Eta::describe`]'s, then the run's end
+    /// alone with its band (`on disk 03:10 (± 20 s)`; the cache's time while the disks' rate
+    /// is unmeasured), then that time alone. Once the copy phase is over (`flushing`), only
+    /// the disk's time.
+    pub fn texts(&self, flushing: bool) -> [String; 3] {
+        let band = |b: Option<f64>| {
+            b.filter(|b| *b >= 0.5)
+                .map(|b| format!(" (± {})", fmt_secs(b)))
+                .unwrap_or_default()
+        };
+        let cache = fmt_clock(self.to_cache_secs);
+        match self.on_disk {
+            OnDisk::Secs { secs, band_secs } => {
+                let disk = format!("on disk {}{}", fmt_clock(secs), band(band_secs));
+                let full = if flushing {
+                    disk.clone()
+                } else {
+                    self.describe(true)
+                };
+                [full, disk, fmt_clock(secs)]
+            }
+            OnDisk::Unmeasured => [self.describe(true), format!("to cache {cache}"), cache],
+            OnDisk::NoDisk => [self.describe(true), cache.clone(), cache],
+        }
+    }
+
     /// The words every face prints: `to cache 00:40 · on disk 03:10 (± 20 s)`; only the
     /// cache's time (and its band) on a memory filesystem or a copy that does not flush.
     pub fn describe(&self, flushes: bool) -> String {
@@ -826,12 +852,22 @@ mod tests {
             "to cache 00:40 · on disk 03:10 (± 20 s)"
         );
         assert_eq!(eta.describe(false), "00:40 (± 2.0 s)");
+        assert_eq!(
+            eta.texts(false),
+            [
+                "to cache 00:40 · on disk 03:10 (± 20 s)".to_string(),
+                "on disk 03:10 (± 20 s)".to_string(),
+                "03:10".to_string()
+            ]
+        );
+        assert_eq!(eta.texts(true)[0], "on disk 03:10 (± 20 s)");
         let unknown = Eta {
             on_disk: OnDisk::Unmeasured,
             ..eta
         };
         assert_eq!(unknown.describe(true), "to cache 00:40 · on disk --:--");
         assert_eq!(unknown.secs(true), None);
+        assert_eq!(unknown.texts(false)[1], "to cache 00:40");
         let tmpfs = Eta {
             on_disk: OnDisk::NoDisk,
             ..eta
