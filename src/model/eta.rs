@@ -243,7 +243,7 @@ impl Bins {
         match self.0.back_mut() {
             Some(b) if b.sec == sec => {
                 b.bytes += bytes;
-                b.ns += ns;
+                b.ns = b.ns.saturating_add(ns);
             }
             _ => self.0.push_back(Bin { sec, bytes, ns }),
         }
@@ -260,7 +260,9 @@ impl Bins {
             .0
             .iter()
             .filter(|b| b.sec >= from)
-            .fold((0.0, 0u64), |(b, n), x| (b + x.bytes, n + x.ns));
+            .fold((0.0, 0u64), |(b, n), x| {
+                (b + x.bytes, n.saturating_add(x.ns))
+            });
         (n >= SEC).then(|| b * 1e9 / n as f64)
     }
 
@@ -278,7 +280,9 @@ impl Bins {
                     .0
                     .iter()
                     .filter(|x| x.sec + len > end && x.sec <= end)
-                    .fold((0.0, 0u64), |(b, n), x| (b + x.bytes, n + x.ns));
+                    .fold((0.0, 0u64), |(b, n), x| {
+                        (b + x.bytes, n.saturating_add(x.ns))
+                    });
                 (n as f64 >= SPREAD_MIN_SHARE * SPREAD_NS as f64).then(|| b * 1e9 / n as f64)
             })
             .collect()
@@ -399,12 +403,16 @@ impl EtaTracker {
         if !on_zfs {
             return disks();
         }
-        let (dirty, written, ns) = self
-            .txgs
-            .iter()
-            .fold((0u64, 0u64, 0u64), |(d, w, n), (x, y, s)| {
-                (d + x, w + y, n + s)
-            });
+        let (dirty, written, ns) =
+            self.txgs
+                .iter()
+                .fold((0u64, 0u64, 0u64), |(d, w, n), (x, y, s)| {
+                    (
+                        d.saturating_add(*x),
+                        w.saturating_add(*y),
+                        n.saturating_add(*s),
+                    )
+                });
         if written > 0
             && let Some(r) = disks()
         {
@@ -530,7 +538,7 @@ impl Model {
     /// Seconds since the start at `t`, pauses excluded.
     fn unpaused_secs(&self, t: u64) -> f64 {
         let paused_now = self.paused_since.map_or(0, |p| t.saturating_sub(p));
-        t.saturating_sub(self.paused_ns + paused_now) as f64 / 1e9
+        t.saturating_sub(self.paused_ns.saturating_add(paused_now)) as f64 / 1e9
     }
 
     /// When the copy will be done (DESIGN §4): `None` while the total is unknown (the scan
