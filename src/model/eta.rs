@@ -67,7 +67,8 @@ pub enum OnDisk {
     /// The destination's drain rate is not measured yet (its disks have not run saturated, no
     /// txg of this copy has committed).
     Unmeasured,
-    /// Nothing goes to a disk (tmpfs, ramfs): the copy ends when the last byte is in memory.
+    /// Nothing goes to a disk (tmpfs, ramfs, a bench phase that only reads): the run ends when
+    /// the last byte is in memory.
     NoDisk,
 }
 
@@ -149,6 +150,8 @@ pub struct EtaCheck {
     pub said_disk: Option<Said>,
     /// How the run really ended, once it did.
     pub real: Option<RealEnd>,
+    /// Nothing of the run goes to a disk ([`OnDisk::NoDisk`]): its end is the last byte.
+    pub no_disk: bool,
 }
 
 /// An end the finish time announced: seconds since the start, and the band's half-width.
@@ -197,7 +200,11 @@ impl EtaCheck {
             .map(|b| format!(" (± {})", fmt_secs(b)))
             .unwrap_or_default();
         let on_disk = self.real.map_or(self.said_disk.is_some(), |r| r.on_disk);
-        let what = if on_disk { "on disk" } else { "in cache" };
+        let what = match (self.no_disk, on_disk) {
+            (true, _) => "done",
+            (false, true) => "on disk",
+            (false, false) => "in cache",
+        };
         let mut s = format!(
             "finish time said at {:.0} % ({}): {what} at {}{band}",
             CHECK_AT_FRACTION * 100.0,
@@ -506,6 +513,7 @@ impl Model {
                     OnDisk::Unmeasured => None,
                 },
                 real: None,
+                no_disk: matches!(eta.on_disk, OnDisk::NoDisk),
             });
         }
     }
@@ -533,6 +541,12 @@ impl Model {
             .and_then(|(_, v)| v.trim().parse::<f64>().ok())
             .unwrap_or(ZFS_FULL_CONCURRENCY_PCT);
         (tick.arc_anon? as f64 >= max * pct / 100.0).then_some(bps)
+    }
+
+    /// Nothing of the run goes to a disk: a memory filesystem, or a bench phase that only
+    /// reads.
+    fn nothing_to_disk(&self) -> bool {
+        self.memory_fs() || self.env.reads_only
     }
 
     /// Seconds since the start at `t`, pauses excluded.
@@ -612,7 +626,7 @@ impl Model {
             })
         });
         let on_disk = |secs: f64, band_secs: Option<f64>| {
-            if self.memory_fs() {
+            if self.nothing_to_disk() {
                 OnDisk::NoDisk
             } else {
                 OnDisk::Secs { secs, band_secs }
@@ -622,7 +636,7 @@ impl Model {
             // The flush: what is left in RAM at the drain rate.
             let od = match (self.flush_done, drain) {
                 (Some(_), _) => on_disk(0.0, None),
-                _ if self.memory_fs() || backlog == 0.0 => on_disk(0.0, None),
+                _ if self.nothing_to_disk() || backlog == 0.0 => on_disk(0.0, None),
                 (None, Some(d)) => on_disk(
                     backlog / d.mean,
                     d.band
@@ -669,7 +683,7 @@ impl Model {
         };
         let to_cache_band = slow_fast.map(|(s, f)| band_of(to_cache, s.0, f.0));
         let on_disk = match disk {
-            _ if self.memory_fs() => OnDisk::NoDisk,
+            _ if self.nothing_to_disk() => OnDisk::NoDisk,
             Some(secs) => OnDisk::Secs {
                 secs,
                 band_secs: slow_fast.and_then(|(s, f)| Some(band_of(secs, s.1?, f.1?))),
@@ -715,7 +729,7 @@ impl Model {
             (None, Some(t)) if self.finished_at.is_some() && self.flush_start.is_none() => {
                 Some(RealEnd {
                     secs: secs(t),
-                    on_disk: self.memory_fs(),
+                    on_disk: self.nothing_to_disk(),
                 })
             }
             _ => None,
@@ -896,6 +910,7 @@ mod tests {
                 secs: 45.2,
                 on_disk: true,
             }),
+            no_disk: false,
         };
         assert_eq!(
             check.describe(),
@@ -914,6 +929,16 @@ mod tests {
             no_sync
                 .describe()
                 .contains("in cache at 00:30; it was 00:28 (-2.0 s")
+        );
+        let tmpfs = EtaCheck {
+            said_disk: Some(check.said_cache),
+            no_disk: true,
+            ..check
+        };
+        assert!(
+            tmpfs.describe().contains(": done at 00:30;"),
+            "{}",
+            tmpfs.describe()
         );
     }
 }

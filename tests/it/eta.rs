@@ -155,7 +155,9 @@ fn a_watch_has_no_finish_time_and_tmpfs_no_disk() {
         assert!(tl.iter().all(|(_, _, e)| e.is_none()), "{rel}");
         assert_eq!(m.eta_check(), None, "{rel}");
     }
-    let (_, tl) = timeline("tests/fixtures/corpus/tmpfs-other-writer.jsonl");
+    let (m, tl) = timeline("tests/fixtures/corpus/tmpfs-other-writer.jsonl");
+    let c = m.eta_check().expect("check");
+    assert!(c.no_disk && c.describe().contains(": done at"), "{c:?}");
     let etas: Vec<Eta> = tl.iter().filter_map(|x| x.2).collect();
     assert!(!etas.is_empty());
     assert!(etas.iter().all(|e| e.on_disk == OnDisk::NoDisk), "{etas:?}");
