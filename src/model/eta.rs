@@ -23,7 +23,7 @@ use super::attrib::{TickInfo, dirty_and_writeback, freerun};
 use super::phase::{AT_RATE_FACTOR, SATURATED_UTIL_PCT};
 use super::txg::MIN_RATE_TXG_BYTES;
 use super::{Event, EventKind};
-use crate::present::format::{fmt_clock, fmt_secs};
+use crate::present::format::{fmt_clock, fmt_pct, fmt_secs};
 
 const SEC: u64 = 1_000_000_000;
 /// The rates are the means over this much of the latest measurements: long enough for several
@@ -184,8 +184,8 @@ impl EtaCheck {
         Some(self.real?.secs - self.said()?.secs)
     }
 
-    /// `finish time said at 25 % (00:08): on disk at 00:44 (± 3.1 s); it was 00:45 (+1.2 s,
-    /// +3 % of the time left)`.
+    /// `finish time said at 25 % (00:10): on disk at 00:44 (± 3.1 s); it was 00:45, 1.2 s
+    /// later (3 % of the time left)`.
     pub fn describe(&self) -> String {
         let Some(said) = self.said() else {
             return format!(
@@ -213,19 +213,18 @@ impl EtaCheck {
         );
         if let (Some(real), Some(err)) = (self.real, self.error_secs()) {
             let left = real.secs - self.at_secs;
-            let sign = if err < 0.0 { "-" } else { "+" };
+            let when = if err < 0.0 { "earlier" } else { "later" };
             s.push_str(&format!(
-                "; it was {} ({sign}{}",
+                "; it was {}, {} {when}",
                 fmt_clock(real.secs),
                 fmt_secs(err.abs())
             ));
             if left > 0.0 {
-                // + 0.0: a share that rounds to zero is "0 %", not "-0 %".
-                let pct = (err / left * 100.0).round() + 0.0;
-                let sign = if pct > 0.0 { "+" } else { "" };
-                s.push_str(&format!(", {sign}{pct:.0} % of the time left"));
+                s.push_str(&format!(
+                    " ({} of the time left)",
+                    fmt_pct((err / left * 100.0).abs())
+                ));
             }
-            s.push(')');
         }
         s
     }
@@ -914,8 +913,8 @@ mod tests {
         };
         assert_eq!(
             check.describe(),
-            "finish time said at 25 % (00:10): on disk at 00:44 (± 3.1 s); it was 00:45 \
-             (+1.2 s, +3 % of the time left)"
+            "finish time said at 25 % (00:10): on disk at 00:44 (± 3.1 s); it was 00:45, \
+             1.2 s later (3 % of the time left)"
         );
         let no_sync = EtaCheck {
             real: Some(RealEnd {
@@ -928,7 +927,7 @@ mod tests {
         assert!(
             no_sync
                 .describe()
-                .contains("in cache at 00:30; it was 00:28 (-2.0 s")
+                .contains("in cache at 00:30; it was 00:28, 2.0 s earlier (11 % of")
         );
         let tmpfs = EtaCheck {
             said_disk: Some(check.said_cache),

@@ -43,8 +43,8 @@ pub fn evidence_line(model: &Model) -> Option<String> {
         .map(|l| format!("evidence: {}", EvidenceLevel::chain(l)))
 }
 
-/// `finish time said at 25 % (00:06): on disk at 00:42; it was 00:44 (+2.0 s, +5 % of the
-/// time left)`: how the ETA compared with the real end, once the run ended.
+/// `finish time said at 25 % (00:06): on disk at 00:42; it was 00:44, 2.0 s later (5 % of
+/// the time left)`: how the ETA compared with the real end, once the run ended.
 pub fn eta_check_line(model: &Model) -> Option<String> {
     model
         .eta_check()

@@ -60,14 +60,16 @@ fn timeline(rel: &str) -> (Model, Vec<(f64, f64, Option<Eta>)>) {
 }
 
 /// Real copies that ended with a flush: the slow disk with the machine's default dirty limits
-/// (made by scripts/eta-check.sh) and with lowered ones, the ZFS lab pool fresh (1.5 and 3 GiB)
-/// and aged.
+/// (made by scripts/eta-check.sh) and with lowered ones, the ZFS lab pool fresh (1.5 and 3 GiB),
+/// aged, and with `zfs_dirty_data_max` lowered to 64 MiB.
 const FLUSHED: &[&str] = &[
     "tests/fixtures/recordings/slowdev-2000mb-default.jsonl",
     "assets/slowdev-40mbps-ext4.jsonl",
     "assets/zfs-40mbps-copy.jsonl",
     "tests/fixtures/recordings/zfs-40mbps-zero.jsonl",
     "tests/fixtures/corpus/zfs-aged-bigfile.jsonl",
+    "tests/fixtures/corpus/zfs-throttle-64m.jsonl",
+    "tests/fixtures/corpus/ext4-disk-lowered.jsonl",
 ];
 
 #[test]
