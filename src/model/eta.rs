@@ -612,75 +612,23 @@ impl Model {
     fn estimate(&self) -> Option<Eta> {
         let s = self.latest.as_ref()?;
         let e = &s.engine;
-        let now = s.t_ns;
-        let on_zfs = self.on_zfs();
         let backlog = self.flush_backlog().map_or(0, |b| b.bytes) as f64;
-        // Without a saturated second in the window, what the disks sustained when they last
-        // ran saturated (no band: not measured lately).
-        let drain = self.eta.drain(now, on_zfs).or_else(|| {
-            let c = self.phase.slowed_to().or(self.phase.ceiling())?;
-            (!on_zfs).then_some(Rate {
-                mean: c,
-                band: None,
-            })
-        });
-        let on_disk = |secs: f64, band_secs: Option<f64>| {
-            if self.nothing_to_disk() {
-                OnDisk::NoDisk
-            } else {
-                OnDisk::Secs { secs, band_secs }
-            }
-        };
+        let drain = self.drain_rate(s.t_ns);
         if self.copy_end.is_some() {
-            // The flush: what is left in RAM at the drain rate.
-            let od = match (self.flush_done, drain) {
-                (Some(_), _) => on_disk(0.0, None),
-                _ if self.nothing_to_disk() || backlog == 0.0 => on_disk(0.0, None),
-                (None, Some(d)) => on_disk(
-                    backlog / d.mean,
-                    d.band
-                        .map(|(lo, hi)| band_of(backlog / d.mean, backlog / lo, backlog / hi)),
-                ),
-                (None, None) => OnDisk::Unmeasured,
-            };
-            return Some(Eta {
-                to_cache_secs: 0.0,
-                to_cache_band_secs: None,
-                on_disk: od,
-            });
+            return Some(self.flush_eta(backlog, drain));
         }
         if !e.scan_done || e.bytes_total == 0 {
             return None;
         }
-        let intake = self.eta.intake(now)?;
+        let intake = self.eta.intake(s.t_ns)?;
         let left = e.bytes_total.saturating_sub(e.bytes_copied) as f64;
         let headroom = self.cache_headroom();
         let held =
             self.phase.announced() || drain.is_some_and(|d| intake.mean <= AT_RATE_FACTOR * d.mean);
         let at = |i: f64, d: Option<f64>| finish(left, backlog, i, d, headroom, held);
         let (to_cache, disk) = at(intake.mean, drain.map(|d| d.mean));
-        // The slow end: the rates at their slow ends; the fast end likewise. A writer held at
-        // the disks' pace has theirs (its own rate swings with each txg sync or writeback
-        // pause, and the disks keep writing through them).
-        let slow_fast = match (drain, intake.band) {
-            (
-                Some(Rate {
-                    band: Some((dlo, dhi)),
-                    ..
-                }),
-                _,
-            ) if held => Some((at(dlo, Some(dlo)), at(dhi, Some(dhi)))),
-            (
-                Some(Rate {
-                    band: Some((dlo, dhi)),
-                    ..
-                }),
-                Some((ilo, ihi)),
-            ) => Some((at(ilo, Some(dlo)), at(ihi, Some(dhi)))),
-            (None, Some((ilo, ihi))) => Some((at(ilo, None), at(ihi, None))),
-            _ => None,
-        };
-        let to_cache_band = slow_fast.map(|(s, f)| band_of(to_cache, s.0, f.0));
+        let slow_fast =
+            band_ends(intake, drain, held).map(|((si, sd), (fi, fd))| (at(si, sd), at(fi, fd)));
         let on_disk = match disk {
             _ if self.nothing_to_disk() => OnDisk::NoDisk,
             Some(secs) => OnDisk::Secs {
@@ -691,9 +639,45 @@ impl Model {
         };
         Some(Eta {
             to_cache_secs: to_cache,
-            to_cache_band_secs: to_cache_band,
+            to_cache_band_secs: slow_fast.map(|(s, f)| band_of(to_cache, s.0, f.0)),
             on_disk,
         })
+    }
+
+    /// The drain rate measured in the window; without a saturated second in it, what the
+    /// disks sustained when they last ran saturated (no band: not measured lately).
+    fn drain_rate(&self, now: u64) -> Option<Rate> {
+        let on_zfs = self.on_zfs();
+        self.eta.drain(now, on_zfs).or_else(|| {
+            let c = self.phase.slowed_to().or(self.phase.ceiling())?;
+            (!on_zfs).then_some(Rate {
+                mean: c,
+                band: None,
+            })
+        })
+    }
+
+    /// The flush (the copy phase over): what is left in RAM at the drain rate.
+    fn flush_eta(&self, backlog: f64, drain: Option<Rate>) -> Eta {
+        let on_disk = match drain {
+            _ if self.nothing_to_disk() => OnDisk::NoDisk,
+            _ if self.flush_done.is_some() || backlog == 0.0 => OnDisk::Secs {
+                secs: 0.0,
+                band_secs: None,
+            },
+            Some(d) => OnDisk::Secs {
+                secs: backlog / d.mean,
+                band_secs: d
+                    .band
+                    .map(|(lo, hi)| band_of(backlog / d.mean, backlog / lo, backlog / hi)),
+            },
+            None => OnDisk::Unmeasured,
+        };
+        Eta {
+            to_cache_secs: 0.0,
+            to_cache_band_secs: None,
+            on_disk,
+        }
     }
 
     /// What the cache takes before the writer is held at the drain rate: freerun less the
@@ -734,6 +718,20 @@ impl Model {
             _ => None,
         };
         Some(c)
+    }
+}
+
+/// The rates (intake, drain) at the band's slow end and at its fast end, when both were
+/// measured with a spread (the intake alone while the drain is unknown). A writer held at the
+/// disks' pace has theirs for both: its own rate swings with each txg sync or writeback
+/// pause while the disks keep writing through them.
+type RatePair = (f64, Option<f64>);
+fn band_ends(intake: Rate, drain: Option<Rate>, held: bool) -> Option<(RatePair, RatePair)> {
+    match (drain.map(|d| d.band), intake.band) {
+        (Some(Some((dlo, dhi))), _) if held => Some(((dlo, Some(dlo)), (dhi, Some(dhi)))),
+        (Some(Some((dlo, dhi))), Some((ilo, ihi))) => Some(((ilo, Some(dlo)), (ihi, Some(dhi)))),
+        (None, Some((ilo, ihi))) => Some(((ilo, None), (ihi, None))),
+        _ => None,
     }
 }
 
@@ -895,6 +893,10 @@ mod tests {
         };
         assert_eq!(tmpfs.describe(true), "00:40 (± 2.0 s)");
         assert_eq!(tmpfs.secs(true), Some(40.0));
+    }
+
+    #[test]
+    fn the_checks_words() {
         let check = EtaCheck {
             at_secs: 10.0,
             said_cache: Said {

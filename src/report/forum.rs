@@ -206,6 +206,13 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
         fmt_event_time(w.start_ns),
         w.text.replace('|', "\\|"),
     );
+    zfs_kstats(win, e, o);
+    disks_and_page_cache(win, e, o);
+}
+
+/// The pool's `txgs` rows and the `dmu_tx` increases over the window (or that the recording
+/// holds no rows).
+fn zfs_kstats(win: &Window, e: &Environment, o: &mut String) {
     if !win.txgs.is_empty() {
         let pool = e.zfs_pool.as_deref().unwrap_or("POOL");
         let _ = writeln!(
@@ -240,6 +247,11 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
             let _ = writeln!(o, "| `{name}` | {} |", y.saturating_sub(x));
         }
     }
+}
+
+/// The destination disks' figures over the window (or that it holds none), and on a page-cache
+/// destination the system's dirty data against its thresholds.
+fn disks_and_page_cache(win: &Window, e: &Environment, o: &mut String) {
     if let (Some((t0, a)), Some((t1, b))) = (win.disk_first, win.disk_last)
         && t1 > t0
     {
