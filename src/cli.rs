@@ -398,8 +398,9 @@ pub enum Command {
         overlay: bool,
     },
     /// One Markdown file of a recording for a GitHub issue or a forum post: the figures,
-    /// drops, verdict and time budget, the text chart, the system and its tunables (with the
-    /// files they come from), and the txgs, dmu_tx and disk figures around the worst drop.
+    /// drops, verdict and time budget, the text chart, the system (kernel and OpenZFS
+    /// versions, RAM) and its tunables (with the files they come from), and the txgs, dmu_tx,
+    /// disk and page-cache figures around the worst drop.
     Report {
         /// The recording (JSON Lines, written by --record).
         #[arg(value_name = "FILE")]

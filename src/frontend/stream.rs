@@ -434,6 +434,7 @@ impl Lines {
                 st.avg_bps,
                 json::ProgressFigures {
                     eta_secs: eta,
+                    eta: model.eta().filter(|_| watch.is_none()),
                     current: cur.as_ref(),
                     to_flush: model.flush_backlog().filter(|_| watch.is_none()),
                 },
@@ -452,13 +453,19 @@ impl Lines {
             let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
             verify_line(elapsed, snap, verified, d.binary)
         } else {
-            progress_line(
+            let line = progress_line(
                 elapsed,
                 self.phase,
                 snap,
                 crate::report::plain::LineFigures::of(model),
                 d.binary,
-            )
+            );
+            // No file names in it: the ETA's middle dot and ± shaped for an ASCII display.
+            if d.ascii {
+                crate::present::text::asciify(&line)
+            } else {
+                line
+            }
         }
     }
 }

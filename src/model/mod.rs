@@ -11,6 +11,7 @@ mod backlog;
 pub mod budget;
 mod describe;
 mod detect;
+mod eta;
 mod exact;
 pub mod metrics;
 mod net;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use backlog::{Backlog, BacklogScope};
 pub use budget::{Budget, Slice};
+pub use eta::{CHECK_AT_FRACTION, Eta, EtaCheck, OnDisk, RealEnd, Said};
 pub use net::NetStats;
 pub use series::{Point, Series};
 pub use verdict::{Limit, Verdict};
@@ -576,6 +578,8 @@ pub struct Model {
     dest_written_base: Option<u64>,
     /// … and on ZFS the bytes the txgs committed since then wrote.
     zfs_written: u64,
+    /// The finish time's measurements.
+    eta: eta::EtaTracker,
 }
 
 impl Model {
@@ -641,6 +645,7 @@ impl Model {
             phase: PhaseTracker::default(),
             dest_disks,
             dest_written_base: None,
+            eta: eta::EtaTracker::default(),
             zfs_written: 0,
         }
     }
@@ -716,6 +721,7 @@ impl Model {
         self.page_cache_events(s, &mut out);
         self.delay_events(&tick, &mut out);
         self.detect(&tick, &mut out);
+        self.eta_tick(&tick, &out);
 
         let e = &s.engine;
         if e.scan_done && e.bytes_total > 0 && e.bytes_copied >= e.bytes_total {
@@ -1346,54 +1352,18 @@ impl Model {
         out
     }
 
-    /// Seconds until done: the bytes still to copy at the average speed, plus,
-    /// with `include_flush`, the data waiting in RAM at the rate the disks drain it (so a
-    /// 100 % bar never hangs unexplained). None while the total is unknown (scanning).
+    /// Seconds until done: with `include_flush`, until the data is on disk when
+    /// the drain rate is measured (else until the last byte is in the cache, the least it
+    /// takes); without, until the last byte is in the cache. None while the total is unknown
+    /// (scanning). [`Model::eta`] has both times and their bands.
     pub fn eta_secs(&self, include_flush: bool) -> Option<f64> {
-        let s = self.latest.as_ref()?;
-        let stats = self.stats();
-        let copy_secs = if self.copy_end.is_some() {
-            0.0
-        } else {
-            let e = &s.engine;
-            if !e.scan_done || e.bytes_total == 0 || stats.avg_bps <= 0.0 {
-                return None;
-            }
-            e.bytes_total.saturating_sub(e.bytes_copied) as f64 / stats.avg_bps
-        };
-        if !include_flush || self.flush_done.is_some() {
-            return Some(copy_secs);
-        }
-        let backlog = self.flush_backlog().map_or(0, |b| b.bytes) as f64;
-        // Without a measured drain rate the flush is not guessed at: an idle disk's rate says
-        // nothing of what it can do (a demo at 20 MB/s showed "ETA 00:46" at 63 %, its 247 MB
-        // backlog divided by the 6 MB/s the disk happened to write while the kernel waited).
-        let flush = self.drain_bps().map_or(0.0, |d| backlog / d);
-        Some(copy_secs + flush)
-    }
-
-    /// The rate data leaves RAM for the disks, where it is measured: the last txg's write
-    /// rate on ZFS; else the disks' sustained rate once they ran saturated, or their write rate
-    /// over the last second while they are busy (≥ 90 %, e.g. during the final flush). An idle
-    /// or lightly used disk's rate is not its speed: `None`.
-    fn drain_bps(&self) -> Option<f64> {
-        if self.on_zfs() {
-            let z = self.latest.as_ref()?.zfs.as_ref()?;
-            let r = z
-                .txgs
-                .iter()
-                .rev()
-                .find(|r| r.state == 'C' && r.stime > 0)?;
-            return Some(r.nwritten as f64 * 1e9 / r.stime as f64).filter(|b| *b > 0.0);
-        }
-        if let Some(c) = self.phase.slowed_to().or(self.phase.ceiling()) {
-            return Some(c);
-        }
-        let k = self.kernel();
-        k.device_bps.filter(|b| *b > 1e6).filter(|_| {
-            k.device_util_pct
-                .is_some_and(|u| u >= attrib::DEVICE_SATURATED_PCT)
-        })
+        let e = self.eta()?;
+        Some(
+            include_flush
+                .then(|| e.secs(true))
+                .flatten()
+                .unwrap_or(e.to_cache_secs),
+        )
     }
 
     /// This copy's data still to reach the destination: what it handed to

@@ -134,6 +134,11 @@ impl PhaseTracker {
         self.fill_level
     }
 
+    /// The copy came down from filling the cache to the sustained rate (the phase was said).
+    pub fn announced(&self) -> bool {
+        self.announced
+    }
+
     /// What limits the sustained rate, once known.
     pub fn limit(&self) -> Option<Limit> {
         self.ceiling.map(|c| c.1)

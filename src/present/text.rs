@@ -43,6 +43,7 @@ fn glyph_ascii(c: char) -> Option<&'static str> {
             "+"
         }
         '×' => "x",
+        '±' => "+/-",
         '–' | '—' => "-",
         _ => return None,
     })

@@ -1,8 +1,9 @@
 //! `copyscope report RECORDING`: one Markdown file for a GitHub issue or a forum post — the
 //! figures, drops, verdict and time budget (the Markdown export), the text chart, the system
-//! and every tunable with the file it comes from, and the raw evidence around the worst drop
-//! (the pool's `txgs` rows, the `dmu_tx` counters and the destination disks over that
-//! window), so nobody has to paste kstats by hand.
+//! (kernel, OpenZFS, RAM, how the ETA compared with the real end) and every tunable with the
+//! file it comes from, and the raw evidence around the worst drop (the pool's `txgs` rows, the
+//! `dmu_tx` counters, the destination disks and the page cache over that window, or what the
+//! recording lacks of them), so nobody has to paste kstats by hand.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,7 +14,7 @@ use super::export::text::render_text;
 use super::recording::{RecordingCursor, RecordingError, Replayed, TimelineItem};
 use crate::model::{EventKind, ModelConfig};
 use crate::present::format::{fmt_bytes, fmt_event_time, fmt_pct, fmt_rate};
-use crate::sample::{DiskCounters, DmuTx, Environment, Sample, TxgRow};
+use crate::sample::{DiskCounters, DmuTx, Environment, PageCache, Sample, TxgRow};
 
 /// Seconds of context kept on each side of the worst drop.
 const CONTEXT_S: u64 = 5;
@@ -40,6 +41,11 @@ pub struct Window {
     pub dmu_last: Option<DmuTx>,
     pub disk_first: Option<(u64, DiskCounters)>,
     pub disk_last: Option<(u64, DiskCounters)>,
+    /// The page cache (system-wide) at the window's first and last sample, and the highest
+    /// dirty + writeback in it.
+    pub page_first: Option<PageCache>,
+    pub page_last: Option<PageCache>,
+    pub page_peak: u64,
 }
 
 /// The report of the recording at `path`.
@@ -129,6 +135,11 @@ impl Window {
             self.dmu_first.get_or_insert(z.dmu_tx);
             self.dmu_last = Some(z.dmu_tx);
         }
+        if let Some(p) = s.page_cache {
+            self.page_first.get_or_insert(p);
+            self.page_last = Some(p);
+            self.page_peak = self.page_peak.max(p.dirty.saturating_add(p.writeback));
+        }
         if let Some(d) = s.dest_disk {
             self.disk_first.get_or_insert((s.t_ns, d));
             self.disk_last = Some((s.t_ns, d));
@@ -153,8 +164,20 @@ fn system(run: &Replayed, o: &mut String) {
     row("mounted", e.mount_source.clone().unwrap_or_default());
     row("on", e.mount_point.clone().unwrap_or_default());
     row("ZFS dataset", e.zfs_dataset.clone().unwrap_or_default());
+    if e.zfs_pool.is_some() || e.fs_type.as_deref() == Some("zfs") {
+        row(
+            "OpenZFS",
+            e.zfs_version.clone().unwrap_or_else(|| {
+                "not recorded (a recording made before copyscope kept /sys/module/zfs/version)"
+                    .to_string()
+            }),
+        );
+    }
     row("disks", e.dest_disks.join(", "));
     row("RAM", e.mem_total.map(fmt_bytes).unwrap_or_default());
+    if let Some(c) = run.model.eta_check().filter(|c| c.real.is_some()) {
+        row("ETA", c.describe());
+    }
 }
 
 /// Where a tunable of the header is read from.
@@ -183,6 +206,13 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
         fmt_event_time(w.start_ns),
         w.text.replace('|', "\\|"),
     );
+    zfs_kstats(win, e, o);
+    disks_and_page_cache(win, e, o);
+}
+
+/// The pool's `txgs` rows and the `dmu_tx` increases over the window (or that the recording
+/// holds no rows).
+fn zfs_kstats(win: &Window, e: &Environment, o: &mut String) {
     if !win.txgs.is_empty() {
         let pool = e.zfs_pool.as_deref().unwrap_or("POOL");
         let _ = writeln!(
@@ -198,6 +228,11 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
             );
         }
         o.push_str("```\n");
+    } else if e.zfs_pool.is_some() {
+        o.push_str(
+            "\nThe recording holds no `txgs` rows for this window (`zfs_txg_history` 0, or the \
+             kstat unreadable: see the notes).\n",
+        );
     }
     if let (Some(a), Some(b)) = (win.dmu_first, win.dmu_last) {
         o.push_str("\n`/proc/spl/kstat/zfs/dmu_tx` over the window (increase):\n\n");
@@ -212,6 +247,11 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
             let _ = writeln!(o, "| `{name}` | {} |", y.saturating_sub(x));
         }
     }
+}
+
+/// The destination disks' figures over the window (or that it holds none), and on a page-cache
+/// destination the system's dirty data against its thresholds.
+fn disks_and_page_cache(win: &Window, e: &Environment, o: &mut String) {
     if let (Some((t0, a)), Some((t1, b))) = (win.disk_first, win.disk_last)
         && t1 > t0
     {
@@ -226,6 +266,23 @@ fn around_the_worst_drop(w: &WorstDrop, win: &Window, e: &Environment, o: &mut S
             fmt_bytes(written),
             fmt_rate(written as f64 / secs),
             fmt_pct((busy_ms / 10.0 / secs).min(100.0))
+        );
+    } else {
+        o.push_str("\nThe recording holds no destination disk counters for this window.\n");
+    }
+    if e.zfs_pool.is_none()
+        && let (Some(a), Some(b)) = (win.page_first, win.page_last)
+    {
+        let dw = |p: &PageCache| p.dirty.saturating_add(p.writeback);
+        let _ = writeln!(
+            o,
+            "\nPage cache over the window (`/proc/vmstat`, every writer's): dirty + writeback {} \
+             → {}, at most {}; background threshold {}, dirty threshold {}.",
+            fmt_bytes(dw(&a)),
+            fmt_bytes(dw(&b)),
+            fmt_bytes(win.page_peak),
+            fmt_bytes(b.bg_thresh),
+            fmt_bytes(b.thresh),
         );
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::copy::{CopyOutcome, CurrentFile, EngineEvent, FileIssue, ProgressSnapshot};
-use crate::model::{Backlog, Stats};
+use crate::model::{Backlog, Eta, EtaCheck, OnDisk, Stats};
 
 fn lossy(p: &std::path::Path) -> PathBuf {
     PathBuf::from(p.to_string_lossy().into_owned())
@@ -60,6 +60,8 @@ fn round3(x: f64) -> f64 {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProgressFigures<'a> {
     pub eta_secs: Option<f64>,
+    /// Both finish times with their bands ([`crate::model::Model::eta`]).
+    pub eta: Option<Eta>,
     pub current: Option<&'a CurrentFile>,
     /// Data still to reach the destination: this copy's, or the system's when the
     /// destination's counters are unknown (`to_flush.scope`).
@@ -77,6 +79,7 @@ pub fn progress_json(
 ) -> Value {
     let ProgressFigures {
         eta_secs,
+        eta,
         current,
         to_flush,
     } = fig;
@@ -93,6 +96,7 @@ pub fn progress_json(
         "speed_bps": now_bps.round(),
         "avg_bps": avg_bps.round(),
         "eta_s": eta_secs.map(|e| e.round()),
+        "eta": eta.map(|e| eta_json(&e)),
         "read_ns": snap.read_ns,
         "write_ns": snap.write_ns,
         "to_flush": to_flush.map(|b| json!({"bytes": b.bytes, "scope": b.scope})),
@@ -102,6 +106,45 @@ pub fn progress_json(
             "done": c.done,
         })),
     })
+}
+
+/// Both finish times: `{"to_cache_s":40.0,"to_cache_band_s":2.0,"on_disk_s":190.0,
+/// "on_disk_band_s":20.0,"on_disk":"measured"}`; `on_disk` is `"unmeasured"` (the disks' rate
+/// not known yet: `on_disk_s` null) or `"no_disk"` (a memory filesystem).
+pub fn eta_json(e: &Eta) -> Value {
+    let (on_disk, secs, band) = match e.on_disk {
+        OnDisk::Secs { secs, band_secs } => ("measured", Some(secs), band_secs),
+        OnDisk::Unmeasured => ("unmeasured", None, None),
+        OnDisk::NoDisk => ("no_disk", None, None),
+    };
+    json!({
+        "to_cache_s": round1(e.to_cache_secs),
+        "to_cache_band_s": e.to_cache_band_secs.map(round1),
+        "on_disk": on_disk,
+        "on_disk_s": secs.map(round1),
+        "on_disk_band_s": band.map(round1),
+    })
+}
+
+/// What the finish time said at 25 % of the bytes and how the run ended (seconds since the
+/// start, pauses excluded): `{"at_s":6.2,"said_cache_s":…,"said_on_disk_s":…,"band_s":…,
+/// "real_s":44.0,"real_on_disk":true,"error_s":2.0,"text":"finish time said at 25 % …"}`.
+pub fn eta_check_json(c: &EtaCheck) -> Value {
+    json!({
+        "at_fraction": crate::model::CHECK_AT_FRACTION,
+        "at_s": round3(c.at_secs),
+        "said_cache_s": round3(c.said_cache.secs),
+        "said_on_disk_s": c.said_disk.map(|s| round3(s.secs)),
+        "band_s": c.said().and_then(|s| s.band_secs).map(round3),
+        "real_s": c.real.map(|r| round3(r.secs)),
+        "real_on_disk": c.real.map(|r| r.on_disk),
+        "error_s": c.error_secs().map(round3),
+        "text": c.describe(),
+    })
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
 }
 
 fn issues(v: &[FileIssue]) -> Value {

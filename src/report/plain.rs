@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::copy::{CopyOutcome, ProgressSnapshot, SyncMode};
 use crate::exit::ExitStatus;
-use crate::model::{Backlog, BacklogScope, Stats};
+use crate::model::{Backlog, BacklogScope, Eta, Stats};
 use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_pct_done, fmt_rate_with, fmt_secs};
 use crate::present::quote::file_line;
 
@@ -46,12 +46,14 @@ impl Phase {
 }
 
 /// The model's figures a progress line prints: speeds, its ETA (copy plus the flush of the
-/// data still in RAM, [`crate::model::Model::eta_secs`]) and that backlog.
+/// data still in RAM, [`crate::model::Model::eta_secs`]), both finish times with their band
+/// ([`crate::model::Model::eta`]) and that backlog.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LineFigures {
     pub now_bps: f64,
     pub avg_bps: f64,
     pub eta_s: Option<f64>,
+    pub eta: Option<Eta>,
     /// This copy's data still to reach the disk, or the system's dirty data when the
     /// destination's counters are unknown ([`crate::model::Model::flush_backlog`]).
     pub backlog: Option<Backlog>,
@@ -65,6 +67,7 @@ impl LineFigures {
             now_bps: st.now_bps,
             avg_bps: st.avg_bps,
             eta_s: model.eta_secs(true),
+            eta: model.eta(),
             backlog: model.flush_backlog(),
         }
     }
@@ -112,6 +115,8 @@ pub fn progress_line(
             ),
         };
     }
+    // Copying: both finish times, "ETA to cache 00:40 · on disk 03:10 (± 20 s)".
+    let eta = f.eta.map_or(eta, |e| format!("ETA {}", e.describe(true)));
     let (total, files_total, pct, eta) = if snap.scan_done {
         (
             fmt_bytes_with(snap.bytes_total, binary),
@@ -433,6 +438,7 @@ mod tests {
                 now_bps: 2e6,
                 avg_bps: 1e6,
                 eta_s: None,
+                eta: None,
                 backlog: None,
             },
             false,
@@ -447,6 +453,7 @@ mod tests {
                 now_bps: 1e6,
                 avg_bps: 1e6,
                 eta_s: Some(3.0),
+                eta: None,
                 backlog: Some(Backlog {
                     bytes: 0,
                     scope: BacklogScope::ThisCopy,
@@ -457,6 +464,31 @@ mod tests {
         assert!(l.contains("25 %"), "{l}");
         assert!(l.contains("ETA 00:03"), "{l}");
         assert!(l.contains("now 1.00 MB/s"), "{l}");
+        // Both finish times once the model has them.
+        let l = progress_line(
+            Duration::from_secs(4),
+            Phase::Copying,
+            &snap(1_000_000, 4_000_000, true),
+            LineFigures {
+                now_bps: 1e6,
+                avg_bps: 1e6,
+                eta_s: Some(5.0),
+                eta: Some(Eta {
+                    to_cache_secs: 3.0,
+                    to_cache_band_secs: None,
+                    on_disk: crate::model::OnDisk::Secs {
+                        secs: 5.0,
+                        band_secs: Some(1.5),
+                    },
+                }),
+                backlog: None,
+            },
+            false,
+        );
+        assert!(
+            l.ends_with("ETA to cache 00:03 · on disk 00:05 (± 1.5 s)"),
+            "{l}"
+        );
     }
 
     #[test]
@@ -477,6 +509,7 @@ mod tests {
                 now_bps: 0.0,
                 avg_bps: 100e6,
                 eta_s: Some(36.0),
+                eta: None,
                 backlog: Some(Backlog {
                     bytes: 1_440_000_000,
                     scope: BacklogScope::ThisCopy,
@@ -498,6 +531,7 @@ mod tests {
                 now_bps: 0.0,
                 avg_bps: 100e6,
                 eta_s: Some(36.0),
+                eta: None,
                 backlog: Some(Backlog {
                     bytes: 2_200_000_000,
                     scope: BacklogScope::System,

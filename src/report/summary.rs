@@ -43,6 +43,15 @@ pub fn evidence_line(model: &Model) -> Option<String> {
         .map(|l| format!("evidence: {}", EvidenceLevel::chain(l)))
 }
 
+/// `finish time said at 25 % (00:06): on disk at 00:42; it was 00:44, 2.0 s later (5 % of
+/// the time left)`: how the ETA compared with the real end, once the run ended.
+pub fn eta_check_line(model: &Model) -> Option<String> {
+    model
+        .eta_check()
+        .filter(|c| c.real.is_some())
+        .map(|c| c.describe())
+}
+
 /// The after-exit summary, at most `width` columns wide (the text chart stays within 40–100).
 /// `outcome` is the engine's result (None for a replay).
 pub fn final_summary(
@@ -100,7 +109,10 @@ pub fn final_summary_as(
             ));
         }
     }
-    if let Some(line) = evidence_line(model) {
+    for line in evidence_line(model)
+        .into_iter()
+        .chain(eta_check_line(model))
+    {
         s.push_str(&if ascii { asciify(&line) } else { line });
         s.push('\n');
     }
@@ -195,7 +207,10 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
         text.push_str(&format!("  time: {bar}\n"));
     }
     text.push_str(&format!("  verdict: {}\n", model.verdict().text));
-    if let Some(line) = evidence_line(model) {
+    for line in evidence_line(model)
+        .into_iter()
+        .chain(eta_check_line(model))
+    {
         text.push_str(&format!("  {line}\n"));
     }
     for n in end.notes {
@@ -222,6 +237,9 @@ pub fn json_summary(end: &RunEnd) -> Value {
         );
         m.insert("evidence".into(), json!(end.model.evidence()));
         m.insert("verdict".into(), json!(end.model.verdict()));
+        if let Some(c) = end.model.eta_check() {
+            m.insert("eta_check".into(), crate::report::json::eta_check_json(&c));
+        }
     }
     crate::report::json::with_net(v, end.header.watch.as_ref(), &st)
 }
@@ -261,6 +279,9 @@ pub fn replay_json(run: &crate::report::recording::Replayed, path: &Path) -> Str
             crate::report::json::budget_json(model.budget()),
         );
         m.insert("verdict".into(), json!(model.verdict()));
+        if let Some(c) = model.eta_check() {
+            m.insert("eta_check".into(), crate::report::json::eta_check_json(&c));
+        }
         if let Some(s) = &run.summary {
             m.insert("files_copied".into(), s.files.into());
             m.insert("files_failed".into(), s.failed.into());

@@ -271,6 +271,9 @@ fn probe_zfs(root: &SysRoot, pool: &str, env: &mut Environment) {
         }
     }
     env.zfs_dirty_data_max = param("zfs_dirty_data_max").and_then(|v| parse_u64_value(&v));
+    env.zfs_version = root
+        .read_value("sys/module/zfs/version")
+        .filter(|v| !v.is_empty());
     env.zfs_sync_percent = param("zfs_dirty_data_sync_percent")
         .and_then(|v| parse_u64_value(&v))
         .and_then(|v| u32::try_from(v).ok())

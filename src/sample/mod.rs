@@ -194,6 +194,10 @@ pub struct Environment {
     pub tunables: Vec<(String, String)>,
     /// zfs_dirty_data_max in bytes, when on ZFS.
     pub zfs_dirty_data_max: Option<u64>,
+    /// The loaded OpenZFS module's version (`/sys/module/zfs/version`, e.g. `2.1.11-1`), when
+    /// on ZFS; `None` in recordings made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_version: Option<String>,
     /// zfs_dirty_data_sync_percent and zfs_delay_min_dirty_percent.
     pub zfs_sync_percent: Option<u32>,
     pub zfs_delay_percent: Option<u32>,

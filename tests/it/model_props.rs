@@ -151,8 +151,16 @@ proptest! {
             let _ = m.kernel();
             let _ = m.stats();
             let _ = m.open_drop();
+            if let Some(e) = m.eta() {
+                // Never NaN or infinite, never negative, whatever the counters did.
+                prop_assert!(e.to_cache_secs.is_finite() && e.to_cache_secs >= 0.0, "{e:?}");
+                let _ = e.describe(true);
+            }
         }
         m.finish(t + 1);
+        if let Some(c) = m.eta_check() {
+            let _ = c.describe();
+        }
         prop_assert!(m.events().windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
     }
 }

@@ -148,4 +148,56 @@ fn report_is_the_models_story_with_the_evidence_around_the_worst_drop() {
     for (name, value) in &run.header.environment.tunables {
         assert!(md.contains(&format!("| `{name}` | `{value}` |")), "{name}");
     }
+    // The verdict is the one `replay --json` ends with, and the ETA's check the model's.
+    let json = copyscope()
+        .args(["replay", "--json", REC])
+        .output()
+        .expect("runs");
+    let last: serde_json::Value = serde_json::from_str(
+        String::from_utf8(json.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    let verdict = last["verdict"]["text"].as_str().expect("verdict text");
+    assert!(md.contains(verdict), "replay --json's verdict {verdict:?}");
+    let check = run.model.eta_check().expect("the ETA's check");
+    assert_eq!(last["eta_check"]["text"], check.describe());
+    assert!(
+        md.contains(&format!("| ETA | {} |", check.describe())),
+        "{md}"
+    );
+    // A recording from before the module's version was kept says so.
+    assert!(md.contains("| OpenZFS | not recorded"), "{md}");
+}
+
+/// `copyscope report` of a copy onto ext4: no ZFS rows; what the recording holds instead (the
+/// page cache and the disk over the worst drop's window).
+#[test]
+fn a_page_cache_report_says_what_the_recording_holds() {
+    const REC: &str = "tests/fixtures/corpus/ext4-other-writer.jsonl";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("post.md");
+    let out = copyscope()
+        .args(["report", REC, "-o"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(&file).expect("-o FILE written");
+    assert!(!md.contains("OpenZFS") && !md.contains("txgs"), "{md}");
+    for section in [
+        "#### Around the worst drop",
+        "Destination disks (loop0) over the window",
+        "Page cache over the window",
+        "| `vm.dirty_bytes` |",
+    ] {
+        assert!(md.contains(section), "no {section:?} in\n{md}");
+    }
 }

@@ -149,6 +149,27 @@ fn zfs_environment_from_vm_tree() {
             .contains(&("zfs_txg_timeout".into(), "5".into()))
     );
     assert_eq!(env.notes.len(), 1, "{:?}", env.notes);
+    // The capture did not copy the module's version file: none, not a guess.
+    assert_eq!(env.zfs_version, None);
+}
+
+#[test]
+fn the_zfs_modules_version_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures().join("zfs-2.1/vm-root"), dir.path());
+    // The lab VM's module (tests/fixtures/zfs-2.1/README.md), as sysfs prints it.
+    std::fs::write(
+        dir.path().join("sys/module/zfs/version"),
+        "2.1.11-1+deb12u1\n",
+    )
+    .unwrap();
+    let env = probe_environment_with(
+        &SysRoot::new(dir.path()),
+        &[],
+        Path::new("/tank/backup"),
+        &zpool_output,
+    );
+    assert_eq!(env.zfs_version.as_deref(), Some("2.1.11-1+deb12u1"));
 }
 
 #[test]

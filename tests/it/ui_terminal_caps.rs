@@ -107,7 +107,7 @@ fn small_terminals_keep_progress_eta_and_mark_cuts() {
         for (w, h) in [(40, 12), (60, 15), (80, 24)] {
             let s = screen(&a, w, h);
             assert!(
-                s.contains("41 %") && s.contains("ETA 00:46"),
+                s.contains("41 %") && s.contains("on disk 00:50"),
                 "{w}x{h}:\n{s}"
             );
             assert!(

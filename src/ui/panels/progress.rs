@@ -1,5 +1,5 @@
-//! The progress rows: the bytes gauge with percent, files and ETA, then the current file, the flush
-//! or the cancel.
+//! The progress rows: the bytes gauge with percent, files and ETA (to cache and on disk), then
+//! the current file, the flush or the cancel.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -44,6 +44,35 @@ pub fn eta_secs(app: &View) -> Option<f64> {
             (app.progress.scan_done && f > 0.0 && secs > 0.0).then(|| secs * (1.0 - f) / f)
         }
         _ => app.model.eta_secs(true),
+    }
+}
+
+/// The ETA's words, longest first (the row keeps the longest that fits): both finish times
+/// while copying, the disk's while flushing, from the model ([`crate::model::Eta::texts`]);
+/// under `--verify` the work left at the pace so far; "done" or "cancelled" at the end.
+pub fn eta_texts(app: &View) -> Vec<String> {
+    let t = app.opts.theme;
+    let shaped = |s: String| {
+        if t.ascii() {
+            crate::present::text::asciify(&s)
+        } else {
+            s
+        }
+    };
+    let clock =
+        |e: Option<f64>| e.map_or("ETA --:--".to_string(), |e| format!("ETA {}", fmt_clock(e)));
+    match (app.state, app.verified) {
+        (RunState::Done, _) => vec!["done".to_string()],
+        (RunState::Cancelled, _) => vec!["cancelled".to_string()],
+        (RunState::Verifying | RunState::Paused, Some(_)) => vec![clock(eta_secs(app))],
+        _ => match app.model.eta() {
+            Some(e) => e
+                .texts(app.state == RunState::Flushing)
+                .into_iter()
+                .map(|s| shaped(format!("ETA {s}")))
+                .collect(),
+            None => vec![clock(None)],
+        },
     }
 }
 
@@ -93,9 +122,9 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     }
 }
 
-/// "42 %  1.20 GB / 2.90 GB  files 120 / 300  ETA 00:42", after the gauge when there is one:
-/// percent and ETA first; then the bytes, then the files, as far as the width allows (shown
-/// in reading order).
+/// "42 %  1.20 GB / 2.90 GB  files 120 / 300  ETA to cache 00:40 · on disk 00:42", after
+/// the gauge when there is one: percent and the whole ETA first; then the bytes, then the
+/// files, then the ETA's longer words, as far as the width allows (shown in reading order).
 fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     let t = app.opts.theme;
     let u = app.opts.units;
@@ -107,12 +136,7 @@ fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     } else {
         "estimating".to_string()
     };
-    let eta = match (app.state, eta_secs(app)) {
-        (RunState::Done, _) => "done".to_string(),
-        (RunState::Cancelled, _) => "cancelled".to_string(),
-        (_, Some(e)) => format!("ETA {}", fmt_clock(e)),
-        (_, None) => "ETA --:--".to_string(),
-    };
+    let etas = eta_texts(app);
     let bytes = format!(
         "{} / {}{plus}",
         u.size(p.bytes_copied),
@@ -123,7 +147,7 @@ fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         fmt_count(p.files_done),
         fmt_count(p.files_total)
     );
-    let compose = |with_bytes: bool, with_files: bool| {
+    let compose = |with_bytes: bool, with_files: bool, eta: &str| {
         let mut parts = vec![pct.as_str()];
         if with_bytes {
             parts.push(&bytes);
@@ -131,15 +155,17 @@ fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         if with_files {
             parts.push(&files);
         }
-        parts.push(&eta);
+        parts.push(eta);
         parts.join("  ")
     };
     let w = row.width as usize;
-    let text = [(true, true), (true, false), (false, false)]
+    let (full, shortest) = (&etas[0], &etas[etas.len() - 1]);
+    let text = [(true, true), (true, false)]
         .into_iter()
-        .map(|(b, f)| compose(b, f))
+        .map(|(b, f)| compose(b, f, full))
+        .chain(etas.iter().map(|e| compose(false, false, e)))
         .find(|t| cells(t) <= w)
-        .unwrap_or_else(|| compose(false, false));
+        .unwrap_or_else(|| compose(false, false, shortest));
     let e = t.glyphs.ellipsis;
     if !with_gauge {
         render_fitted(Line::from(text), row, buf, e);
