@@ -84,6 +84,10 @@ fn replay_screenshot_into_an_impossible_place_fails_loudly() {
 
 /// `copyscope report`: one Markdown file for a forum post, its figures the model's.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one report, its sections checked in the order they are printed"
+)]
 fn report_is_the_models_story_with_the_evidence_around_the_worst_drop() {
     use copyscope::model::{Cause, EventKind, ModelConfig};
     use copyscope::report::recording::Replayed;
