@@ -156,6 +156,21 @@ pub struct WrittenFile {
     pub grew_at: Option<u64>,
 }
 
+/// The path a writer's open file is shown by. An unnamed file (`O_TMPFILE`, not linked yet)
+/// reads in /proc as `DIR/#INODE (deleted)`; it is shown as `DIR/<unnamed file>`: it was
+/// never deleted, and its name comes only when the writer links it.
+pub fn shown_path(link: &str) -> String {
+    let unnamed = link.strip_suffix(" (deleted)").and_then(|p| {
+        let (dir, name) = p.rsplit_once('/')?;
+        let ino = name.strip_prefix('#')?;
+        (!ino.is_empty() && ino.bytes().all(|b| b.is_ascii_digit())).then_some(dir)
+    });
+    match unnamed {
+        Some(dir) => format!("{dir}/<unnamed file>"),
+        None => link.to_string(),
+    }
+}
+
 /// Among the files held open for writing on the watched filesystem, the one being written:
 /// the one that grew most recently (this tick first, the most among those), so a writer
 /// between two 8 MiB `pwrite`s still shows its file. A file never seen growing is not shown.
@@ -364,7 +379,7 @@ impl WriterReader {
         tick.current = current_of(&open).map(|i| {
             let f = &open[i];
             CurrentFile {
-                path: PathBuf::from(&f.path),
+                path: PathBuf::from(shown_path(&f.path)),
                 size: f.size.max(f.pos),
                 // A `pwrite` writer (smbd) leaves the position at 0: its file's size is how
                 // far it got.
@@ -698,6 +713,18 @@ mod tests {
             vec![10, 11, 12, 13, 20]
         );
         assert_eq!(followed_set(&table, &[99], &[]), vec![99], "a pid kept");
+    }
+
+    #[test]
+    fn an_unnamed_file_is_shown_as_one() {
+        // /proc/PID/fd of the lab's linkat writer on ZFS (an O_TMPFILE not linked yet).
+        assert_eq!(
+            shown_path("/tank/linkat/#30 (deleted)"),
+            "/tank/linkat/<unnamed file>"
+        );
+        assert_eq!(shown_path("/tank/a/f (deleted)"), "/tank/a/f (deleted)");
+        assert_eq!(shown_path("/tank/a/#x (deleted)"), "/tank/a/#x (deleted)");
+        assert_eq!(shown_path("/tank/a/#12"), "/tank/a/#12");
     }
 
     #[test]
