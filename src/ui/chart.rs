@@ -84,7 +84,8 @@ pub struct SpeedChart<'a> {
     pub window: (u64, u64),
     pub axis: XAxis,
     pub avg_bps: Option<f64>,
-    /// `--bwlimit`: drawn as a dashed line across the whole plot (the limit holds ahead too).
+    /// `--bwlimit`, or the pace `--pace auto` holds now: drawn as a dashed line across the
+    /// whole plot (the limit holds ahead too).
     pub limit_bps: Option<f64>,
     /// Lines over the area (at most [`MAX_OVERLAYS`]; the first one draws on top).
     pub overlays: &'a [Overlay],

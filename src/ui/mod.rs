@@ -196,7 +196,14 @@ fn charts(rows: &Rows, buf: &mut Buffer, app: &View, held: Held) -> Held {
             window: app.window(),
             axis: app.view.axis,
             avg_bps: (stats.avg_bps > 0.0).then_some(stats.avg_bps),
-            limit_bps: app.limit_bps,
+            // `--pace auto`: the pace the copy holds now, where `--bwlimit` draws its limit.
+            limit_bps: app.limit_bps.or_else(|| {
+                app.model
+                    .env()
+                    .pace_auto
+                    .then(|| app.model.pace().bps)
+                    .flatten()
+            }),
             overlays: &[chart::Overlay::DEVICE, chart::Overlay::NETWORK],
             markers: &marks,
             spans: &spans,

@@ -198,7 +198,7 @@ fn chart_samples(t: Theme) -> Vec<Sample> {
             g.avg.into(),
             t.warn(),
             "--bwlimit",
-            "the --bwlimit rate".into(),
+            "the --bwlimit rate, or the pace --pace auto holds".into(),
         ),
     ]
 }
