@@ -15,7 +15,7 @@ mod eta;
 mod exact;
 pub mod metrics;
 mod net;
-mod pace;
+pub mod pace;
 mod phase;
 pub mod series;
 mod txg;
@@ -897,7 +897,14 @@ impl Model {
             .phase
             .measure(&self.recent, on_zfs, pool, self.bytes_now());
         let open_bytes = self.detector.open_bytes().unwrap_or(0);
-        let cancelled = self.detector.set_ceiling(ceiling);
+        // `--pace auto`: running at the pace the copy holds is no drop, whatever it ran at
+        // before (the first seconds, or the probe of a pool's rate).
+        let pace = self.env.pace_auto.then(|| self.pace().bps).flatten();
+        let cap = match (ceiling, pace) {
+            (Some(c), Some(p)) => Some(c.min(p)),
+            (c, p) => c.or(p),
+        };
+        let cancelled = self.detector.set_ceiling(cap);
         if cancelled.is_some() {
             self.evidence = None;
         }

@@ -94,8 +94,11 @@ impl Model {
             (Some(d), Some(t), Some(c)) => Some(steer(d, c, t)),
             (Some(d), _, _) => Some(d),
             (None, _, Some(c)) if c > ZFS_PROBE_BYTES => {
+                // The disks' rate once the first txg syncs; before, what fills the probe in
+                // one zfs_txg_timeout, when the txg closes by itself.
                 let disks = self.recent.back().and_then(|t| t.dev_bps).unwrap_or(0.0);
-                Some(disks.max(MIN_PACE_BPS))
+                let timeout = self.txg_timeout_secs();
+                Some(disks.max(ZFS_PROBE_BYTES as f64 / timeout))
             }
             _ => None,
         };
@@ -108,6 +111,20 @@ impl Model {
                 Some(ZFS_PROBE_BYTES)
             },
         }
+    }
+}
+
+impl Model {
+    /// `zfs_txg_timeout` from the recorded tunables, seconds (OpenZFS's default 5 when not
+    /// recorded).
+    fn txg_timeout_secs(&self) -> f64 {
+        self.env
+            .tunables
+            .iter()
+            .find(|(k, _)| k == "zfs_txg_timeout")
+            .and_then(|(_, v)| v.trim().parse::<f64>().ok())
+            .filter(|t| *t > 0.0)
+            .unwrap_or(5.0)
     }
 }
 

@@ -1805,3 +1805,67 @@ fn a_writer_waiting_for_syncs_it_asked_for_is_not_pool_bound() {
         );
     }
 }
+
+/// `--pace auto` on ZFS: free while the copy's dirty data is small and no txg of it has
+/// committed; then, before the pool's rate is known, the pool's disks' rate; once a txg told
+/// it, the pool's rate — a little less while dirty data is above half the write throttle's
+/// threshold (60 % of 4 GiB here), a little more below it.
+#[test]
+fn pace_auto_holds_the_pools_rate_from_its_txgs() {
+    use copyscope::model::pace::{ABOVE_TARGET, BELOW_TARGET};
+    let ms = 1_000_000;
+    let open = TxgRow {
+        txg: 7,
+        birth: 0,
+        state: 'O',
+        ..Default::default()
+    };
+    let committed = TxgRow {
+        txg: 7,
+        birth: 0,
+        state: 'C',
+        otime: 1000 * ms,
+        stime: 5000 * ms,
+        ndirty: 200 * MB,
+        nwritten: 200 * MB,
+        ..Default::default()
+    };
+    let next = TxgRow {
+        txg: 8,
+        birth: 6000 * ms,
+        state: 'O',
+        ..Default::default()
+    };
+    let level = |arc: u64, rows: Vec<TxgRow>| Levels {
+        copy_mbps: 300.0,
+        dev_mbps: 37.0,
+        zfs: Some(ZfsLevels {
+            rows,
+            arc_anon: Some(arc),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let syncing = TxgRow {
+        state: 'S',
+        otime: 1000 * ms,
+        ..open
+    };
+    let set = |l: &mut Levels, arc: u64, rows: Vec<TxgRow>| {
+        let z = l.zfs.as_mut().unwrap();
+        z.arc_anon = Some(arc);
+        z.rows = rows;
+    };
+    let mut sc = Scenario::new(level(32 * MB, vec![open]));
+    sc.run(1000, |_| {});
+    assert_eq!(sc.model(zfs_env()).pace().bps, None);
+    sc.run(1000, |l| set(l, 300 * MB, vec![syncing, next]));
+    let probe = sc.model(zfs_env()).pace().bps.unwrap();
+    assert!((probe - 37e6).abs() < 1e5, "{probe}");
+    sc.run(1000, |l| set(l, 2000 * MB, vec![committed, next]));
+    let above = sc.model(zfs_env()).pace();
+    assert_eq!(above.drain_bps, Some(40e6));
+    assert_eq!(above.bps, Some(40e6 * ABOVE_TARGET));
+    sc.run(1000, |l| set(l, 500 * MB, vec![committed, next]));
+    assert_eq!(sc.model(zfs_env()).pace().bps, Some(40e6 * BELOW_TARGET));
+}
