@@ -1023,7 +1023,7 @@ fn speed_stats(o: &mut String, g: &StatsGrid, st: &ChartStats) {
         o,
         0,
         1,
-        "min / peak",
+        "min / peak (1-s means)",
         &format!("{} / {}", fmt_rate(st.min_bps), fmt_rate(st.peak_bps)),
     );
     match &st.net {
