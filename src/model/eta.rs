@@ -479,10 +479,10 @@ impl Model {
     /// Folds the tick into the finish time's measurements (after the tick's events), and keeps
     /// what the finish time said when the copy passed [`CHECK_AT_FRACTION`] of its bytes.
     pub(super) fn eta_tick(&mut self, tick: &TickInfo, events: &[Event]) {
-        let copying = self.first_byte_t.is_some()
-            && self.paused_since.is_none()
-            && self.copy_end.is_none()
-            && self.finished_at.is_none();
+        let copying = self.time.first_byte_t.is_some()
+            && self.time.paused_since.is_none()
+            && self.time.copy_end.is_none()
+            && self.time.finished_at.is_none();
         let drain = self.drain_measured(tick);
         self.eta.tick(tick, copying, drain, events);
         self.keep_said(tick.t1);
@@ -550,8 +550,8 @@ impl Model {
 
     /// Seconds since the start at `t`, pauses excluded.
     fn unpaused_secs(&self, t: u64) -> f64 {
-        let paused_now = self.paused_since.map_or(0, |p| t.saturating_sub(p));
-        t.saturating_sub(self.paused_ns.saturating_add(paused_now)) as f64 / 1e9
+        let paused_now = self.time.paused_since.map_or(0, |p| t.saturating_sub(p));
+        t.saturating_sub(self.time.paused_ns.saturating_add(paused_now)) as f64 / 1e9
     }
 
     /// When the copy will be done (DESIGN §4): `None` while the total is unknown (the scan
@@ -561,7 +561,7 @@ impl Model {
     /// estimate that is still settling says so even while the disks write at a steady rate.
     pub fn eta(&self) -> Option<Eta> {
         let mut eta = self.estimate()?;
-        if self.copy_end.is_some() {
+        if self.time.copy_end.is_some() {
             return Some(eta);
         }
         let drift = |pick: fn(&SaidEnds) -> Option<f64>| {
@@ -582,7 +582,7 @@ impl Model {
     /// Keeps the ends the estimate announces, once a second (drift of [`Model::eta`]).
     fn keep_said(&mut self, t: u64) {
         let sec = t / SEC;
-        if self.eta.said.back().is_some_and(|x| x.sec == sec) || self.copy_end.is_some() {
+        if self.eta.said.back().is_some_and(|x| x.sec == sec) || self.time.copy_end.is_some() {
             return;
         }
         let Some(e) = self.estimate() else {
@@ -614,7 +614,7 @@ impl Model {
         let e = &s.engine;
         let backlog = self.flush_backlog().map_or(0, |b| b.bytes) as f64;
         let drain = self.drain_rate(s.t_ns);
-        if self.copy_end.is_some() {
+        if self.time.copy_end.is_some() {
             return Some(self.flush_eta(backlog, drain));
         }
         if !e.scan_done || e.bytes_total == 0 {
@@ -661,7 +661,7 @@ impl Model {
     fn flush_eta(&self, backlog: f64, drain: Option<Rate>) -> Eta {
         let on_disk = match drain {
             _ if self.nothing_to_disk() => OnDisk::NoDisk,
-            _ if self.flush_done.is_some() || backlog == 0.0 => OnDisk::Secs {
+            _ if self.time.flush_done.is_some() || backlog == 0.0 => OnDisk::Secs {
                 secs: 0.0,
                 band_secs: None,
             },
@@ -701,15 +701,17 @@ impl Model {
     /// ended) when it really ended.
     pub fn eta_check(&self) -> Option<EtaCheck> {
         let mut c = self.eta.check?;
-        let secs = |t: u64| t.saturating_sub(self.paused_ns) as f64 / 1e9;
-        c.real = match (self.flush_done, self.copy_end) {
+        let secs = |t: u64| t.saturating_sub(self.time.paused_ns) as f64 / 1e9;
+        c.real = match (self.time.flush_done, self.time.copy_end) {
             (Some((t, _)), _) => Some(RealEnd {
                 secs: secs(t),
                 on_disk: true,
             }),
             // A copy that did not flush (--no-sync) ends with its last byte; one still
             // flushing has not ended.
-            (None, Some(t)) if self.finished_at.is_some() && self.flush_start.is_none() => {
+            (None, Some(t))
+                if self.time.finished_at.is_some() && self.time.flush_start.is_none() =>
+            {
                 Some(RealEnd {
                     secs: secs(t),
                     on_disk: self.nothing_to_disk(),

@@ -18,6 +18,8 @@ mod net;
 pub mod pace;
 mod phase;
 pub mod series;
+mod tally;
+mod timeline;
 mod txg;
 pub mod verdict;
 
@@ -38,6 +40,8 @@ use crate::sample::{Environment, PageCache, Sample};
 use attrib::{Context, Evidence, ThreadTick, TickInfo, TxgHit, dirty_and_writeback, freerun};
 use detect::{DetectConfig, Detector, DropSpan, SpeedTick, Step};
 use phase::PhaseTracker;
+use tally::{DropTally, EventArms, SpeedRange};
+use timeline::Timeline;
 use txg::{TxgChange, TxgTracker};
 
 /// Something worth marking on the chart, with the time it happened (ns since start).
@@ -444,7 +448,7 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes by their slot in the per-cause totals (see `cause_index`).
-const CAUSE_LABELS: [&str; 14] = [
+pub(crate) const CAUSE_LABELS: [&str; 14] = [
     "disk slowed",
     "nearly full",
     "another writer",
@@ -535,35 +539,15 @@ pub struct Model {
     detector: Detector,
     evidence: Option<Evidence>,
     txgs: TxgTracker,
-    first_byte_t: Option<u64>,
-    /// End of the last tick that carried bytes (watch: the writer's last write).
-    last_byte_t: Option<u64>,
-    /// Watch mode: every followed writer had exited at the last tick (and whether that was
-    /// already said once).
-    writers_gone: bool,
-    writers_gone_said: bool,
-    paused_since: Option<u64>,
-    paused_ns: u64,
-    resume_at: Option<u64>,
-    copy_end: Option<u64>,
-    flush_start: Option<u64>,
-    flush_done: Option<(u64, f64)>,
-    finished_at: Option<u64>,
+    /// When the run began, paused, stopped copying, flushed and ended.
+    time: Timeline,
     engine_timing: bool,
-    wb_armed: bool,
-    zone_armed: bool,
-    delay_pending: u64,
-    delay_last_rise: u64,
-    delay_last_emit: Option<u64>,
-    peak_bps: f64,
-    min_bps: Option<f64>,
-    early_peak_bps: f64,
-    early_min_bps: Option<f64>,
-    drops: usize,
-    lost_by_cause: [f64; CAUSE_LABELS.len()],
-    stalled_by_cause: [f64; CAUSE_LABELS.len()],
-    /// Drops by their main cause (the metrics' counters).
-    drops_by_cause: [u64; CAUSE_LABELS.len()],
+    /// Which page-cache and ZFS-delay events may be said again.
+    arms: EventArms,
+    /// The copy's peak and floor speeds.
+    range: SpeedRange,
+    /// Drops and the time they cost, by cause.
+    tally_drops: DropTally,
     /// Txg syncs by pool, for the metrics.
     tally: metrics::Tally,
     budget: Budget,
@@ -613,31 +597,11 @@ impl Model {
             net: net::NetTally::default(),
             evidence: None,
             txgs: TxgTracker::default(),
-            first_byte_t: None,
-            last_byte_t: None,
-            writers_gone: false,
-            writers_gone_said: false,
-            paused_since: None,
-            paused_ns: 0,
-            resume_at: None,
-            copy_end: None,
-            flush_start: None,
-            flush_done: None,
-            finished_at: None,
+            time: Timeline::default(),
             engine_timing: false,
-            wb_armed: true,
-            zone_armed: true,
-            delay_pending: 0,
-            delay_last_rise: 0,
-            delay_last_emit: None,
-            peak_bps: 0.0,
-            min_bps: None,
-            early_peak_bps: 0.0,
-            early_min_bps: None,
-            drops: 0,
-            lost_by_cause: [0.0; CAUSE_LABELS.len()],
-            stalled_by_cause: [0.0; CAUSE_LABELS.len()],
-            drops_by_cause: [0; CAUSE_LABELS.len()],
+            arms: EventArms::default(),
+            range: SpeedRange::default(),
+            tally_drops: DropTally::default(),
             tally: metrics::Tally::default(),
             budget: Budget::for_run(reads),
             levels: exact::EvidenceTally::default(),
@@ -702,7 +666,7 @@ impl Model {
                         self.zfs_written = self.zfs_written.saturating_add(row.nwritten);
                         self.tally.txg_committed(&z.pool, row.stime, row.nwritten);
                         self.patch_drops(row.txg, row.ndirty, row.stime);
-                        if self.first_byte_t.is_some() {
+                        if self.time.first_byte_t.is_some() {
                             self.facts.txg_committed(t, &row);
                         }
                         Event {
@@ -737,15 +701,18 @@ impl Model {
     /// nothing after the flush or the end of the run.
     fn add_to_budget(&mut self, tick: &TickInfo) {
         // Watch mode: no time of a writer that is gone.
-        if self.finished_at.is_some() || self.flush_done.is_some() || self.no_writer_alive(tick) {
+        if self.time.finished_at.is_some()
+            || self.time.flush_done.is_some()
+            || self.no_writer_alive(tick)
+        {
             return;
         }
-        let phase = if self.paused_since.is_some() {
+        let phase = if self.time.paused_since.is_some() {
             budget::Phase::Paused
-        } else if self.flush_start.is_some() {
+        } else if self.time.flush_start.is_some() {
             budget::Phase::Flushing
         } else {
-            if let (Some(c), None) = (tick.cpu, self.copy_end) {
+            if let (Some(c), None) = (tick.cpu, self.time.copy_end) {
                 self.facts.core_load(c.max_core_pct as f64);
             }
             if let Some(u) = tick.dev_util {
@@ -759,7 +726,7 @@ impl Model {
 
     /// The copy phase is over (last byte written, flush, fatal error, or the run finished).
     pub fn copy_ended(&self) -> bool {
-        self.copy_end.is_some() || self.finished_at.is_some()
+        self.time.copy_end.is_some() || self.time.finished_at.is_some()
     }
 
     /// Where the writer's time went so far.
@@ -782,8 +749,8 @@ impl Model {
             stats: &stats,
             env: &self.env,
             span: verdict::Span {
-                first_byte: self.first_byte_t,
-                copy_end: self.copy_end.unwrap_or(stats.elapsed_ns),
+                first_byte: self.time.first_byte_t,
+                copy_end: self.time.copy_end.unwrap_or(stats.elapsed_ns),
                 on_zfs: self.on_zfs(),
                 pool_saturated: self.phase.limit() == Some(phase::Limit::Pool),
             },
@@ -794,32 +761,28 @@ impl Model {
         self.dest_written_base = s.dest_disk.map(|d| d.sectors_written.saturating_mul(512));
         if let Some(p) = s.page_cache {
             // Already above at the start: the copy did not cause it, wait for a re-crossing.
-            self.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
-            self.zone_armed = freerun(&p) == 0 || dirty_and_writeback(&p) <= freerun(&p);
+            self.arms.wb_armed = p.bg_thresh == 0 || p.dirty <= p.bg_thresh;
+            self.arms.zone_armed = freerun(&p) == 0 || dirty_and_writeback(&p) <= freerun(&p);
         }
         if let Some(z) = &s.zfs {
             self.txgs.update(s.t_ns, z);
         }
         if s.engine.bytes_copied > 0 {
-            self.first_byte_t = Some(s.t_ns);
+            self.time.first_byte_t = Some(s.t_ns);
         }
     }
 
     fn detect(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
-        if self.first_byte_t.is_none() && tick.bytes > 0 {
-            self.first_byte_t = Some(tick.t0);
+        if self.time.first_byte_t.is_none() && tick.bytes > 0 {
+            self.time.first_byte_t = Some(tick.t0);
         }
         if tick.bytes > 0 {
-            self.last_byte_t = Some(tick.t1);
+            self.time.last_byte_t = Some(tick.t1);
         }
         if self.writers_exited(tick, out) {
             return;
         }
-        let enabled = self.first_byte_t.is_some()
-            && self.paused_since.is_none()
-            && self.copy_end.is_none()
-            && self.finished_at.is_none()
-            && self.resume_at.is_none_or(|r| tick.t0 >= r);
+        let enabled = self.time.detecting_at(tick.t0);
         if !enabled {
             return;
         }
@@ -832,8 +795,7 @@ impl Model {
         let smoothed = self.detector.smoothed();
         // Before the first reference window the figures are provisional (a copy shorter than
         // it still has a peak and a min, not "peak 0").
-        self.early_peak_bps = self.early_peak_bps.max(smoothed);
-        self.early_min_bps = Some(self.early_min_bps.map_or(smoothed, |m| m.min(smoothed)));
+        self.range.early(smoothed);
         self.phase.observe(self.fill_tick(tick));
         let in_drop = self.detector.open_reference().is_some();
         if let Some(change) = self.phase.phase_change(tick.t1, smoothed, in_drop) {
@@ -843,18 +805,13 @@ impl Model {
             out.push(phase_event(t, bytes, change.rate, change.limit));
         }
         if self
+            .time
             .first_byte_t
             .is_some_and(|f| tick.t1 >= f + self.cfg.min_reference_ns)
         {
-            self.peak_bps = self.peak_bps.max(smoothed);
-            // min is the floor the copy ran at *outside* drops: inside a drop the speed is
-            // that drop's own minimum (DropInfo::min_bps, "min in drops"), and counting it
-            // here made "min 0" the answer for every copy that ever stalled.
             let in_drop = matches!(step, Step::Candidate { .. } | Step::Confirmed { .. })
                 || self.evidence.is_some();
-            if !in_drop {
-                self.min_bps = Some(self.min_bps.map_or(smoothed, |m| m.min(smoothed)));
-            }
+            self.range.settled(smoothed, in_drop);
         }
         match step {
             Step::Candidate { start, .. } | Step::Confirmed { start } => {
@@ -889,7 +846,7 @@ impl Model {
         let on_zfs = self.on_zfs();
         let pool = on_zfs.then(|| {
             let a = tick.t1.saturating_sub(phase::POOL_WINDOW_NS);
-            let since = self.first_byte_t.unwrap_or(u64::MAX);
+            let since = self.time.first_byte_t.unwrap_or(u64::MAX);
             self.txgs.sync_coverage(since, (a, tick.t1), tick.t1)
         });
         let before = self.bytes_now().saturating_sub(tick.bytes);
@@ -1082,12 +1039,9 @@ impl Model {
             span.bytes_lost,
         )?;
         let secs = span.end.saturating_sub(span.start) as f64 / 1e9;
-        self.drops += 1;
-        self.drops_by_cause[cause_index(&causes[0])] += 1;
-        self.stalled_by_cause[cause_index(&causes[0])] += secs;
-        if span.reference > 0.0 {
-            self.lost_by_cause[cause_index(&causes[0])] += bytes_lost / span.reference;
-        }
+        let lost_secs = (span.reference > 0.0).then(|| bytes_lost / span.reference);
+        self.tally_drops
+            .record(cause_index(&causes[0]), secs, lost_secs);
         let held_exact_ns = e.held_exact_ns(&causes[0]);
         Some(Event {
             t_ns: span.start,
@@ -1129,8 +1083,8 @@ impl Model {
             // threshold counts as the same moment.
             let surged =
                 p.writeback >= p.bg_thresh / 8 && p.dirty.saturating_add(p.writeback) > p.bg_thresh;
-            if self.wb_armed && (p.dirty > p.bg_thresh || surged) {
-                self.wb_armed = false;
+            if self.arms.wb_armed && (p.dirty > p.bg_thresh || surged) {
+                self.arms.wb_armed = false;
                 out.push(Event {
                     t_ns: s.t_ns,
                     kind: EventKind::WritebackStarted {
@@ -1139,26 +1093,26 @@ impl Model {
                         writeback: p.writeback,
                     },
                 });
-            } else if !self.wb_armed
+            } else if !self.arms.wb_armed
                 && (p.dirty.saturating_add(p.writeback) as f64) < REARM * p.bg_thresh as f64
             {
-                self.wb_armed = true;
+                self.arms.wb_armed = true;
             }
         }
         let freerun = freerun(&p);
         let dw = dirty_and_writeback(&p);
         if freerun > 0 {
-            if self.zone_armed && dw > freerun {
-                self.zone_armed = false;
-                if self.first_byte_t.is_some() && self.copy_end.is_none() {
+            if self.arms.zone_armed && dw > freerun {
+                self.arms.zone_armed = false;
+                if self.time.first_byte_t.is_some() && self.time.copy_end.is_none() {
                     self.facts.throttle_zone(s.t_ns, s.engine.bytes_copied, dw);
                 }
                 out.push(Event {
                     t_ns: s.t_ns,
                     kind: EventKind::DirtyThrottleZone { dirty: dw, freerun },
                 });
-            } else if !self.zone_armed && (dw as f64) < REARM * freerun as f64 {
-                self.zone_armed = true;
+            } else if !self.arms.zone_armed && (dw as f64) < REARM * freerun as f64 {
+                self.arms.zone_armed = true;
             }
         }
     }
@@ -1166,19 +1120,19 @@ impl Model {
     fn delay_events(&mut self, tick: &TickInfo, out: &mut Vec<Event>) {
         let due = |last: Option<u64>, t: u64| last.is_none_or(|l| t >= l + DELAY_EVENT_EVERY_NS);
         if tick.zfs_delays > 0 {
-            self.delay_pending = self.delay_pending.saturating_add(tick.zfs_delays);
-            self.delay_last_rise = tick.t1;
-            if due(self.delay_last_emit, tick.t1) {
+            self.arms.delay_pending = self.arms.delay_pending.saturating_add(tick.zfs_delays);
+            self.arms.delay_last_rise = tick.t1;
+            if due(self.arms.delay_last_emit, tick.t1) {
                 out.push(self.take_delays(tick.t1));
             }
-        } else if self.delay_pending > 0 && due(self.delay_last_emit, tick.t1) {
-            out.push(self.take_delays(self.delay_last_rise));
+        } else if self.arms.delay_pending > 0 && due(self.arms.delay_last_emit, tick.t1) {
+            out.push(self.take_delays(self.arms.delay_last_rise));
         }
     }
 
     fn take_delays(&mut self, t: u64) -> Event {
-        let delays = std::mem::take(&mut self.delay_pending);
-        self.delay_last_emit = Some(t);
+        let delays = std::mem::take(&mut self.arms.delay_pending);
+        self.arms.delay_last_emit = Some(t);
         Event {
             t_ns: t,
             kind: EventKind::ZfsDelay { delays },
@@ -1189,11 +1143,11 @@ impl Model {
     /// The earliest evidence wins: a sample sees the last byte at its tick, the engine's flush
     /// event says when the last write returned.
     fn end_copy(&mut self, t: u64, out: &mut Vec<Event>) {
-        if let Some(end) = self.copy_end.as_mut() {
+        if let Some(end) = self.time.copy_end.as_mut() {
             *end = (*end).min(t);
             return;
         }
-        self.copy_end = Some(t);
+        self.time.copy_end = Some(t);
         self.interrupt(t, out);
     }
 
@@ -1209,10 +1163,10 @@ impl Model {
 
     fn writers_exited(&mut self, tick: &TickInfo, out: &mut Vec<Event>) -> bool {
         let gone = self.no_writer_alive(tick);
-        if gone && !self.writers_gone {
+        if gone && !self.time.writers_gone {
             self.interrupt(tick.t0, out);
-            if !self.writers_gone_said {
-                self.writers_gone_said = true;
+            if !self.time.writers_gone_said {
+                self.time.writers_gone_said = true;
                 out.push(Event {
                     t_ns: tick.t0,
                     kind: EventKind::Note {
@@ -1222,7 +1176,7 @@ impl Model {
                 });
             }
         }
-        self.writers_gone = gone;
+        self.time.writers_gone = gone;
         gone
     }
 
@@ -1287,7 +1241,7 @@ impl Model {
             }),
             EngineEvent::FlushStarted => {
                 self.end_copy(t_ns, &mut out);
-                self.flush_start.get_or_insert(t_ns);
+                self.time.flush_start.get_or_insert(t_ns);
                 let b = self.flush_backlog();
                 if let Some(b) = b {
                     self.facts
@@ -1299,9 +1253,9 @@ impl Model {
                 })
             }
             EngineEvent::FlushDone => {
-                let start = self.flush_start.or(self.copy_end).unwrap_or(t_ns);
+                let start = self.time.flush_start.or(self.time.copy_end).unwrap_or(t_ns);
                 let secs = t_ns.saturating_sub(start) as f64 / 1e9;
-                self.flush_done = Some((t_ns, secs));
+                self.time.flush_done = Some((t_ns, secs));
                 Some(EventKind::FlushDone { secs })
             }
             // Announced at the start: each file is read back right after it is written, so the
@@ -1325,18 +1279,18 @@ impl Model {
                 },
             }),
             EngineEvent::Paused => {
-                if self.paused_since.is_none() {
-                    self.paused_since = Some(t_ns);
+                if self.time.paused_since.is_none() {
+                    self.time.paused_since = Some(t_ns);
                     self.interrupt(t_ns, &mut out);
                 }
                 Some(EventKind::Paused)
             }
             EngineEvent::Resumed => {
-                if let Some(since) = self.paused_since.take() {
-                    self.paused_ns += t_ns.saturating_sub(since);
+                if let Some(since) = self.time.paused_since.take() {
+                    self.time.paused_ns += t_ns.saturating_sub(since);
                 }
                 // The tick that spans the resume is partly paused: detection restarts after it.
-                self.resume_at = Some(t_ns);
+                self.time.resume_at = Some(t_ns);
                 Some(EventKind::Resumed)
             }
             EngineEvent::Fatal { error } => {
@@ -1419,7 +1373,7 @@ impl Model {
     /// Ends the run at `t_ns`: closes an open drop and reports pending ZFS delays.
     pub fn finish(&mut self, t_ns: u64) -> Vec<Event> {
         let mut out = Vec::new();
-        if self.finished_at.is_some() {
+        if self.time.finished_at.is_some() {
             return out;
         }
         match self.stopped_tail() {
@@ -1447,13 +1401,13 @@ impl Model {
             }
             None => self.interrupt(t_ns, &mut out),
         }
-        if self.delay_pending > 0 {
-            out.push(self.take_delays(self.delay_last_rise));
+        if self.arms.delay_pending > 0 {
+            out.push(self.take_delays(self.arms.delay_last_rise));
         }
-        if let Some(since) = self.paused_since.take() {
-            self.paused_ns += t_ns.saturating_sub(since);
+        if let Some(since) = self.time.paused_since.take() {
+            self.time.paused_ns += t_ns.saturating_sub(since);
         }
-        self.finished_at = Some(t_ns);
+        self.time.finished_at = Some(t_ns);
         for e in &out {
             self.store(e.clone());
         }
@@ -1541,9 +1495,9 @@ impl Model {
     /// every output says the same average at every instant, live or replayed.
     fn active_span(&self, elapsed_ns: u64) -> u64 {
         if !self.cfg.stopped_tail_is_end {
-            return self.copy_end.unwrap_or(elapsed_ns);
+            return self.time.copy_end.unwrap_or(elapsed_ns);
         }
-        match (self.first_byte_t, self.last_byte_t) {
+        match (self.time.first_byte_t, self.time.last_byte_t) {
             (Some(first), Some(last)) => last.saturating_sub(first),
             _ => 0,
         }
@@ -1551,14 +1505,15 @@ impl Model {
 
     pub fn stats(&self) -> Stats {
         let last_t = self.latest.as_ref().map_or(0, |s| s.t_ns);
-        let elapsed_ns = last_t.max(self.finished_at.unwrap_or(0));
+        let elapsed_ns = last_t.max(self.time.finished_at.unwrap_or(0));
         let bytes = self.latest.as_ref().map_or(0, |s| s.engine.bytes_copied);
         let paused_now = self
+            .time
             .paused_since
             .map_or(0, |p| elapsed_ns.saturating_sub(p));
         let copy_ns = self
             .active_span(elapsed_ns)
-            .saturating_sub(self.paused_ns + paused_now);
+            .saturating_sub(self.time.paused_ns + paused_now);
         let rate = |ns: u64| {
             if ns > 0 {
                 bytes as f64 * 1e9 / ns as f64
@@ -1569,17 +1524,13 @@ impl Model {
         let (b, d) = self.now_ring.iter().fold((0u64, 0u64), |(b, d), t| {
             (b.saturating_add(t.bytes), d + t.dt())
         });
-        let lost = by_cause(self.lost_by_cause);
-        let stalled = by_cause(self.stalled_by_cause);
+        let lost = by_cause(self.tally_drops.lost_by_cause);
+        let stalled = by_cause(self.tally_drops.stalled_by_cause);
         let avg_bps = rate(copy_ns);
-        let peak_bps = if self.peak_bps > 0.0 {
-            self.peak_bps
-        } else {
-            self.early_peak_bps
-        };
+        let peak_bps = self.range.peak();
         // With no second of its own to measure (a copy shorter than a tick), the run's one
         // rate is its average: min = average = peak, not "min 0 MB/s".
-        let min_bps = self.min_bps.or(self.early_min_bps).unwrap_or(avg_bps);
+        let min_bps = self.range.floor().unwrap_or(avg_bps);
         // min ≤ average ≤ peak, always: min is the floor outside drops and peak a smoothed
         // second, while the average also counts what is neither (the seconds before a watched
         // writer starts, a stop too short to be a drop, a burst before the first reference
@@ -1592,7 +1543,7 @@ impl Model {
         Stats {
             elapsed_ns,
             bytes,
-            now_bps: if d > 0 && self.paused_since.is_none() {
+            now_bps: if d > 0 && self.time.paused_since.is_none() {
                 b as f64 * 1e9 / d as f64
             } else {
                 0.0
@@ -1600,17 +1551,19 @@ impl Model {
             avg_bps,
             peak_bps,
             min_bps,
-            drops: self.drops,
+            drops: self.tally_drops.drops,
             lost_secs_by_cause: lost,
             stalled_secs_by_cause: stalled,
             durable_bps: self
+                .time
                 .flush_done
-                .map(|(t, _)| rate(t.saturating_sub(self.paused_ns))),
-            flush_secs: self.flush_done.map(|(_, s)| s),
+                .map(|(t, _)| rate(t.saturating_sub(self.time.paused_ns))),
+            flush_secs: self.time.flush_done.map(|(_, s)| s),
             copy_secs: copy_ns as f64 / 1e9,
             durable_secs: self
+                .time
                 .flush_done
-                .map(|(t, _)| t.saturating_sub(self.paused_ns) as f64 / 1e9),
+                .map(|(t, _)| t.saturating_sub(self.time.paused_ns) as f64 / 1e9),
             net: self
                 .net
                 .stats(self.cfg.stopped_tail_is_end.then_some(copy_ns)),
@@ -1638,9 +1591,9 @@ impl Model {
         let causes = (0..CAUSE_LABELS.len())
             .map(|i| metrics::CauseFigures {
                 cause: CAUSE_NAMES[i],
-                drops: self.drops_by_cause[i],
-                lost_secs: self.lost_by_cause[i],
-                stalled_secs: self.stalled_by_cause[i],
+                drops: self.tally_drops.drops_by_cause[i],
+                lost_secs: self.tally_drops.lost_by_cause[i],
+                stalled_secs: self.tally_drops.stalled_by_cause[i],
             })
             .collect();
         metrics::Snapshot {
