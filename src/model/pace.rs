@@ -7,11 +7,13 @@
 use super::Model;
 use super::phase::Limit;
 
-/// Below its target the cache may grow slowly: the pace is a little above the drain rate, so
-/// a destination that got faster shows it.
-pub const BELOW_TARGET: f64 = 1.03;
-/// Above its target the pace drains it: a twentieth of the drain rate each second.
-pub const ABOVE_TARGET: f64 = 0.95;
+/// Below its target the cache may grow: the pace runs above the measured drain rate, so a
+/// rate measured low (a pool's small txgs carry a fixed cost per sync; a starved CPU
+/// stretches them) cannot hold the copy down, and a destination that got faster shows it.
+/// The cache level, not the rate, is what the pace steers by.
+pub const BELOW_TARGET: f64 = 1.15;
+/// Above its target the pace drains it: a tenth of the drain rate each second.
+pub const ABOVE_TARGET: f64 = 0.9;
 /// Onto disks, the cache is kept at this share of the level where the kernel began to hold
 /// the copy: under the throttle, yet above the background-writeback threshold below it (under
 /// that the flusher stops and the disk idles).
