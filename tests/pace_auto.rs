@@ -11,15 +11,18 @@ mod util;
 use std::path::Path;
 use std::time::Duration;
 
-use util::{bin, data, run_timeout, text};
+use util::{bin, data, text, wait_timeout};
 
-/// One copy of `src` onto the disk with `--json`: its summary line.
+/// One copy of `src` onto the disk with `--json`: its summary line. Its lines go to a file:
+/// a copy's JSON lines outgrow a pipe nobody reads until the end.
 fn copy(src: &Path, dst: &Path, extra: &[&str]) -> serde_json::Value {
+    let lines = tempfile::NamedTempFile::new().unwrap();
     let mut c = std::process::Command::new(bin());
     c.arg("--json").args(extra).arg(src).arg(dst);
-    let out = run_timeout(c, Duration::from_secs(240));
+    c.stdout(lines.reopen().unwrap());
+    let out = wait_timeout(c.spawn().unwrap(), Duration::from_secs(240));
     assert!(out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = std::fs::read_to_string(lines.path()).unwrap();
     let last = stdout.lines().last().expect("a summary line");
     serde_json::from_str(last).expect("JSON summary")
 }
@@ -49,7 +52,7 @@ fn a_paced_copy_is_never_held_by_the_page_cache() {
         }
     };
     let src = work.path().join("src.bin");
-    let body = data(400 << 20, 5);
+    let body = data(600 << 20, 5);
     std::fs::write(&src, &body).unwrap();
     let free = copy(&src, &disk.mnt.join("free.bin"), &[]);
     let paced = copy(&src, &disk.mnt.join("paced.bin"), &["--pace", "auto"]);
@@ -69,8 +72,9 @@ fn a_paced_copy_is_never_held_by_the_page_cache() {
         free["budget"]
     );
     assert!(
-        held_paced <= 0.25,
-        "paced, the kernel barely holds it (only until the rate is measured): {held_paced:.2} ({})",
+        held_paced <= 0.5 * held_free,
+        "paced, the kernel holds it far less (only until the rate is measured, and at the \
+         edge of the cache's target): {held_paced:.2} against {held_free:.2} ({})",
         paced["budget"]
     );
     eprintln!("dirty throttle: unpaced {held_free:.2}, paced {held_paced:.2}");
