@@ -801,15 +801,12 @@ impl RangeCopy<'_> {
                     Err(e) => Err(DataErr::Read(e)),
                 };
             }
-            let pace = sh
-                .progress
-                .pace_bps
-                .load(std::sync::atomic::Ordering::Relaxed);
             let max = match (sh.opts.bwlimit_bps, sh.opts.paced()) {
                 (Some(bps), _) if bps > 0 => bwlimit_chunk(bps).min(THROTTLED_CHUNK),
-                (None, true) if sh.opts.pace_auto && pace > 0 => {
-                    bwlimit_chunk(pace).min(THROTTLED_CHUNK)
-                }
+                // `--pace auto` holds a rate near the destination's: whole 1 MiB writes (50 ms
+                // at 20 MB/s) keep the pace's own cost down; small ones cost a syscall and a
+                // sleep each, which a starved CPU could not keep up with.
+                (None, _) if sh.opts.pace_auto && sh.opts.throttle_bps.is_none() => MAX_WRITE,
                 (_, true) => THROTTLED_CHUNK,
                 _ => MAX_WRITE,
             };
