@@ -278,6 +278,14 @@ impl Cli {
                 drops: drops.clone(),
                 ..DisplayArgs::default()
             },
+            Some(Command::Whatif(w)) => DisplayArgs {
+                output: OutputArgs {
+                    ascii: w.ascii,
+                    ..OutputArgs::default()
+                },
+                drops: w.drops.clone(),
+                ..DisplayArgs::default()
+            },
             Some(Command::Completions { .. } | Command::Man) => DisplayArgs::default(),
         }
     }
@@ -418,6 +426,12 @@ pub enum Command {
     /// and speed scale, with a Markdown table of the runs side by side.
     #[command(after_help = COMPARE_HELP)]
     Compare(CompareArgs),
+    /// Predict a recorded copy under other tunables: its measured rates replayed through a
+    /// simulation of the ZFS write throttle and txg cycle, or of Linux's dirty throttling;
+    /// the predicted drops, longest stall, time lost and end against the real ones, the advice
+    /// that follows, and both charts on one scale.
+    #[command(after_help = WHATIF_HELP)]
+    Whatif(WhatifArgs),
     /// Chart and explain the writes something else makes into the filesystem holding PATH
     /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
     Watch(WatchArgs),
@@ -470,6 +484,20 @@ Examples:
   copyscope compare a.jsonl b.jsonl --overlay --label before --label after --png ab.png
   copyscope export a.jsonl --compare b.jsonl --title 'NAS: ZFS vs ext4' --ymax 200MB/s";
 
+const WHATIF_HELP: &str = "\
+Tunables for --set: zfs_dirty_data_max, zfs_txg_timeout, zfs_dirty_data_sync_percent,
+zfs_delay_min_dirty_percent, zfs_delay_scale (a ZFS recording); vm.dirty_bytes,
+vm.dirty_background_bytes, vm.dirty_ratio, vm.dirty_background_ratio (a disk's page cache).
+Sizes as the kernel takes them (bytes) or with a unit (64M, 1G, 300MB). The summary goes to
+standard output; it says what the simulation does not know (other writers, compression, the
+disks' queueing, the CPU). Nothing on the system is changed.
+
+Examples:
+  copyscope whatif run.jsonl --set zfs_dirty_data_max=1G
+  copyscope whatif run.jsonl --set zfs_dirty_data_max=256M --set zfs_txg_timeout=2 --png w.png
+  copyscope whatif run.jsonl --pace auto --text -
+  copyscope whatif ext4.jsonl --set vm.dirty_bytes=300M --set vm.dirty_background_bytes=100M";
+
 const EXPORT_HELP: &str = "\
 Examples:
   copyscope export run.jsonl                   run.png, run.svg, run.txt and run.md beside it
@@ -521,6 +549,40 @@ pub struct CompareArgs {
     /// Without named outputs: overwrite compare.png and compare.md if they exist.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub drops: DropArgs,
+}
+
+/// `copyscope whatif` options.
+#[derive(Debug, Args, Default, Clone)]
+pub struct WhatifArgs {
+    /// The recording (JSON Lines, written by --record) of a copy.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A tunable and the value to predict with, NAME=VALUE (repeatable; see below).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Predict the copy paced as --pace auto paces it.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub pace: Option<PaceArg>,
+    /// Write the recorded and the predicted chart, one scale, as a PNG picture to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// Write that picture as an SVG drawing to FILE (the PNG is this drawing, rasterised).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Write both text charts, one scale, and the summary to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub text: Option<PathBuf>,
+    /// Picture size in pixels, WxH [default: 1600x1248].
+    #[arg(long, value_name = "WxH")]
+    pub size: Option<String>,
+    /// One plot with both runs as lines instead of two panels.
+    #[arg(long)]
+    pub overlay: bool,
+    /// Draw the text charts with ASCII characters only.
+    #[arg(long)]
+    pub ascii: bool,
     #[command(flatten)]
     pub drops: DropArgs,
 }

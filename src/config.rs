@@ -74,6 +74,7 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     Bench(BenchRequest),
+    Whatif(WhatifRequest),
     Completions(clap_complete::Shell),
     Man,
     Watch(WatchRequest),
@@ -102,6 +103,44 @@ pub struct CompareRequest {
     pub size: Option<(u32, u32)>,
     pub picture: Picture,
     pub force: bool,
+}
+
+/// `copyscope whatif`: the recording, the changes (validated) and the outputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WhatifRequest {
+    pub file: PathBuf,
+    pub settings: crate::model::whatif::Settings,
+    pub png: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+    pub text: Option<PathBuf>,
+    pub size: Option<(u32, u32)>,
+    pub overlay: bool,
+}
+
+fn whatif_request(w: crate::cli::WhatifArgs) -> Result<WhatifRequest, ConfigError> {
+    let mut settings = crate::model::whatif::Settings {
+        pace_auto: w.pace.is_some(),
+        ..Default::default()
+    };
+    for spec in &w.set {
+        settings
+            .set(spec)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    }
+    if w.set.is_empty() && w.pace.is_none() {
+        return Err(ConfigError::Invalid(
+            "whatif: nothing to change: give --set NAME=VALUE (e.g. zfs_dirty_data_max=1G) or --pace auto".into(),
+        ));
+    }
+    Ok(WhatifRequest {
+        file: w.file,
+        settings,
+        png: w.png,
+        svg: w.svg,
+        text: w.text,
+        size: w.size.as_deref().map(parse_size).transpose()?,
+        overlay: w.overlay,
+    })
 }
 
 /// `copyscope bench`: where and how big.
@@ -445,6 +484,7 @@ impl TryFrom<Cli> for Config {
             Some(CliCommand::Man) => Command::Man,
             Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),
             Some(CliCommand::Bench(b)) => Command::Bench(bench_request(b)?),
+            Some(CliCommand::Whatif(w)) => Command::Whatif(whatif_request(w)?),
             None => Command::Copy(copy_request(&cli)?),
         };
         Ok(Config {

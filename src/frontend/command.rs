@@ -54,7 +54,65 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitStatus> {
             config.display.ascii,
         )?,
         Command::Export { .. } => export(&config)?,
+        Command::Whatif(req) => whatif(req, model_config(&config.display), config.display.ascii)?,
     })
+}
+
+/// `copyscope whatif FILE --set …`: the prediction's summary on standard output (unless the
+/// text goes there), and the pictures and text asked for.
+fn whatif(
+    req: &crate::config::WhatifRequest,
+    cfg: ModelConfig,
+    ascii: bool,
+) -> Result<ExitStatus, Fatal> {
+    use crate::report::export::ExportTargets;
+    use crate::report::whatif::{load, outcome, write_outputs};
+    if !req.file.exists() {
+        return Err(missing(&req.file));
+    }
+    let targets = ExportTargets {
+        png: req.png.clone(),
+        svg: req.svg.clone(),
+        text: req.text.clone(),
+        markdown: None,
+    };
+    targets
+        .check_extensions()
+        .map_err(|e| Fatal::new(e.to_string()))?;
+    let scenario = crate::model::whatif::Scenario {
+        settings: req.settings.clone(),
+        model: cfg,
+        ..Default::default()
+    };
+    let name = req.file.file_name().map_or_else(
+        || shell_escape(&req.file).into_owned(),
+        |n| shell_escape(n).into_owned(),
+    );
+    let o = load(&req.file, cfg)
+        .and_then(|rec| outcome(&rec, &scenario, &name))
+        .map_err(|e| Fatal::new(error_chain(&e)))?;
+    if req.text.as_deref() != Some(Path::new("-")) {
+        let summary = o.summary();
+        print!(
+            "{}",
+            if ascii {
+                crate::present::text::asciify(&summary)
+            } else {
+                summary
+            }
+        );
+    }
+    let size = req.size.unwrap_or(if req.overlay {
+        SCREENSHOT_SIZE
+    } else {
+        (1600, 1248)
+    });
+    let paths = write_outputs(&o, &targets, size, ascii, req.overlay)
+        .map_err(|e| Fatal::new(error_chain(&e)))?;
+    for p in paths.iter().filter(|p| p.as_path() != Path::new("-")) {
+        println!("wrote {}", shell_escape(p));
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// "FILE does not exist (a recording is made with --record FILE)".

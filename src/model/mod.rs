@@ -22,6 +22,7 @@ mod tally;
 mod timeline;
 mod txg;
 pub mod verdict;
+pub mod whatif;
 
 use crate::present::quote::quote;
 use std::collections::VecDeque;

@@ -12,3 +12,4 @@ pub mod recording;
 pub mod screenshot;
 pub mod summary;
 pub mod watch;
+pub mod whatif;

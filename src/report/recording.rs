@@ -402,11 +402,20 @@ impl Replayed {
     /// Streams the file at `path` into a model built with `cfg`
     /// ([`Recording::model_config`]'s rules).
     pub fn load(path: &Path, cfg: ModelConfig) -> Result<Replayed, RecordingError> {
+        Replayed::load_observed(path, cfg, &mut |_| {})
+    }
+
+    /// [`Replayed::load`], showing each sample to `observe` as it goes into the model.
+    pub fn load_observed(
+        path: &Path,
+        cfg: ModelConfig,
+        observe: &mut dyn FnMut(&Sample),
+    ) -> Result<Replayed, RecordingError> {
         let file = File::open(path).map_err(|error| RecordingError::Io {
             path: path.to_path_buf(),
             error,
         })?;
-        Replayed::read(std::io::BufReader::new(file), cfg).map_err(|e| match e {
+        Replayed::read_observed(std::io::BufReader::new(file), cfg, observe).map_err(|e| match e {
             RecordingError::Io { error, .. } => RecordingError::Io {
                 path: path.to_path_buf(),
                 error,
@@ -422,6 +431,15 @@ impl Replayed {
     pub fn read(
         input: impl std::io::BufRead + Send,
         cfg: ModelConfig,
+    ) -> Result<Replayed, RecordingError> {
+        Replayed::read_observed(input, cfg, &mut |_| {})
+    }
+
+    /// [`Replayed::read`], showing each sample to `observe` as it goes into the model.
+    pub fn read_observed(
+        input: impl std::io::BufRead + Send,
+        cfg: ModelConfig,
+        observe: &mut dyn FnMut(&Sample),
     ) -> Result<Replayed, RecordingError> {
         const BATCH: usize = 512;
         let mut run: Option<Replayed> = None;
@@ -447,7 +465,7 @@ impl Replayed {
                 warnings
             });
             for line in rx.iter().flatten() {
-                feed(&mut run, &mut pending, line, cfg);
+                feed(&mut run, &mut pending, line, cfg, observe);
             }
             parser
                 .join()
@@ -748,6 +766,7 @@ fn feed(
     pending: &mut std::collections::VecDeque<(u64, EngineEvent)>,
     line: Line,
     cfg: ModelConfig,
+    observe: &mut dyn FnMut(&Sample),
 ) {
     let Some(run) = run.as_mut() else {
         if let Line::Header(header) = line {
@@ -771,6 +790,7 @@ fn feed(
                 }
             }
             run.duration_ns = sample.t_ns;
+            observe(&sample);
             run.model.apply(&sample);
         }
         Line::Engine(e) => {

@@ -35,4 +35,5 @@ mod ui_snapshots;
 mod ui_terminal_caps;
 mod verdict;
 mod watch_net_outputs;
+mod whatif;
 mod zfs_recording;

@@ -76,6 +76,45 @@ fn title_line(source: &str, dest: &str, width: usize) -> String {
 
 /// Renders the chart as text no wider than `width_cols` (clamped to 40–100).
 pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
+    render_text_scaled(data, width_cols, ascii, TextScale::default())
+}
+
+/// A fixed time axis and speed scale, so charts drawn one above the other compare.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TextScale {
+    /// The highest column value to fit, bytes/s.
+    pub peak_bps: Option<f64>,
+    pub duration_s: Option<f64>,
+}
+
+/// The scale that fits every chart of `runs` at `width_cols`: the longest run, the highest
+/// column of any.
+pub fn shared_text_scale(runs: &[&ChartData], width_cols: usize) -> TextScale {
+    let cols = width_cols.clamp(40, 100) - GUTTER - 1;
+    let duration = runs.iter().map(|d| duration_of(d)).fold(1e-3, f64::max);
+    let peak = runs
+        .iter()
+        .flat_map(|d| column_values(d, cols, duration))
+        .fold(0.0, f64::max);
+    TextScale {
+        peak_bps: Some(peak),
+        duration_s: Some(duration),
+    }
+}
+
+fn duration_of(data: &ChartData) -> f64 {
+    data.duration_s
+        .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .max(1e-3)
+}
+
+/// [`render_text`] on a fixed scale.
+pub fn render_text_scaled(
+    data: &ChartData,
+    width_cols: usize,
+    ascii: bool,
+    scale: TextScale,
+) -> String {
     let width = width_cols.clamp(40, 100);
     let mut out: Vec<String> = Vec::new();
     let t = &data.title;
@@ -94,7 +133,7 @@ pub fn render_text(data: &ChartData, width_cols: usize, ascii: bool) -> String {
     if data.points.is_empty() {
         out.push("(no samples recorded)".to_string());
     } else {
-        chart(data, width, ascii, &mut out);
+        chart(data, width, ascii, scale, &mut out);
     }
     stats(data, width, &mut out);
     verdict(data, width, &mut out);
@@ -161,22 +200,26 @@ fn time_axis(duration: f64, gutter: usize, cols: usize, width: usize) -> String 
     axis_line.into_iter().collect()
 }
 
-fn chart(data: &ChartData, width: usize, ascii: bool, out: &mut Vec<String>) {
-    // The gutter width depends on the labels, which depend on the column values; labels
-    // are at most 4 characters ("1000" cannot occur: 4 steps of a nice step < 1000 units
-    // switch to the next unit), so size the columns for a 4-character gutter first.
-    let duration = data
+/// The y-label gutter: labels are at most 4 characters ("1000" cannot occur: 4 steps of a
+/// nice step < 1000 units switch to the next unit).
+const GUTTER: usize = 4;
+
+fn chart(data: &ChartData, width: usize, ascii: bool, scale: TextScale, out: &mut Vec<String>) {
+    let duration = scale
         .duration_s
-        .max(data.points.last().map_or(0.0, |p| p.t_s))
+        .unwrap_or_else(|| duration_of(data))
         .max(1e-3);
-    let gutter = 4;
+    let gutter = GUTTER;
     let cols = width - gutter - 1;
     let col_of = |t: f64| column_of(t / duration, cols);
 
     let values = column_values(data, cols, duration);
 
     // Scale to what the columns show, so one 100 ms spike does not flatten the chart.
-    let peak = values.iter().copied().fold(0.0, f64::max).max(1.0);
+    let peak = scale
+        .peak_bps
+        .unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max))
+        .max(1.0);
     let unit = rate_unit(peak.max(1e6));
     // Four labelled steps over eight rows: the fine steps (see `Steps::Fine`).
     let step = nice_step(peak / unit.divisor, ROWS / 2, Steps::Fine);
