@@ -496,6 +496,7 @@ Examples:
   copyscope whatif run.jsonl --set zfs_dirty_data_max=1G
   copyscope whatif run.jsonl --set zfs_dirty_data_max=256M --set zfs_txg_timeout=2 --png w.png
   copyscope whatif run.jsonl --pace auto --text -
+  copyscope whatif before.jsonl --set zfs_dirty_data_max=64M --against after.jsonl --png vs.png
   copyscope whatif ext4.jsonl --set vm.dirty_bytes=300M --set vm.dirty_background_bytes=100M";
 
 const EXPORT_HELP: &str = "\
@@ -562,6 +563,10 @@ pub struct WhatifArgs {
     /// A tunable and the value to predict with, NAME=VALUE (repeatable; see below).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+    /// A real run made with the changed tunables: the prediction is of its copy (its size,
+    /// its flush) and is shown against it.
+    #[arg(long, value_name = "FILE")]
+    pub against: Option<PathBuf>,
     /// Predict the copy paced as --pace auto paces it.
     #[arg(long, value_enum, value_name = "MODE")]
     pub pace: Option<PaceArg>,

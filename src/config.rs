@@ -109,6 +109,8 @@ pub struct CompareRequest {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WhatifRequest {
     pub file: PathBuf,
+    /// The real run made with the changes, to hold the prediction to.
+    pub against: Option<PathBuf>,
     pub settings: crate::model::whatif::Settings,
     pub png: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -134,6 +136,7 @@ fn whatif_request(w: crate::cli::WhatifArgs) -> Result<WhatifRequest, ConfigErro
     }
     Ok(WhatifRequest {
         file: w.file,
+        against: w.against,
         settings,
         png: w.png,
         svg: w.svg,

@@ -58,6 +58,33 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitStatus> {
     })
 }
 
+/// The recording predicted under the request's changes, held to `--against`'s run when given
+/// (the prediction is then of that run's copy: its size, its flush).
+fn whatif_outcome(
+    req: &crate::config::WhatifRequest,
+    cfg: ModelConfig,
+) -> anyhow::Result<crate::report::whatif::Outcome> {
+    use crate::report::whatif::{Twin, load, outcome};
+    let name = |f: &Path| {
+        f.file_name().map_or_else(
+            || shell_escape(f).into_owned(),
+            |n| shell_escape(n).into_owned(),
+        )
+    };
+    let rec = load(&req.file, cfg)?;
+    let twin = req.against.as_deref().map(|f| load(f, cfg)).transpose()?;
+    let scenario = crate::model::whatif::Scenario {
+        settings: req.settings.clone(),
+        model: cfg,
+        bytes: twin.as_ref().map(|t| t.measured.bytes),
+        flush: twin.as_ref().map(|t| t.measured.flushed),
+    };
+    let twin = twin
+        .zip(req.against.as_deref())
+        .map(|(t, f)| Twin::of(&t, &name(f)));
+    outcome(&rec, &scenario, &name(&req.file), twin)
+}
+
 /// `copyscope whatif FILE --set …`: the prediction's summary on standard output (unless the
 /// text goes there), and the pictures and text asked for.
 fn whatif(
@@ -66,9 +93,12 @@ fn whatif(
     ascii: bool,
 ) -> Result<ExitStatus, Fatal> {
     use crate::report::export::ExportTargets;
-    use crate::report::whatif::{load, outcome, write_outputs};
-    if !req.file.exists() {
-        return Err(missing(&req.file));
+    use crate::report::whatif::write_outputs;
+    if let Some(f) = std::iter::once(&req.file)
+        .chain(&req.against)
+        .find(|f| !f.exists())
+    {
+        return Err(missing(f));
     }
     let targets = ExportTargets {
         png: req.png.clone(),
@@ -79,40 +109,35 @@ fn whatif(
     targets
         .check_extensions()
         .map_err(|e| Fatal::new(e.to_string()))?;
-    let scenario = crate::model::whatif::Scenario {
-        settings: req.settings.clone(),
-        model: cfg,
-        ..Default::default()
-    };
-    let name = req.file.file_name().map_or_else(
-        || shell_escape(&req.file).into_owned(),
-        |n| shell_escape(n).into_owned(),
-    );
-    let o = load(&req.file, cfg)
-        .and_then(|rec| outcome(&rec, &scenario, &name))
-        .map_err(|e| Fatal::new(error_chain(&e)))?;
+    let o = whatif_outcome(req, cfg).map_err(|e| Fatal::new(error_chain(&e)))?;
     if req.text.as_deref() != Some(Path::new("-")) {
         let summary = o.summary();
-        print!(
-            "{}",
-            if ascii {
-                crate::present::text::asciify(&summary)
-            } else {
-                summary
-            }
-        );
+        say(&if ascii {
+            crate::present::text::asciify(&summary)
+        } else {
+            summary
+        })?;
     }
     let size = req.size.unwrap_or(if req.overlay {
         SCREENSHOT_SIZE
     } else {
-        (1600, 1248)
+        (1600, if o.twin.is_some() { 1848 } else { 1248 })
     });
     let paths = write_outputs(&o, &targets, size, ascii, req.overlay)
         .map_err(|e| Fatal::new(error_chain(&e)))?;
     for p in paths.iter().filter(|p| p.as_path() != Path::new("-")) {
-        println!("wrote {}", shell_escape(p));
+        say(&format!("wrote {}\n", shell_escape(p)))?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// Writes `text` to standard output; a reader that went away (`| head`) is no error.
+fn say(text: &str) -> Result<(), Fatal> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fatal::new(said(&e))),
+        _ => Ok(()),
+    }
 }
 
 /// "FILE does not exist (a recording is made with --record FILE)".

@@ -58,10 +58,36 @@ pub struct Outcome {
     pub limits: Limits,
     /// The recorded value of each changed tunable, by name.
     pub was: Vec<(&'static str, Option<String>)>,
+    /// A real run made with the changes (`--against`), to hold the prediction to.
+    pub twin: Option<Twin>,
 }
 
-/// Predicts `scenario` on `rec` and gathers both runs' figures.
-pub fn outcome(rec: &Recorded, scenario: &Scenario, name: &str) -> anyhow::Result<Outcome> {
+/// A real run of the predicted copy under the changed tunables.
+pub struct Twin {
+    pub name: String,
+    pub data: ChartData,
+    pub figures: Figures,
+}
+
+impl Twin {
+    /// `rec` as the run the prediction is held to; `name` is how the summary calls it.
+    pub fn of(rec: &Recorded, name: &str) -> Twin {
+        Twin {
+            name: name.to_string(),
+            data: ChartData::from_replayed(&rec.replayed),
+            figures: Figures::of(&rec.replayed.model),
+        }
+    }
+}
+
+/// Predicts `scenario` on `rec` and gathers both runs' figures (and `twin`'s, the real run
+/// made with the changes, when there is one).
+pub fn outcome(
+    rec: &Recorded,
+    scenario: &Scenario,
+    name: &str,
+    twin: Option<Twin>,
+) -> anyhow::Result<Outcome> {
     let Prediction { model, env, limits } = predict(&rec.measured, scenario)?;
     let recorded = ChartData::from_replayed(&rec.replayed);
     let header = Header {
@@ -85,6 +111,7 @@ pub fn outcome(rec: &Recorded, scenario: &Scenario, name: &str) -> anyhow::Resul
         predicted,
         limits,
         was,
+        twin,
     })
 }
 
@@ -171,12 +198,12 @@ fn end_text(real_s: f64, pred_s: f64) -> String {
         return "ends at about the same time".to_string();
     }
     let pct = d.abs() / real_s.max(1e-9) * 100.0;
-    let (word, sign) = if d < 0.0 {
-        ("earlier", "−")
-    } else {
-        ("later", "+")
-    };
-    format!("ends {} {word} ({sign}{})", fmt_secs(d.abs()), fmt_pct(pct))
+    let word = if d < 0.0 { "earlier" } else { "later" };
+    format!(
+        "ends {} {word} ({} of the recorded time)",
+        fmt_secs(d.abs()),
+        fmt_pct(pct)
+    )
 }
 
 impl Outcome {
@@ -191,6 +218,17 @@ impl Outcome {
     /// The one line of advice: what changes, from the two runs' figures.
     pub fn advice(&self) -> String {
         let (r, p) = (&self.real, &self.pred);
+        let same = r.dest_drops == p.dest_drops
+            && (r.longest_dest_stall_s - p.longest_dest_stall_s).abs()
+                <= 0.1 * r.longest_dest_stall_s.max(1.0);
+        if same {
+            return format!(
+                "With {}: the same, {}; {}.",
+                self.changes_text(),
+                stalls_text(p.dest_drops, p.longest_dest_stall_s),
+                end_text(r.end_s, p.end_s)
+            );
+        }
         format!(
             "With {}: {} instead of {}; {}.",
             self.changes_text(),
@@ -238,9 +276,15 @@ impl Outcome {
     }
 
     fn table(&self, o: &mut String) {
-        let (r, p) = (&self.real, &self.pred);
         let dest = self.dest_word();
-        let end = if r.durable || p.durable {
+        let mut cols: Vec<(String, &Figures, bool)> = vec![
+            ("recorded".into(), &self.real, false),
+            ("predicted".into(), &self.pred, true),
+        ];
+        if let Some(t) = &self.twin {
+            cols.push((format!("real ({})", t.name), &t.figures, false));
+        }
+        let end = if cols.iter().any(|(_, f, _)| f.durable) {
             "on disk at"
         } else {
             "last byte at"
@@ -252,25 +296,30 @@ impl Outcome {
                 fmt_secs(f.longest_stall_s)
             }
         };
-        let rows: [(&str, String, String); 4] = [
-            (
-                "drops",
-                drops_cell(r, dest, false),
-                drops_cell(p, dest, true),
-            ),
-            ("longest stall", stall(r), stall(p)),
-            ("time lost", fmt_secs(r.lost_s), fmt_secs(p.lost_s)),
-            (end, fmt_secs(r.end_s), fmt_secs(p.end_s)),
-        ];
-        let w = rows
+        let cells: Vec<[String; 5]> = cols
             .iter()
-            .map(|(_, a, _)| a.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max("recorded".len());
-        let _ = writeln!(o, "{:<15}{:<w$}   predicted", "", "recorded");
-        for (name, a, b) in rows {
-            let _ = writeln!(o, "{name:<15}{a:<w$}   {b}");
+            .map(|(head, f, predicted)| {
+                [
+                    head.clone(),
+                    drops_cell(f, dest, *predicted),
+                    stall(f),
+                    fmt_secs(f.lost_s),
+                    fmt_secs(f.end_s),
+                ]
+            })
+            .collect();
+        let names = ["", "drops", "longest stall", "time lost", end];
+        for (row, name) in names.iter().enumerate() {
+            let _ = write!(o, "{name:<15}");
+            for (c, col) in cells.iter().enumerate() {
+                let w = col.iter().map(|x| x.chars().count()).max().unwrap_or(0);
+                if c + 1 == cells.len() {
+                    let _ = write!(o, "{}", col[row]);
+                } else {
+                    let _ = write!(o, "{:<w$}   ", col[row]);
+                }
+            }
+            o.push('\n');
         }
     }
 
@@ -477,14 +526,22 @@ pub fn runs(o: &Outcome) -> Vec<Run> {
             data: o.predicted.clone(),
         },
     ]
+    .into_iter()
+    .chain(o.twin.iter().map(|t| Run {
+        label: label("real", &format!("{} · {}", o.changes_text(), t.name)),
+        data: t.data.clone(),
+    }))
+    .collect()
 }
 
 /// The two text charts on one scale, then the summary.
 pub fn render_text(o: &Outcome, ascii: bool) -> String {
     const WIDTH: usize = 100;
-    let scale: TextScale = shared_text_scale(&[&o.recorded, &o.predicted], WIDTH);
+    let all = runs(o);
+    let datas: Vec<&ChartData> = all.iter().map(|r| &r.data).collect();
+    let scale: TextScale = shared_text_scale(&datas, WIDTH);
     let mut t = String::new();
-    for run in runs(o) {
+    for run in &all {
         let _ = writeln!(t, "── {} ──", run.label);
         t.push_str(&render_text_scaled(&run.data, WIDTH, ascii, scale));
         t.push('\n');

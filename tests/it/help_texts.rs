@@ -83,6 +83,20 @@ fn subcommands_show_only_their_own_options() {
             "replay shows --{not_here}"
         );
     }
+    let whatif = longs(sub("whatif"));
+    for own in [
+        "set", "pace", "against", "png", "svg", "text", "size", "overlay", "ascii",
+    ] {
+        assert!(whatif.iter().any(|l| l == own), "whatif lacks --{own}");
+    }
+    for copy_only in [
+        "verify", "record", "interval", "plain", "bwlimit", "markdown",
+    ] {
+        assert!(
+            !whatif.iter().any(|l| l == copy_only),
+            "whatif shows --{copy_only}: {whatif:?}"
+        );
+    }
     for c in ["completions", "man"] {
         assert_eq!(longs(sub(c)), ["help"], "{c} takes no options");
     }

@@ -212,6 +212,43 @@ fn every_recordings_texts_follow_the_one_format() {
 }
 
 #[test]
+fn whatif_texts_follow_the_one_format() {
+    use copyscope::model::whatif::{Scenario, Settings};
+    use copyscope::report::whatif::{load, outcome, render_text};
+    let mut bad = Vec::new();
+    for (name, spec) in [
+        ("zfs-aged-bigfile", "zfs_dirty_data_max=64M"),
+        ("zfs-throttle-64m", "zfs_txg_timeout=2"),
+        ("ext4-disk-lowered", "vm.dirty_bytes=1G"),
+        ("ext4-disk-default", "vm.dirty_background_bytes=100M"),
+    ] {
+        let p = format!(
+            "{}/tests/fixtures/corpus/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let rec = load(std::path::Path::new(&p), ModelConfig::default()).expect(name);
+        let mut settings = Settings::default();
+        settings.set(spec).expect(spec);
+        for pace in [false, true] {
+            settings.pace_auto = pace;
+            let sc = Scenario {
+                settings: settings.clone(),
+                ..Scenario::default()
+            };
+            let o = outcome(&rec, &sc, name, None).expect("predicted");
+            let t = render_text(&o, false).replace(&rec.header.host, "HOST");
+            bad.extend(violations(&t).into_iter().map(|v| format!("{name}: {v}")));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} numbers off the format:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
 fn a_plain_copys_progress_and_summary_follow_the_one_format() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src.bin");
