@@ -579,7 +579,7 @@ pub struct WhatifArgs {
     /// Write both text charts, one scale, and the summary to FILE (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub text: Option<PathBuf>,
-    /// Picture size in pixels, WxH [default: 1600x1248].
+    /// Picture size in pixels, WxH [default: 1600 wide, 600 high per run].
     #[arg(long, value_name = "WxH")]
     pub size: Option<String>,
     /// One plot with both runs as lines instead of two panels.

@@ -120,9 +120,24 @@ fn recorded_value(m: &Measured, k: &str) -> Option<String> {
     if k == "--pace" {
         return Some(if m.env.pace_auto { "auto" } else { "off" }.into());
     }
-    let v = m.env.tunables.iter().find(|(n, _)| n == k)?.1.trim();
-    let n: u64 = v.parse().ok()?;
+    let get = |k: &str| -> Option<u64> {
+        m.env
+            .tunables
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.trim().parse().ok())
+    };
+    let n = get(k)?;
+    let ratio = |r: &str| {
+        get(r).map_or("the ratio".to_string(), |p| {
+            format!("{r} {}", fmt_pct(p as f64))
+        })
+    };
     Some(match k {
+        "vm.dirty_bytes" if n == 0 => format!("0 B, {}", ratio("vm.dirty_ratio")),
+        "vm.dirty_background_bytes" if n == 0 => {
+            format!("0 B, {}", ratio("vm.dirty_background_ratio"))
+        }
         "zfs_dirty_data_max" | "vm.dirty_bytes" | "vm.dirty_background_bytes" => fmt_bytes(n),
         "zfs_txg_timeout" => fmt_secs(n as f64),
         "zfs_delay_scale" => format!("{n} ns"),
@@ -198,12 +213,12 @@ fn end_text(real_s: f64, pred_s: f64) -> String {
         return "ends at about the same time".to_string();
     }
     let pct = d.abs() / real_s.max(1e-9) * 100.0;
-    let word = if d < 0.0 { "earlier" } else { "later" };
-    format!(
-        "ends {} {word} ({} of the recorded time)",
-        fmt_secs(d.abs()),
-        fmt_pct(pct)
-    )
+    let (word, run) = if d < 0.0 {
+        ("earlier", "shorter")
+    } else {
+        ("later", "longer")
+    };
+    format!("ends {} {word} ({} {run})", fmt_secs(d.abs()), fmt_pct(pct))
 }
 
 impl Outcome {
@@ -221,9 +236,25 @@ impl Outcome {
         let same = r.dest_drops == p.dest_drops
             && (r.longest_dest_stall_s - p.longest_dest_stall_s).abs()
                 <= 0.1 * r.longest_dest_stall_s.max(1.0);
+        if let Some(t) = &self.twin {
+            let f = &t.figures;
+            let end = end_text(f.end_s, p.end_s);
+            let end = if end.contains("same time") {
+                format!("{end} as the real run")
+            } else {
+                format!("{end} than the real run")
+            };
+            return format!(
+                "With {}, for {}'s copy: {} against its real {}; {end}.",
+                self.changes_text(),
+                t.name,
+                stalls_text(p.dest_drops, p.longest_dest_stall_s),
+                stalls_again(f.dest_drops, f.longest_dest_stall_s),
+            );
+        }
         if same {
             return format!(
-                "With {}: the same, {}; {}.",
+                "With {}: {}, as recorded; {}.",
                 self.changes_text(),
                 stalls_text(p.dest_drops, p.longest_dest_stall_s),
                 end_text(r.end_s, p.end_s)
@@ -284,10 +315,17 @@ impl Outcome {
         if let Some(t) = &self.twin {
             cols.push((format!("real ({})", t.name), &t.figures, false));
         }
-        let end = if cols.iter().any(|(_, f, _)| f.durable) {
-            "on disk at"
-        } else {
-            "last byte at"
+        let mixed =
+            cols.iter().any(|(_, f, _)| f.durable) && cols.iter().any(|(_, f, _)| !f.durable);
+        let end = match (mixed, cols.iter().any(|(_, f, _)| f.durable)) {
+            (true, _) => "ends at",
+            (false, true) => "on disk at",
+            (false, false) => "last byte at",
+        };
+        let end_cell = |f: &Figures| match (mixed, f.durable) {
+            (true, true) => format!("{} (on disk)", fmt_secs(f.end_s)),
+            (true, false) => format!("{} (last byte)", fmt_secs(f.end_s)),
+            _ => fmt_secs(f.end_s),
         };
         let stall = |f: &Figures| {
             if f.drops == 0 {
@@ -304,7 +342,7 @@ impl Outcome {
                     drops_cell(f, dest, *predicted),
                     stall(f),
                     fmt_secs(f.lost_s),
-                    fmt_secs(f.end_s),
+                    end_cell(f),
                 ]
             })
             .collect();
