@@ -73,6 +73,22 @@ fn whatif_outcome(
     };
     let rec = load(&req.file, cfg)?;
     let twin = req.against.as_deref().map(|f| load(f, cfg)).transpose()?;
+    if let Some(t) = &twin {
+        let fs = |r: &crate::report::whatif::Recorded| {
+            r.measured
+                .env
+                .fs_type
+                .clone()
+                .unwrap_or_else(|| "unknown".into())
+        };
+        if fs(t) != fs(&rec) {
+            anyhow::bail!(
+                "--against: that run wrote onto {}, the recording onto {}: not the same destination",
+                fs(t),
+                fs(&rec)
+            );
+        }
+    }
     let scenario = crate::model::whatif::Scenario {
         settings: req.settings.clone(),
         model: cfg,

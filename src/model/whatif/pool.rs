@@ -199,12 +199,12 @@ impl Pool {
         };
         let mut bytes = want.min(cap).min(self.p.dirty_max - self.dirty_total);
         let mut hold = (bytes < want).then_some(Hold::Delay);
-        if let Some(room) = self.space_room() {
-            if bytes >= room {
-                bytes = room.max(0.0);
-                self.wait_for = Some(self.syncing.map_or(self.open.txg, |s| s.txg));
-                hold = Some(Hold::Space);
-            }
+        if let Some(room) = self.space_room()
+            && bytes >= room
+        {
+            bytes = room.max(0.0);
+            self.wait_for = Some(self.syncing.map_or(self.open.txg, |s| s.txg));
+            hold = Some(Hold::Space);
         }
         self.count_txs(bytes, tx_time > 0.0);
         self.open.dirty += bytes;

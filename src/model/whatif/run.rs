@@ -25,7 +25,7 @@ const FILE: &str = "whatif";
 
 /// The destination being simulated.
 enum Sim {
-    Pool(Pool),
+    Pool(Box<Pool>),
     Cache(Cache),
 }
 
@@ -91,103 +91,149 @@ struct Writer {
     class: Option<(WaitClass, &'static str)>,
 }
 
+/// The simulated copy in progress.
+struct Copy<'a> {
+    m: &'a Measured,
+    env: Environment,
+    sim: Sim,
+    model: Model,
+    w: Writer,
+    total: u64,
+    flush: bool,
+    /// The copy's own `--bwlimit`, bytes/s.
+    limit: f64,
+    paced: bool,
+    pace: Option<f64>,
+    /// Engine events not yet fed, in time order.
+    engine: Vec<(u64, EngineEvent)>,
+    last_byte: Option<u64>,
+    done: Option<u64>,
+}
+
 /// Runs the scenario; see the module comment.
 pub(super) fn simulate(m: &Measured, sc: &Scenario) -> Result<Prediction, WhatifError> {
     let env = changed_env(&m.env, &sc.settings);
-    let (mut sim, limits) = destination(m, &env, &sc.settings)?;
+    let (sim, limits) = destination(m, &env, &sc.settings)?;
     let total = sc.bytes.unwrap_or(m.bytes).max(1);
-    let flush = sc.flush.unwrap_or(m.flushed);
-    let limit = match m.env.rate_limit_bps {
-        Some(l) if !m.env.rate_limit_is_demo_pace => l as f64,
-        _ => f64::INFINITY,
+    let mut c = Copy {
+        m,
+        model: Model::new(sc.model, env.clone()),
+        paced: sc.settings.pace_auto || env.pace_auto,
+        env,
+        sim,
+        w: Writer::default(),
+        total,
+        flush: sc.flush.unwrap_or(m.flushed),
+        limit: match m.env.rate_limit_bps {
+            Some(l) if !m.env.rate_limit_is_demo_pace => l as f64,
+            _ => f64::INFINITY,
+        },
+        pace: None,
+        engine: vec![
+            (
+                0,
+                EngineEvent::ScanDone {
+                    files: 1,
+                    bytes: total,
+                },
+            ),
+            (
+                0,
+                EngineEvent::FileStarted {
+                    path: FILE.into(),
+                    size: total,
+                },
+            ),
+        ],
+        last_byte: None,
+        done: None,
     };
-    let second_at = |t: f64| {
-        let w = (t * 1e9) as u64 / WINDOW_NS;
-        let i = usize::try_from(w).unwrap_or(usize::MAX);
-        let sec = m.intake_profile.get(i).copied().unwrap_or_default();
-        Second {
-            intake_bps: Some(sec.intake_bps.unwrap_or(m.intake_bps).min(limit)),
-            ..sec
-        }
-    };
-    let mut model = Model::new(sc.model, env.clone());
-    let step_ns = m.interval_ns;
-    let dt = step_ns as f64 / 1e9 / SUBSTEPS as f64;
-    let mut w = Writer::default();
-    let mut engine: Vec<(u64, EngineEvent)> = vec![
-        (
-            0,
-            EngineEvent::ScanDone {
-                files: 1,
-                bytes: total,
-            },
-        ),
-        (
-            0,
-            EngineEvent::FileStarted {
-                path: FILE.into(),
-                size: total,
-            },
-        ),
-    ];
-    let mut pace: Option<f64> = None;
-    let mut last_byte: Option<u64> = None;
-    let mut done: Option<u64> = None;
+    c.model.apply(&sample(0, &c.w, total, &c.sim, &c.env));
     let mut k: u64 = 0;
-    model.apply(&sample(0, &w, total, &sim, &env));
-    while done.is_none() {
+    while c.done.is_none() {
         k += 1;
-        let t_end = k * step_ns;
-        for i in 0..SUBSTEPS {
-            let t = (t_end - step_ns) as f64 / 1e9 + (i + 1) as f64 * dt;
-            let t_ns = (t * 1e9).round() as u64;
-            if last_byte.is_none() {
-                w.second = second_at(t - dt);
-                step_writer(&mut w, &mut sim, t, dt, pace, total as f64);
-                if w.copied >= total as f64 - 0.5 {
-                    w.copied = total as f64;
-                    last_byte = Some(t_ns);
-                    engine.push((
-                        t_ns,
-                        EngineEvent::FileDone {
-                            path: FILE.into(),
-                            bytes: total,
-                        },
-                    ));
-                    if flush {
-                        engine.push((t_ns, EngineEvent::FlushStarted));
-                        sim.start_flush();
-                    }
-                }
-            }
-            sim.advance(t, dt);
-            if done.is_none() && last_byte.is_some() && (!flush || sim.flushed()) {
-                done = Some(t_ns);
-                if flush {
-                    engine.push((t_ns, EngineEvent::FlushDone));
-                }
-            }
-        }
-        let s = sample(t_end, &w, total, &sim, &env);
-        for (t, ev) in engine.extract_if(.., |(t, _)| *t < t_end) {
-            model.engine_events(t, &ev);
-        }
-        model.apply(&s);
-        if sc.settings.pace_auto || env.pace_auto {
-            pace = model.pace().bps;
-        }
-        if t_end as f64 / 1e9 > MAX_SIM_S {
+        c.interval(k * m.interval_ns);
+        if (k * m.interval_ns) as f64 / 1e9 > MAX_SIM_S {
             return Err(WhatifError::Unmeasured(
                 "the simulated copy would take more than a day: the measured rates are too low to predict".into(),
             ));
         }
     }
-    let end = k * step_ns;
-    for (t, ev) in engine.drain(..) {
-        model.engine_events(t, &ev);
+    for (t, ev) in c.engine.drain(..) {
+        c.model.engine_events(t, &ev);
     }
-    model.finish(end);
-    Ok(Prediction { model, env, limits })
+    c.model.finish(k * m.interval_ns);
+    Ok(Prediction {
+        model: c.model,
+        env: c.env,
+        limits,
+    })
+}
+
+impl Copy<'_> {
+    /// The recorded second the writer replays at `t` seconds (past the recording: the mean).
+    fn second_at(&self, t: f64) -> Second {
+        let w = (t * 1e9) as u64 / WINDOW_NS;
+        let i = usize::try_from(w).unwrap_or(usize::MAX);
+        let sec = self.m.intake_profile.get(i).copied().unwrap_or_default();
+        Second {
+            intake_bps: Some(sec.intake_bps.unwrap_or(self.m.intake_bps).min(self.limit)),
+            ..sec
+        }
+    }
+
+    /// One sample interval ending at `t_end` ns: its sub-steps, then the sample and the
+    /// engine events before it into the model (and the pace it gives, when paced).
+    fn interval(&mut self, t_end: u64) {
+        let step_ns = self.m.interval_ns;
+        let dt = step_ns as f64 / 1e9 / SUBSTEPS as f64;
+        for i in 0..SUBSTEPS {
+            let t = (t_end - step_ns) as f64 / 1e9 + (i + 1) as f64 * dt;
+            self.substep(t, dt);
+        }
+        let s = sample(t_end, &self.w, self.total, &self.sim, &self.env);
+        for (t, ev) in self.engine.extract_if(.., |(t, _)| *t < t_end) {
+            self.model.engine_events(t, &ev);
+        }
+        self.model.apply(&s);
+        if self.paced {
+            self.pace = self.model.pace().bps;
+        }
+    }
+
+    /// The writer (until its last byte) and the destination over `dt` ending at `t`.
+    fn substep(&mut self, t: f64, dt: f64) {
+        let t_ns = (t * 1e9).round() as u64;
+        if self.last_byte.is_none() {
+            self.w.second = self.second_at(t - dt);
+            step_writer(
+                &mut self.w,
+                &mut self.sim,
+                t,
+                dt,
+                self.pace,
+                self.total as f64,
+            );
+            if self.w.copied >= self.total as f64 - 0.5 {
+                self.w.copied = self.total as f64;
+                self.last_byte = Some(t_ns);
+                let (path, bytes) = (FILE.into(), self.total);
+                self.engine
+                    .push((t_ns, EngineEvent::FileDone { path, bytes }));
+                if self.flush {
+                    self.engine.push((t_ns, EngineEvent::FlushStarted));
+                    self.sim.start_flush();
+                }
+            }
+        }
+        self.sim.advance(t, dt);
+        if self.done.is_none() && self.last_byte.is_some() && (!self.flush || self.sim.flushed()) {
+            self.done = Some(t_ns);
+            if self.flush {
+                self.engine.push((t_ns, EngineEvent::FlushDone));
+            }
+        }
+    }
 }
 
 /// One sub-step of the writer: what it offers (the intake, less what its pace allows), what
@@ -375,7 +421,7 @@ fn destination(
                 delay_min_bytes: p.delay_min as u64,
                 txg_timeout_s: p.txg_timeout_s,
             };
-            Ok((Sim::Pool(Pool::new(p)), limits))
+            Ok((Sim::Pool(Box::new(Pool::new(p))), limits))
         }
         Dest::Disk(d) => {
             let p = cache_params(d, env, s)?;
