@@ -304,7 +304,7 @@ impl Measured {
             env: model.env.clone(),
             interval_ns: interval_ns.clamp(10_000_000, 1_000_000_000),
             bytes: stats.bytes,
-            flushed: model.flush_done.is_some(),
+            flushed: model.time.flush_done.is_some(),
             intake_bps,
             intake_from,
             intake_profile: if intake_from == IntakeFrom::Budget {
@@ -373,7 +373,7 @@ struct Committed {
 
 /// The txgs committed after the copy's first byte that dirtied something.
 fn copy_txgs(model: &Model) -> Vec<Committed> {
-    let first = model.first_byte_t.unwrap_or(0);
+    let first = model.time.first_byte_t.unwrap_or(0);
     model
         .events()
         .iter()
