@@ -236,6 +236,7 @@ impl Cli {
             None => self.display.clone(),
             Some(Command::Demo { display, .. }) => display.clone(),
             Some(Command::Watch(w)) => w.display.clone(),
+            Some(Command::Pipe(p)) => p.display.clone(),
             Some(Command::Bench(b)) => b.display.clone(),
             Some(Command::Replay {
                 plain,
@@ -435,6 +436,11 @@ pub enum Command {
     /// Chart and explain the writes something else makes into the filesystem holding PATH
     /// (smbd, nfsd, rsync, zfs receive, another cp), until q, --duration or --until-idle.
     Watch(WatchArgs),
+    /// Pass standard input to standard output unchanged (as pv does) with the live chart on
+    /// the terminal (stderr), explaining every drop: a reader downstream that stopped taking
+    /// data, the disk behind `> FILE`, a source upstream that stalled.
+    #[command(after_help = PIPE_HELP)]
+    Pipe(PipeArgs),
     /// Benchmark the filesystem holding DIR with the live chart: sequential write of zeros and
     /// of random data, read back uncached, a tree of many files written and read back; prints a
     /// Markdown table and a summary for a forum post and keeps a recording per phase.
@@ -449,6 +455,16 @@ pub enum Command {
     /// Print the man page (roff) to standard output: `copyscope man | man -l -`.
     Man,
 }
+
+const PIPE_HELP: &str = "\
+The chart, the one-line progress (--plain; also when stderr is not a terminal) and --json go to
+stderr: stdout carries the data. Exit status: 0 all passed, 130 cancelled, 141 the reader of
+stdout closed it (as a shell reports for cat), 2 a read or write error.
+
+Examples:
+  tar c photos | copyscope pipe | ssh nas 'tar x -C /tank'    which stage holds the transfer
+  copyscope pipe -s 20G < disk.img > /mnt/usb/disk.img         percent and ETA; the disk's causes
+  zfs send tank@snap | copyscope pipe --record send.jsonl | zfs recv backup/tank";
 
 const DEMO_HELP: &str = "\
 Examples:
@@ -616,6 +632,17 @@ pub struct BenchArgs {
     /// Directory for the recordings, bench.md and bench.txt [default: a new dated directory here].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+/// `copyscope pipe` options.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PipeArgs {
+    /// Bytes expected, e.g. 20G, 700M (k/M/G/T powers of 1024, kB/MB/GB/TB of 1000), for the
+    /// percent and the ETA [default: what is left of a file on stdin].
+    #[arg(short = 's', long = "size", value_name = "SIZE")]
+    pub size: Option<String>,
     #[command(flatten)]
     pub display: DisplayArgs,
 }

@@ -78,6 +78,14 @@ pub enum Command {
     Completions(clap_complete::Shell),
     Man,
     Watch(WatchRequest),
+    /// `copyscope pipe`: standard input to standard output.
+    Pipe(PipeRequest),
+}
+
+/// `copyscope pipe`: the bytes expected (`-s`), for the percent and the ETA.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PipeRequest {
+    pub size: Option<u64>,
 }
 
 /// What the user fixed about a picture: `--title`, `--ymax`, `--unit`.
@@ -329,9 +337,12 @@ fn metrics_addr(cli: &Cli, v: Option<&str>) -> Result<Option<std::net::SocketAdd
     let Some(v) = v else {
         return Ok(None);
     };
-    if !matches!(cli.command, None | Some(CliCommand::Watch(_))) {
+    if !matches!(
+        cli.command,
+        None | Some(CliCommand::Watch(_) | CliCommand::Pipe(_))
+    ) {
         return Err(ConfigError::Invalid(
-            "--metrics: only for a copy and copyscope watch".into(),
+            "--metrics: only for a copy, copyscope watch and copyscope pipe".into(),
         ));
     }
     let bad = |why: String| {
@@ -488,6 +499,13 @@ impl TryFrom<Cli> for Config {
             Some(CliCommand::Watch(w)) => Command::Watch(watch_request(w)?),
             Some(CliCommand::Bench(b)) => Command::Bench(bench_request(b)?),
             Some(CliCommand::Whatif(w)) => Command::Whatif(whatif_request(w)?),
+            Some(CliCommand::Pipe(p)) => Command::Pipe(PipeRequest {
+                size: p
+                    .size
+                    .as_deref()
+                    .map(|v| parse_bytes("-s/--size", v))
+                    .transpose()?,
+            }),
             None => Command::Copy(copy_request(&cli)?),
         };
         Ok(Config {

@@ -1,6 +1,7 @@
 //! Exit statuses: 0 all copied, 1 some files failed, 2 usage or fatal error,
 //! 130 cancelled (SIGINT, SIGTERM and SIGHUP alike: the user or the session ended the copy),
-//! and the one error a run that could not go on ends with.
+//! 141 when the reader of `copyscope pipe`'s output closed it (128 + SIGPIPE, what a shell
+//! reports for `cat` in its place), and the one error a run that could not go on ends with.
 
 /// How a run ended, as a process exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -12,6 +13,8 @@ pub enum ExitStatus {
     /// Usage error, refusal, or a fatal error (disk full, read-only destination).
     Fatal,
     Cancelled,
+    /// `copyscope pipe`: the reader downstream closed the pipe (EPIPE) before the end of input.
+    BrokenPipe,
 }
 
 impl ExitStatus {
@@ -22,6 +25,7 @@ impl ExitStatus {
             ExitStatus::Partial => 1,
             ExitStatus::Fatal => 2,
             ExitStatus::Cancelled => 130,
+            ExitStatus::BrokenPipe => 141,
         }
     }
 }

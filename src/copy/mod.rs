@@ -301,6 +301,7 @@ pub mod filter;
 mod flush;
 pub(crate) mod nofollow;
 pub mod options;
+pub mod pipe;
 pub mod plan;
 mod queue;
 pub(crate) mod scan;

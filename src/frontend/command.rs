@@ -31,6 +31,7 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitStatus> {
             crate::frontend::demo::run(*size_mb, &config)?
         }
         Command::Watch(req) => crate::frontend::watch::run(&config, req)?,
+        Command::Pipe(req) => crate::frontend::pipe::run(&config, req)?,
         Command::Bench(req) => crate::frontend::bench::run(&config, req)?,
         Command::Completions(shell) => {
             let mut cmd = Cli::command();

@@ -54,11 +54,12 @@ pub fn screenshot_message(app: &App, header: &Header, dir: Option<&Path>) -> Str
     }
 }
 
-/// Writes to stdout, ignoring errors: after an SSH drop there is no terminal left, and a failed
-/// write must not turn a clean cancel into a panic.
+/// Writes to the faces' stream (stdout; stderr under `copyscope pipe`), ignoring errors: after
+/// an SSH drop there is no terminal left, and a failed write must not turn a clean cancel into
+/// a panic.
 fn out(text: &str) {
     use std::io::Write;
-    let mut o = std::io::stdout().lock();
+    let mut o = crate::frontend::out::face_out();
     let _ = o.write_all(text.as_bytes());
     let _ = o.flush();
 }
@@ -156,7 +157,8 @@ pub(crate) fn new_app(d: &Display, sess: &Session, ui_header: UiHeader) -> App {
 /// The screen's last state for an engine's outcome.
 fn final_state(o: &CopyOutcome) -> RunState {
     match o.status {
-        ExitStatus::Success | ExitStatus::Partial => RunState::Done,
+        // The reader of a pipe that closed it had what it wanted (`| head -c 1G`).
+        ExitStatus::Success | ExitStatus::Partial | ExitStatus::BrokenPipe => RunState::Done,
         ExitStatus::Cancelled => RunState::Cancelled,
         ExitStatus::Fatal => RunState::Failed,
     }

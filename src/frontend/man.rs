@@ -209,6 +209,10 @@ pub fn render(w: &mut dyn Write) -> std::io::Result<()> {
             "130",
             "Cancelled (q in the TUI, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); the file in progress is removed, never left truncated.",
         ),
+        (
+            "141",
+            "copyscope pipe: the reader of standard output closed it before the end of input (128 + SIGPIPE, what a shell reports for cat there).",
+        ),
     ] {
         item(w, code, what)?;
     }

@@ -10,6 +10,8 @@ pub mod demo;
 pub mod live;
 pub mod man;
 pub mod metrics;
+pub mod out;
+pub mod pipe;
 pub mod replay;
 pub mod session;
 pub mod state;

@@ -4,6 +4,7 @@
 //! (engine, sampler, model, recording) as the TUI. Write errors on stdout are ignored: after an
 //! SSH drop the copy must still finish its cleanup.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,8 +27,9 @@ use crate::report::plain::{PLAIN_LINE_EVERY, Phase, progress_line, verify_line};
 use crate::report::prompt::StdinAsk;
 use crate::report::screenshot::{join_paths, write_run_screenshots};
 
+/// A line on the faces' stream (stdout; stderr under `copyscope pipe`).
 fn emit(line: &str) {
-    let mut o = std::io::stdout().lock();
+    let mut o = crate::frontend::out::face_out();
     let _ = writeln!(o, "{line}");
     let _ = o.flush();
 }
@@ -77,7 +79,13 @@ pub(crate) struct Printer {
     awaiting_commit: Vec<(u64, u64)>,
     /// Sample time of the last provisional line of the drop in progress.
     last_provisional: Option<u64>,
+    /// `copyscope pipe` on a terminal: the progress is one line rewritten in place (`\r`), as
+    /// pv's; the width of the line shown now (0: none).
+    in_place: Option<Cell<usize>>,
 }
+
+/// How often the line rewritten in place changes (pv's default interval).
+const IN_PLACE_EVERY: Duration = Duration::from_secs(1);
 
 impl Printer {
     /// A printer without -v or --verify (watch mode).
@@ -89,6 +97,38 @@ impl Printer {
             verify: false,
             awaiting_commit: Vec::new(),
             last_provisional: None,
+            in_place: None,
+        }
+    }
+
+    /// The progress as one line rewritten in place (a terminal on stderr under `pipe`).
+    pub(crate) fn in_place(self) -> Printer {
+        Printer {
+            in_place: Some(Cell::new(0)),
+            ..self
+        }
+    }
+
+    /// A progress line: on a line of its own, or over the last one.
+    fn progress(&self, line: &str) {
+        let Some(shown) = &self.in_place else {
+            return emit(line);
+        };
+        let width = line.chars().count();
+        let pad = " ".repeat(shown.get().saturating_sub(width));
+        let mut o = crate::frontend::out::face_out();
+        let _ = write!(o, "\r{line}{pad}");
+        let _ = o.flush();
+        shown.set(width);
+    }
+
+    /// Ends the line rewritten in place, so what follows starts on a line of its own.
+    fn end_line(&self) {
+        if let Some(shown) = self.in_place.as_ref().filter(|s| s.get() > 0) {
+            let mut o = crate::frontend::out::face_out();
+            let _ = write!(o, "\r{}\r", " ".repeat(shown.get()));
+            let _ = o.flush();
+            shown.set(0);
         }
     }
 
@@ -119,6 +159,10 @@ impl Printer {
             return;
         }
         self.last_provisional = Some(now);
+        if self.in_place.is_some() && !self.json {
+            // The line rewritten in place says it (see `Lines::line`).
+            return;
+        }
         if self.json {
             emit(&json::finding_json(&open, "provisional", now, open.describe()).to_string());
         } else {
@@ -134,6 +178,7 @@ impl Printer {
 
     /// A line of the model's own words (no file names), printed as [`Printer::shaped`].
     fn human(&self, line: &str) {
+        self.end_line();
         emit(&self.shaped(line));
     }
 
@@ -265,7 +310,11 @@ pub(crate) fn run_session(
             return CopyOutcome::crashed("no event loop");
         }
     };
-    let period = if d.json { d.interval } else { PLAIN_LINE_EVERY };
+    let period = match (d.json, p.in_place.is_some()) {
+        (true, _) => d.interval,
+        (false, true) => IN_PLACE_EVERY,
+        (false, false) => PLAIN_LINE_EVERY,
+    };
     let mut lines = Lines {
         model: Model::new(model_config(d), sess.env.clone()),
         p,
@@ -294,6 +343,7 @@ pub(crate) fn run_session(
     let Lines { model, mut p, .. } = lines;
     let finished = sess.finish(model, outcome);
     p.model_events(&finished.last_events);
+    p.end_line();
     print_summary(d, &finished);
     finished.outcome
 }
@@ -412,7 +462,8 @@ impl Lines {
             return;
         }
         self.shown = newest;
-        emit(&self.line(d, sess, now.duration_since(sess.start)));
+        self.p
+            .progress(&self.line(d, sess, now.duration_since(sess.start)));
         while self.next <= now {
             self.next += self.period;
         }
@@ -424,6 +475,22 @@ impl Lines {
         let st = model.stats();
         let watch = sess.header.watch.as_ref();
         let cur = sess.progress.current();
+        if !d.json && sess.env.pipe.is_some() {
+            let eta = model.eta_secs(false);
+            let rates = (st.now_bps, st.avg_bps);
+            let line = crate::report::pipe::progress_line(elapsed, snap, rates, eta, d.binary);
+            return match self
+                .p
+                .in_place
+                .is_some()
+                .then(|| model.open_drop())
+                .flatten()
+            {
+                // The drop's line comes when it ends; meanwhile the line says what holds it.
+                Some(open) => format!("{line}  {}", crate::report::pipe::held_by(&open)),
+                None => line,
+            };
+        }
         if d.json {
             let eta = model.eta_secs(true).filter(|_| watch.is_none());
             let v = json::progress_json(
@@ -489,7 +556,7 @@ fn print_summary(d: &Display, finished: &Finished) {
         emit(&crate::report::summary::json_summary(&end).to_string());
     } else {
         let text = crate::report::summary::plain_summary(&end, d.binary, d.ascii);
-        let mut o = std::io::stdout().lock();
+        let mut o = crate::frontend::out::face_out();
         let _ = o.write_all(text.as_bytes());
         let _ = o.flush();
     }
@@ -559,6 +626,7 @@ mod tests {
             verify: false,
             awaiting_commit: Vec::new(),
             last_provisional: None,
+            in_place: None,
         };
         p.await_commits(&drop_citing(1_846_126_690, 12, 0));
         assert_eq!(p.completed_by(&commit(2_000_000_000, 11)), None);

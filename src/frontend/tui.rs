@@ -19,6 +19,7 @@ use crate::copy::{
     ConflictAnswer, ConflictAsk, ConflictQuestion, Control, EngineEvent, LowSpace, Progress,
     SpaceAnswer,
 };
+use crate::frontend::out::face_out;
 use crate::frontend::session::arrivals::{Arrival, Arrivals, Counters};
 use crate::frontend::state::App;
 use crate::frontend::update::{Effect, Event as UiEvent, Signal, State, update};
@@ -48,7 +49,7 @@ static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
 pub fn restore_terminal() {
     if TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = terminal::disable_raw_mode();
-        let mut out = io::stdout();
+        let mut out = face_out();
         let _ = execute!(out, terminal::LeaveAlternateScreen, cursor::Show);
         let _ = out.flush();
     }
@@ -146,7 +147,7 @@ impl FrameWriter {
     fn send(&self) -> io::Result<usize> {
         let mut b = self.buf();
         let n = b.bytes.len();
-        let mut out = io::stdout().lock();
+        let mut out = face_out();
         let res = out.write_all(&b.bytes).and_then(|_| out.flush());
         b.bytes.clear();
         res.map(|_| n)
@@ -182,7 +183,7 @@ impl TerminalGuard {
         install_panic_hook();
         terminal::enable_raw_mode()?;
         TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
-        let mut out = io::stdout();
+        let mut out = face_out();
         if let Err(e) = execute!(out, terminal::EnterAlternateScreen, cursor::Hide) {
             restore_terminal();
             return Err(e);
@@ -221,7 +222,7 @@ impl TerminalGuard {
         let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
         TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
         execute!(
-            io::stdout(),
+            face_out(),
             terminal::EnterAlternateScreen,
             terminal::Clear(terminal::ClearType::All),
             cursor::Hide
@@ -318,14 +319,14 @@ pub(crate) fn spawn_key_reader() -> mpsc::UnboundedReceiver<io::Result<TermEvent
 
 /// True when this process group owns the terminal (drawing and raw mode are ours to set).
 fn in_foreground() -> bool {
-    rustix::termios::tcgetpgrp(io::stdout()).is_ok_and(|pg| pg == rustix::process::getpgrp())
+    rustix::termios::tcgetpgrp(face_out()).is_ok_and(|pg| pg == rustix::process::getpgrp())
 }
 
 /// True once the terminal was hung up (the SSH connection dropped, the terminal window
 /// closed): the kernel then answers every terminal ioctl on it with EIO.
 fn terminal_hung_up() -> bool {
     matches!(
-        rustix::termios::tcgetattr(io::stdout()),
+        rustix::termios::tcgetattr(face_out()),
         Err(rustix::io::Errno::IO)
     )
 }

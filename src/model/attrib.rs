@@ -342,6 +342,7 @@ impl Evidence {
             Cause::ZilCommit { .. } => &[WaitClass::ZilCommit],
             Cause::JournalWait { .. } => &[WaitClass::Journal],
             Cause::SourceStall { .. } => &[WaitClass::SourceRead],
+            Cause::PipeReader { .. } => &[WaitClass::PipeFull],
             Cause::NearlyFull { .. } => &[WaitClass::NearlyFull],
             Cause::DirtyThrottle { .. }
             | Cause::DiskSlowed { .. }
@@ -487,6 +488,8 @@ pub(crate) struct Context<'a> {
     /// What the destination's disks sustained when the drop began (known then; kept through
     /// a fall, see `phase.rs`), bytes/s.
     pub sustained_bps: Option<f64>,
+    /// `copyscope pipe` writes into a pipe: a writer held in its writes waited for the reader.
+    pub to_pipe: bool,
 }
 
 /// The causes of a drop, best first; `[Unknown]` when nothing explains it.
@@ -541,6 +544,9 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
     // The device held the copy: the writer waited on it, or the reader did on a disk it shares.
     let device_held = device_may_matter && (writer_blocked || source_stall);
     let mut causes = Vec::new();
+    if !source_stall && let Some(c) = pipe_reader(e, cx) {
+        causes.push(c);
+    }
     let util = e.util_mean();
     let saturated = util.is_some_and(|u| u >= DEVICE_SATURATED_PCT);
 
@@ -643,6 +649,22 @@ pub(crate) fn decide(e: &Evidence, cx: &Context<'_>) -> Vec<Cause> {
         causes.push(Cause::Unknown);
     }
     causes
+}
+
+/// The reader of the pipe stopped taking data (docs/attribution.md, "pipe reader"): the
+/// writer's threads waited for room in a full pipe at least [`HELD_SHARE`] of the drop; or,
+/// without their wait channels, `copyscope pipe` writing into a pipe sat in its writes at
+/// least [`WRITE_BLOCKED_SHARE`] of it.
+fn pipe_reader(e: &Evidence, cx: &Context<'_>) -> Option<Cause> {
+    let write_share = e.share(e.write_ns);
+    let held = e.held(WaitClass::PipeFull);
+    let by_states = e.stacks_known() && held >= HELD_SHARE;
+    let by_writes =
+        !e.stacks_known() && cx.to_pipe && cx.engine_timing && write_share >= WRITE_BLOCKED_SHARE;
+    (by_states || by_writes).then(|| Cause::PipeReader {
+        held_pct: by_states.then_some(held * 100.0),
+        write_share,
+    })
 }
 
 /// The disk slowed (docs/attribution.md, "disk slowed"): the destination's disks, saturated

@@ -26,6 +26,8 @@ pub enum Slice {
     Journal,
     /// Reading the source.
     SourceRead,
+    /// Writing into a full pipe: the reader downstream took the data no faster.
+    PipeReader,
     /// Runnable but waiting on a run queue for a CPU (schedstat).
     CpuWait,
     /// Held by copyscope's own rate limit (`--bwlimit`): the engine's pacing sleeps, measured
@@ -43,7 +45,7 @@ pub enum Slice {
 
 impl Slice {
     /// Every slice, in bar order ([`Slice::index`] is the position here).
-    pub const ALL: [Slice; 13] = [
+    pub const ALL: [Slice; 14] = [
         Slice::Writing,
         Slice::DirtyThrottle,
         Slice::DiskWait,
@@ -51,6 +53,7 @@ impl Slice {
         Slice::SyncWrites,
         Slice::Journal,
         Slice::SourceRead,
+        Slice::PipeReader,
         Slice::CpuWait,
         Slice::RateLimit,
         Slice::Paused,
@@ -73,6 +76,7 @@ impl Slice {
             Slice::SyncWrites => "sync writes",
             Slice::Journal => "journal",
             Slice::SourceRead => "reading source",
+            Slice::PipeReader => "pipe reader",
             Slice::CpuWait => "CPU wait",
             Slice::RateLimit => "rate limit",
             Slice::Paused => "paused",
@@ -92,6 +96,7 @@ impl Slice {
             Slice::SyncWrites => 'Z',
             Slice::Journal => 'J',
             Slice::SourceRead => 'R',
+            Slice::PipeReader => 'O',
             Slice::CpuWait => 'C',
             Slice::RateLimit => 'L',
             Slice::Paused => 'P',
@@ -111,6 +116,7 @@ impl Slice {
             WaitClass::ZilCommit | WaitClass::SyncWait | WaitClass::OwnTxgSync => Slice::SyncWrites,
             WaitClass::Journal => Slice::Journal,
             WaitClass::SourceRead => Slice::SourceRead,
+            WaitClass::PipeFull => Slice::PipeReader,
             WaitClass::OtherBlocked => Slice::Other,
             WaitClass::Sleeping => return None,
         })

@@ -39,6 +39,7 @@ impl Cause {
             Cause::WritebackBurst { .. } => "writeback",
             Cause::DeviceSaturated { .. } => "disk busy",
             Cause::SourceStall { .. } => "source stall",
+            Cause::PipeReader { .. } => "pipe reader",
             Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => "cpu",
             Cause::ZilCommit { .. } => "sync writes",
             Cause::JournalWait { .. } => "journal",
@@ -189,6 +190,13 @@ impl Cause {
             Cause::SourceStall { read_share } => format!(
                 "source stalled: reading {} of the time",
                 fmt_pct((read_share * 100.0).min(100.0))
+            ),
+            Cause::PipeReader {
+                held_pct,
+                write_share,
+            } => format!(
+                "the reader of the pipe stopped taking data: waited for room in the pipe {} of the time",
+                fmt_pct(held_pct.unwrap_or(write_share * 100.0).min(100.0))
             ),
             Cause::CpuSaturated { busy_pct } => format!("CPU {} busy", fmt_pct(*busy_pct)),
             Cause::CpuStarved {

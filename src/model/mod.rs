@@ -212,6 +212,17 @@ pub enum Cause {
     SourceStall {
         read_share: f64,
     },
+    /// `copyscope pipe` writing into a pipe: the process reading it stopped taking data (the
+    /// writer sat in `pipe_write`/`pipe_wait_writable`, or, without its wait channel, in its
+    /// writes while the output was a pipe).
+    PipeReader {
+        /// Share of the drop the writer waited for room in the pipe, percent, from its
+        /// threads' states.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held_pct: Option<f64>,
+        /// Share of the drop spent in write calls (the engine's count).
+        write_share: f64,
+    },
     /// Recordings before the copier's threads were sampled: all-core CPU busy. No longer
     /// produced (the all-core average never showed that the writer waited for a CPU).
     CpuSaturated {
@@ -449,7 +460,7 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes by their slot in the per-cause totals (see `cause_index`).
-pub(crate) const CAUSE_LABELS: [&str; 14] = [
+pub(crate) const CAUSE_LABELS: [&str; 15] = [
     "disk slowed",
     "nearly full",
     "another writer",
@@ -461,6 +472,7 @@ pub(crate) const CAUSE_LABELS: [&str; 14] = [
     "journal",
     "disk busy",
     "source stall",
+    "pipe reader",
     "cpu",
     "network",
     "unknown",
@@ -480,6 +492,7 @@ pub const CAUSE_NAMES: [&str; CAUSE_LABELS.len()] = [
     "journal_wait",
     "device_saturated",
     "source_stall",
+    "pipe_reader",
     "cpu_starved",
     "network_receive",
     "unknown",
@@ -510,9 +523,10 @@ fn cause_index(c: &Cause) -> usize {
         Cause::JournalWait { .. } => 8,
         Cause::DeviceSaturated { .. } => 9,
         Cause::SourceStall { .. } => 10,
-        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 11,
-        Cause::NetworkReceive { .. } => 12,
-        Cause::Unknown => 13,
+        Cause::PipeReader { .. } => 11,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 12,
+        Cause::NetworkReceive { .. } => 13,
+        Cause::Unknown => 14,
     }
 }
 
@@ -971,6 +985,11 @@ impl Model {
                 && self.phase.known_at(start))
             .then(|| self.phase.ceiling())
             .flatten(),
+            to_pipe: self
+                .env
+                .pipe
+                .as_ref()
+                .is_some_and(|p| p.output == crate::copy::pipe::EndKind::Pipe),
         }
     }
 

@@ -53,6 +53,8 @@ pub enum Limit {
     Disk,
     /// Reading the source.
     Source,
+    /// `copyscope pipe`: the process reading the pipe took the data no faster.
+    PipeReader,
     /// Waiting for a CPU.
     Cpu,
     /// Synchronous writes (ZIL, fsync).
@@ -228,6 +230,15 @@ impl Who {
                 unsampled: "the reader's threads were not sampled".into(),
             };
         }
+        if env.pipe.is_some() {
+            return Who {
+                agent: "copyscope".into(),
+                writer: "copyscope".into(),
+                run: "the pipe",
+                held: "the pipe",
+                unsampled: "copyscope's thread was not sampled".into(),
+            };
+        }
         let Some(w) = &env.watched else {
             return Who {
                 agent: "the copier".into(),
@@ -395,6 +406,7 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
         (Limit::Pool, vec![Slice::TxgWait]),
         (Limit::Disk, vec![Slice::DirtyThrottle, Slice::DiskWait]),
         (Limit::Source, vec![Slice::SourceRead]),
+        (Limit::PipeReader, vec![Slice::PipeReader]),
         (Limit::Cpu, vec![Slice::CpuWait]),
         (Limit::SyncWrites, vec![Slice::SyncWrites]),
         (Limit::Journal, vec![Slice::Journal]),
@@ -471,6 +483,14 @@ fn from_budget(i: &Input) -> (Limit, Option<f64>, String) {
             Some(avg),
             format!(
                 "Limited by the source, {}: reads waited {held} of the time.",
+                fmt_rate(avg)
+            ),
+        ),
+        Limit::PipeReader => (
+            limit,
+            Some(avg),
+            format!(
+                "Limited by the reader of the pipe, {}: {writer} waited for room in the pipe {held} of the time.",
                 fmt_rate(avg)
             ),
         ),
@@ -658,6 +678,14 @@ fn from_drops(i: &Input) -> (Limit, Option<f64>, String) {
             Limit::Source,
             Some(avg),
             format!("Limited by the source, {}: {because}.", fmt_rate(avg)),
+        ),
+        "pipe reader" => (
+            Limit::PipeReader,
+            Some(avg),
+            format!(
+                "Limited by the reader of the pipe, {}: {because}.",
+                fmt_rate(avg)
+            ),
         ),
         "cpu" => (
             Limit::Cpu,

@@ -6,6 +6,7 @@ pub mod export;
 pub mod forum;
 pub mod json;
 pub mod metrics;
+pub mod pipe;
 pub mod plain;
 pub mod prompt;
 pub mod recording;

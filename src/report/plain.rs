@@ -327,6 +327,7 @@ pub fn summary_text_as(o: &CopyOutcome, st: Option<&Stats>, binary: bool, from: 
         ExitStatus::Partial => "done with errors",
         ExitStatus::Fatal => "stopped",
         ExitStatus::Cancelled => "cancelled",
+        ExitStatus::BrokenPipe => "the reader closed the pipe",
     };
     s.push_str(&format!(
         "copyscope: {head}: {} in {}, {} {}",

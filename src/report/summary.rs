@@ -75,6 +75,48 @@ pub fn final_summary_as(
     width: usize,
     reads: Reads,
 ) -> String {
+    let mut s = chart_and_drops(data, model, ascii, width);
+    match outcome {
+        Some(o) => s.push_str(&summary_text_as(
+            o,
+            Some(&model.stats()),
+            units == Units::Binary,
+            reads,
+        )),
+        // A watch has no files and no flush of its own: its figures are the intake's.
+        None if data.watch.is_some() => {
+            s.push_str(&speeds_text(
+                &model.stats(),
+                "durable: n/a (watch)",
+                units == Units::Binary,
+            ));
+        }
+        // A pipe has no files and never syncs.
+        None if model.env().pipe.is_some() => {
+            s.push_str(&pipe_speeds(&model.stats(), units == Units::Binary));
+        }
+        None => {
+            let st = &data.stats;
+            s.push_str(&format!(
+                "recorded: {} in {}, {} failed\n",
+                units.size(st.bytes),
+                crate::present::format::fmt_files(st.files),
+                st.failed
+            ));
+            let ms = model.stats();
+            let durable = match ms.durable_bps {
+                Some(d) => format!("durable {}", fmt_rate_with(d, units == Units::Binary)),
+                None => "durable: not reached".to_string(),
+            };
+            s.push_str(&speeds_text(&ms, &durable, units == Units::Binary));
+        }
+    }
+    s
+}
+
+/// The text chart, the drops with their causes and the evidence line: how every after-exit
+/// summary begins.
+fn chart_and_drops(data: &ChartData, model: &Model, ascii: bool, width: usize) -> String {
     let mut s = render_text(data, width.min(100), ascii);
     let drops: Vec<_> = model
         .events()
@@ -116,37 +158,6 @@ pub fn final_summary_as(
         s.push_str(&if ascii { asciify(&line) } else { line });
         s.push('\n');
     }
-    match outcome {
-        Some(o) => s.push_str(&summary_text_as(
-            o,
-            Some(&model.stats()),
-            units == Units::Binary,
-            reads,
-        )),
-        // A watch has no files and no flush of its own: its figures are the intake's.
-        None if data.watch.is_some() => {
-            s.push_str(&speeds_text(
-                &model.stats(),
-                "durable: n/a (watch)",
-                units == Units::Binary,
-            ));
-        }
-        None => {
-            let st = &data.stats;
-            s.push_str(&format!(
-                "recorded: {} in {}, {} failed\n",
-                units.size(st.bytes),
-                crate::present::format::fmt_files(st.files),
-                st.failed
-            ));
-            let ms = model.stats();
-            let durable = match ms.durable_bps {
-                Some(d) => format!("durable {}", fmt_rate_with(d, units == Units::Binary)),
-                None => "durable: not reached".to_string(),
-            };
-            s.push_str(&speeds_text(&ms, &durable, units == Units::Binary));
-        }
-    }
     s
 }
 
@@ -158,6 +169,11 @@ pub fn tui_summary(
     (ascii, units): (bool, Units),
     width: usize,
 ) -> String {
+    if let Some(ends) = &end.header.environment.pipe {
+        let mut s = chart_and_drops(data, end.model, ascii, width);
+        s.push_str(&pipe_figures(end, ends, units == Units::Binary));
+        return s;
+    }
     let watch = end.header.watch.as_ref();
     let mut s = final_summary_as(
         data,
@@ -186,13 +202,14 @@ pub fn tui_summary(
 pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
     let (model, outcome) = (end.model, end.outcome);
     let st = model.stats();
-    let mut text = match &end.header.watch {
-        Some(w) => {
+    let mut text = match (&end.header.watch, &end.header.environment.pipe) {
+        (Some(w), _) => {
             let mut t = crate::report::watch::summary_line(w, outcome, binary);
             t.push_str(&speeds_text(&st, "durable: n/a (watch)", binary));
             t
         }
-        None => summary_text_as(
+        (None, Some(ends)) => pipe_figures(end, ends, binary),
+        (None, None) => summary_text_as(
             outcome,
             Some(&st),
             binary,
@@ -222,6 +239,25 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
         text = asciify(&text);
     }
     text
+}
+
+/// A pipe's first line and its rates.
+fn pipe_figures(end: &RunEnd, ends: &crate::sample::PipeEnds, binary: bool) -> String {
+    let st = end.model.stats();
+    let o = end.outcome;
+    let secs = if st.bytes > 0 {
+        st.copy_secs
+    } else {
+        o.copy_secs
+    };
+    let mut s = crate::report::pipe::summary_line(ends, o, secs, binary);
+    s.push_str(&pipe_speeds(&st, binary));
+    s
+}
+
+/// A pipe's rates: no cache between, nothing made durable.
+fn pipe_speeds(st: &crate::model::Stats, binary: bool) -> String {
+    crate::report::plain::speeds_text_as(st, "rate", crate::report::pipe::NOT_DURABLE, binary)
 }
 
 /// The summary object of a `--json` run: the engine's counts and the model's figures, with

@@ -22,14 +22,31 @@ const ZPOOL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Probes the destination and sources under `root`. ZFS leaf disks come from running
 /// `zpool list -vHP POOL` once, only when `root` is the live `/` and `zpool` is installed.
 pub fn probe_environment(root: &SysRoot, sources: &[PathBuf], dest: &Path) -> Environment {
+    probe_with(root, sources, Some(dest), &live_zpool_list(root))
+}
+
+/// `copyscope pipe`: the environment of a stream from `source` (a file on standard input, or
+/// none) into `dest` (a file on standard output, or none: a pipe, a socket, a device has no
+/// filesystem of its own and no disks).
+pub fn probe_stream_environment(
+    root: &SysRoot,
+    source: Option<&Path>,
+    dest: Option<&Path>,
+) -> Environment {
+    let sources: Vec<PathBuf> = source.map(Path::to_path_buf).into_iter().collect();
+    probe_with(root, &sources, dest, &live_zpool_list(root))
+}
+
+/// `zpool list -vHP POOL` on the live root; refused against a fixture tree.
+fn live_zpool_list(root: &SysRoot) -> impl Fn(&str) -> Result<String, String> {
     let live = root.is_live();
-    probe_environment_with(root, sources, dest, &|pool: &str| {
+    move |pool: &str| {
         if live {
             run_zpool_list(pool)
         } else {
             Err("zpool is not run against a --sys-root tree".to_string())
         }
-    })
+    }
 }
 
 /// [`probe_environment`] with the `zpool list -vHP POOL` output supplied by `zpool_list`
@@ -42,6 +59,41 @@ pub fn probe_environment_with(
     root: &SysRoot,
     sources: &[PathBuf],
     dest: &Path,
+    zpool_list: &dyn Fn(&str) -> Result<String, String>,
+) -> Environment {
+    probe_with(root, sources, Some(dest), zpool_list)
+}
+
+/// The leaf disks of the pools met, each pool's `zpool list` run once.
+struct PoolDisks<'a> {
+    zpool_list: &'a dyn Fn(&str) -> Result<String, String>,
+    cache: Vec<(String, Result<Vec<BlockDev>, String>)>,
+}
+
+impl PoolDisks<'_> {
+    fn of(&mut self, root: &SysRoot, pool: &str) -> Result<Vec<BlockDev>, String> {
+        if let Some((_, r)) = self.cache.iter().find(|(p, _)| p == pool) {
+            return r.clone();
+        }
+        let r = (self.zpool_list)(pool).map(|text| {
+            let mut set = BTreeSet::new();
+            for leaf in parse_zpool_list_vhp(&text, pool) {
+                if let Some(name) = block_name_of_path(root, Path::new(&leaf)) {
+                    set.extend(disks_for_name(root, &name));
+                }
+            }
+            set.into_iter().collect::<Vec<_>>()
+        });
+        self.cache.push((pool.to_string(), r.clone()));
+        r
+    }
+}
+
+/// The destination (when there is one), the sources' disks, the tunables.
+fn probe_with(
+    root: &SysRoot,
+    sources: &[PathBuf],
+    dest: Option<&Path>,
     zpool_list: &dyn Fn(&str) -> Result<String, String>,
 ) -> Environment {
     let mut env = Environment {
@@ -58,112 +110,15 @@ pub fn probe_environment_with(
             Vec::new()
         }
     };
-    let mut zpool_cache: Vec<(String, Result<Vec<BlockDev>, String>)> = Vec::new();
-    let mut pool_disks = |pool: &str| -> Result<Vec<BlockDev>, String> {
-        if let Some((_, r)) = zpool_cache.iter().find(|(p, _)| p == pool) {
-            return r.clone();
-        }
-        let r = zpool_list(pool).map(|text| {
-            let mut set = BTreeSet::new();
-            for leaf in parse_zpool_list_vhp(&text, pool) {
-                if let Some(name) = block_name_of_path(root, Path::new(&leaf)) {
-                    set.extend(disks_for_name(root, &name));
-                }
-            }
-            set.into_iter().collect::<Vec<_>>()
-        });
-        zpool_cache.push((pool.to_string(), r.clone()));
-        r
+    let mut pools = PoolDisks {
+        zpool_list,
+        cache: Vec::new(),
     };
-
-    // Destination.
-    let dest_abs = absolute(root, dest);
-    let dest_mount = find_mount(&mounts, &dest_abs).cloned();
-    if let Some(m) = &dest_mount {
-        env.fs_type = Some(m.fs_type.clone());
-        env.mount_source = Some(m.source.clone());
-        env.mount_point = Some(m.mount_point.clone());
-    } else if !mounts.is_empty() {
-        env.notes.push(format!(
-            "filesystem n/a: no mount in mountinfo holds {}",
-            dest_abs.display()
-        ));
-    }
-    let on_zfs = dest_mount.as_ref().is_some_and(|m| m.fs_type == "zfs");
-    if let (true, Some(m)) = (on_zfs, &dest_mount) {
-        let pool = zfs_pool_of(&m.source).to_string();
-        env.zfs_dataset = Some(m.source.clone());
-        env.zfs_objset = find_objset(root, &pool, &m.source);
-        if env.zfs_objset.is_none() {
-            env.notes.push(format!(
-                "dataset intake n/a: no objset kstat names {} (OpenZFS < 0.8, or a snapshot)",
-                m.source
-            ));
-        }
-        match pool_disks(&pool) {
-            Ok(d) if !d.is_empty() => env.dest_devices = d,
-            Ok(_) => env.notes.push(format!(
-                "device n/a: no block device found for the leaf vdevs of pool {pool}"
-            )),
-            Err(why) => env.notes.push(format!(
-                "device n/a: leaf disks of pool {pool} unknown ({why}); device rate and utilisation are not shown"
-            )),
-        }
-        probe_zfs(root, &pool, &mut env);
-        env.zfs_pool = Some(pool);
-    } else {
-        let dev = device_of(root, &dest_abs, dest_mount.as_ref());
-        // btrfs and similar report an anonymous 0:N st_dev although they sit on a real
-        // device: the mount source names it.
-        let by_source = match (dev, &dest_mount) {
-            (Some((0, _)), Some(m)) => disks_of_source(root, &m.source),
-            _ => Vec::new(),
-        };
-        match dev {
-            Some((0, _)) if !by_source.is_empty() => env.dest_devices = by_source,
-            Some((0, _)) => env.notes.push(format!(
-                "device n/a: {} has no block device of its own (major 0); device rate and utilisation are not shown",
-                env.fs_type.as_deref().unwrap_or("the destination filesystem")
-            )),
-            Some((ma, mi)) => {
-                env.dest_devices = disks_for_dev(root, ma, mi);
-                if env.dest_devices.is_empty() {
-                    env.notes.push(format!(
-                        "device n/a: {} has no entry, so the destination disk is unknown",
-                        root.join(format!("sys/dev/block/{ma}:{mi}")).display()
-                    ));
-                }
-            }
-            None => env
-                .notes
-                .push("device n/a: the destination's device number is unknown".to_string()),
-        }
+    if let Some(dest) = dest {
+        probe_destination(root, &mounts, dest, &mut pools, &mut env);
     }
     env.dest_disks = env.dest_devices.iter().map(|d| d.name.clone()).collect();
-
-    // Sources: their disks, unless they are exactly the destination's.
-    let mut src = BTreeSet::new();
-    for s in sources {
-        let abs = absolute(root, s);
-        let m = find_mount(&mounts, &abs).cloned();
-        match &m {
-            Some(m) if m.fs_type == "zfs" => {
-                if let Ok(d) = pool_disks(zfs_pool_of(&m.source)) {
-                    src.extend(d);
-                }
-            }
-            _ => match device_of(root, &abs, m.as_ref()) {
-                Some((0, _)) => {
-                    if let Some(m) = &m {
-                        src.extend(disks_of_source(root, &m.source));
-                    }
-                }
-                Some((ma, mi)) => src.extend(disks_for_dev(root, ma, mi)),
-                None => {}
-            },
-        }
-    }
-    let src: Vec<BlockDev> = src.into_iter().collect();
+    let src = source_disks(root, &mounts, sources, &mut pools);
     if src != env.dest_devices {
         env.source_devices = src;
     }
@@ -181,6 +136,127 @@ pub fn probe_environment_with(
         .and_then(|m| m.mem_total);
     check_sources(root, &mut env);
     env
+}
+
+/// The destination's filesystem, its pool and dataset on ZFS, and its disks.
+fn probe_destination(
+    root: &SysRoot,
+    mounts: &[MountEntry],
+    dest: &Path,
+    pools: &mut PoolDisks,
+    env: &mut Environment,
+) {
+    let dest_abs = absolute(root, dest);
+    let dest_mount = find_mount(mounts, &dest_abs).cloned();
+    if let Some(m) = &dest_mount {
+        env.fs_type = Some(m.fs_type.clone());
+        env.mount_source = Some(m.source.clone());
+        env.mount_point = Some(m.mount_point.clone());
+    } else if !mounts.is_empty() {
+        env.notes.push(format!(
+            "filesystem n/a: no mount in mountinfo holds {}",
+            dest_abs.display()
+        ));
+    }
+    match dest_mount.as_ref().filter(|m| m.fs_type == "zfs") {
+        Some(m) => probe_zfs_destination(root, m, pools, env),
+        None => probe_block_destination(root, &dest_abs, dest_mount.as_ref(), env),
+    }
+}
+
+/// A destination on ZFS: the dataset, its objset kstat, the pool's leaf disks and kstats.
+fn probe_zfs_destination(
+    root: &SysRoot,
+    m: &MountEntry,
+    pools: &mut PoolDisks,
+    env: &mut Environment,
+) {
+    let pool = zfs_pool_of(&m.source).to_string();
+    env.zfs_dataset = Some(m.source.clone());
+    env.zfs_objset = find_objset(root, &pool, &m.source);
+    if env.zfs_objset.is_none() {
+        env.notes.push(format!(
+            "dataset intake n/a: no objset kstat names {} (OpenZFS < 0.8, or a snapshot)",
+            m.source
+        ));
+    }
+    match pools.of(root, &pool) {
+        Ok(d) if !d.is_empty() => env.dest_devices = d,
+        Ok(_) => env.notes.push(format!(
+            "device n/a: no block device found for the leaf vdevs of pool {pool}"
+        )),
+        Err(why) => env.notes.push(format!(
+            "device n/a: leaf disks of pool {pool} unknown ({why}); device rate and utilisation are not shown"
+        )),
+    }
+    probe_zfs(root, &pool, env);
+    env.zfs_pool = Some(pool);
+}
+
+/// A destination off ZFS: the disks behind its device number (or its mount source).
+fn probe_block_destination(
+    root: &SysRoot,
+    dest_abs: &Path,
+    dest_mount: Option<&MountEntry>,
+    env: &mut Environment,
+) {
+    let dev = device_of(root, dest_abs, dest_mount);
+    // btrfs and similar report an anonymous 0:N st_dev although they sit on a real
+    // device: the mount source names it.
+    let by_source = match (dev, dest_mount) {
+        (Some((0, _)), Some(m)) => disks_of_source(root, &m.source),
+        _ => Vec::new(),
+    };
+    match dev {
+        Some((0, _)) if !by_source.is_empty() => env.dest_devices = by_source,
+        Some((0, _)) => env.notes.push(format!(
+            "device n/a: {} has no block device of its own (major 0); device rate and utilisation are not shown",
+            env.fs_type.as_deref().unwrap_or("the destination filesystem")
+        )),
+        Some((ma, mi)) => {
+            env.dest_devices = disks_for_dev(root, ma, mi);
+            if env.dest_devices.is_empty() {
+                env.notes.push(format!(
+                    "device n/a: {} has no entry, so the destination disk is unknown",
+                    root.join(format!("sys/dev/block/{ma}:{mi}")).display()
+                ));
+            }
+        }
+        None => env
+            .notes
+            .push("device n/a: the destination's device number is unknown".to_string()),
+    }
+}
+
+/// The sources' disks (the caller drops them when they are exactly the destination's).
+fn source_disks(
+    root: &SysRoot,
+    mounts: &[MountEntry],
+    sources: &[PathBuf],
+    pools: &mut PoolDisks,
+) -> Vec<BlockDev> {
+    let mut src = BTreeSet::new();
+    for s in sources {
+        let abs = absolute(root, s);
+        let m = find_mount(mounts, &abs).cloned();
+        match &m {
+            Some(m) if m.fs_type == "zfs" => {
+                if let Ok(d) = pools.of(root, zfs_pool_of(&m.source)) {
+                    src.extend(d);
+                }
+            }
+            _ => match device_of(root, &abs, m.as_ref()) {
+                Some((0, _)) => {
+                    if let Some(m) = &m {
+                        src.extend(disks_of_source(root, &m.source));
+                    }
+                }
+                Some((ma, mi)) => src.extend(disks_for_dev(root, ma, mi)),
+                None => {}
+            },
+        }
+    }
+    src.into_iter().collect()
 }
 
 /// `path` made absolute and normalised; on the live root symlinks in its existing part are

@@ -27,7 +27,7 @@ pub mod writers;
 pub mod zfs;
 
 pub use blockdev::BlockDev;
-pub use env::{probe_environment, probe_environment_with};
+pub use env::{probe_environment, probe_environment_with, probe_stream_environment};
 pub use error::ParseError;
 pub use exact::{EvidenceLevel, ExactSample};
 pub use reader::{SignalReader, read_sample};
@@ -236,6 +236,18 @@ pub struct Environment {
     /// a copier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watched: Option<Box<Watched>>,
+    /// `copyscope pipe`: what its standard input and output are (the destination's
+    /// filesystem and disks above are those of a file on the output, the sources' those of a
+    /// file on the input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe: Option<PipeEnds>,
+}
+
+/// `copyscope pipe`'s two ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeEnds {
+    pub input: crate::copy::pipe::EndKind,
+    pub output: crate::copy::pipe::EndKind,
 }
 
 /// What a watch measured: the writers it followed (their threads' states are the budget), or

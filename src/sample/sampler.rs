@@ -233,8 +233,14 @@ pub fn spawn_sampler_from(
             // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
             // The kernel's trace of the writer's threads when allowed (root); removed when
-            // this thread ends, whichever way it ends.
-            let mut exact_src = ExactSource::start(&root, nanos(start.elapsed())).ok();
+            // this thread ends, whichever way it ends. Not for `copyscope pipe`: its thread
+            // blocks on the pipes every few KiB, and a stack traced at each of those switches
+            // cut a 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md, "pipe").
+            let mut exact_src = env
+                .pipe
+                .is_none()
+                .then(|| ExactSource::start(&root, nanos(start.elapsed())).ok())
+                .flatten();
             let stacks = exact::stacks_readable(&root);
             let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
                 let mut s = source.tick(reader, start);

@@ -14,11 +14,13 @@ use super::root::SysRoot;
 /// and its copy workers (`copyscope-engine`, `copyscope-copy-N`, src/copy/engine.rs), and the
 /// write-behind child that submits a nearly full destination's writeback for them
 /// (src/copy/writeback.rs; a process of its own, so its thread is read from its own task
-/// directory).
-pub const COPIER_COMM_PREFIXES: [&str; 3] = [
+/// directory), and `copyscope pipe`'s thread that passes standard input to standard output
+/// (src/copy/pipe.rs).
+pub const COPIER_COMM_PREFIXES: [&str; 4] = [
     "copyscope-engi",
     "copyscope-copy",
     crate::copy::writeback::CHILD_COMM,
+    crate::copy::pipe::PIPE_COMM,
 ];
 
 /// What one thread was doing at the instant it was sampled, best evidence first.
@@ -52,6 +54,9 @@ pub enum WaitClass {
     SourceRead,
     /// fsync/fdatasync waiting for data to reach the disk (not ZIL): `file_write_and_wait_range`.
     SyncWait,
+    /// Writing into a full pipe: the process reading it stopped taking data (`pipe_write`,
+    /// `anon_pipe_write` from 6.15; `pipe_wait_writable` under splice).
+    PipeFull,
     /// Uninterruptible (D) for another or an unreadable reason.
     OtherBlocked,
     /// Interruptible sleep (S): idle, waiting for work or a lock in user space.
@@ -60,7 +65,7 @@ pub enum WaitClass {
 
 impl WaitClass {
     /// Every class, in declaration order ([`WaitClass::index`] is the position here).
-    pub const ALL: [WaitClass; 12] = [
+    pub const ALL: [WaitClass; 13] = [
         WaitClass::Running,
         WaitClass::DirtyThrottle,
         WaitClass::WritebackWait,
@@ -71,6 +76,7 @@ impl WaitClass {
         WaitClass::Journal,
         WaitClass::SourceRead,
         WaitClass::SyncWait,
+        WaitClass::PipeFull,
         WaitClass::OtherBlocked,
         WaitClass::Sleeping,
     ];
@@ -92,6 +98,7 @@ impl WaitClass {
                 | WaitClass::OwnTxgSync
                 | WaitClass::Journal
                 | WaitClass::SyncWait
+                | WaitClass::PipeFull
         )
     }
 }
@@ -99,7 +106,7 @@ impl WaitClass {
 /// Kernel function names (substrings of a stack frame or wchan) and the class they prove, in
 /// the order they are tried: the write-side waits first, because a read wait can sit under a
 /// write (copy_file_range reads inside the write call).
-const SIGNATURES: [(&str, WaitClass); 23] = [
+const SIGNATURES: [(&str, WaitClass); 26] = [
     // Before the writeback waits it causes (`wb_wait_for_completion` under it).
     ("ext4_nonda_switch", WaitClass::NearlyFull),
     ("balance_dirty_pages", WaitClass::DirtyThrottle),
@@ -119,6 +126,13 @@ const SIGNATURES: [(&str, WaitClass); 23] = [
     ("blk_mq_get_tag", WaitClass::WritebackWait),
     ("file_write_and_wait_range", WaitClass::SyncWait),
     ("filemap_fdatawait", WaitClass::SyncWait),
+    // A full pipe: `pipe_write` (`anon_pipe_write` from 6.15) for write(2), and splice's wait
+    // for room in the pipe it fills.
+    ("pipe_write", WaitClass::PipeFull),
+    ("pipe_wait_writable", WaitClass::PipeFull),
+    // splice waiting for data in the pipe it drains: the process writing into that pipe has
+    // sent nothing (only a splicer sits here; read(2) on an empty pipe is one of IDLE_READS).
+    ("pipe_wait_readable", WaitClass::SourceRead),
     ("filemap_read", WaitClass::SourceRead),
     ("filemap_get_pages", WaitClass::SourceRead),
     ("generic_file_read_iter", WaitClass::SourceRead),
@@ -140,16 +154,16 @@ pub const OWN_SYNC_CALLS: [&str; 5] = [
 ];
 
 /// Frames of a sleep that waits for another process, not for a file: reading a pipe or a
-/// socket (`anon_pipe_read` from 6.15, `pipe_read`/`pipe_wait` before). Under `ksys_read`
-/// like a file read, so they are looked for first: the write-behind child waiting for its
-/// next piece sits there, idle (the copy thread's kernel stacks, traced on a slow disk, were in
-/// `balance_dirty_pages` in those ticks, and the child counted as "reading source").
-const IDLE_READS: [&str; 4] = [
-    "pipe_read",
-    "pipe_wait",
-    "sock_read_iter",
-    "unix_stream_read",
-];
+/// socket (`anon_pipe_read` from 6.15, `pipe_read` before; parts of these names). Under
+/// `ksys_read` like a file read, so they are looked for first: the write-behind child waiting
+/// for its next piece sits there, idle (the copy thread's kernel stacks, traced on a slow
+/// disk, were in `balance_dirty_pages` in those ticks, and the child counted as "reading
+/// source").
+const IDLE_READS: [&str; 3] = ["pipe_read", "sock_read_iter", "unix_stream_read"];
+
+/// Before 5.5 a reader of an empty pipe slept in `pipe_wait` itself (a whole name: its
+/// successors `pipe_wait_readable` and `pipe_wait_writable` are splice's waits, not idle).
+const IDLE_PIPE_WAIT: &str = "pipe_wait";
 
 /// The first signature found in the wait channel or any stack frame, with the frame's
 /// function name.
@@ -218,7 +232,7 @@ pub fn classify(state: char, wchan: &str, stack: &str) -> (WaitClass, Option<Str
 fn waits_for_a_process(wchan: &str, stack: &str) -> bool {
     std::iter::once(wchan)
         .chain(stack.lines().map(frame_function))
-        .any(|f| IDLE_READS.iter().any(|idle| f.contains(idle)))
+        .any(|f| f == IDLE_PIPE_WAIT || IDLE_READS.iter().any(|idle| f.contains(idle)))
 }
 
 /// `(comm, state)` from `/proc/PID/task/TID/stat`. The name sits in parentheses and may itself
@@ -590,6 +604,48 @@ mod tests {
             classify('S', "request_wait_answer", fuse).0,
             WaitClass::SourceRead
         );
+    }
+
+    /// Read from this machine (6.18): `copyscope pipe`'s thread splicing into a pipe a slow
+    /// reader drains, out of an empty pipe, and out of an empty pipe into a file; `yes` whose
+    /// reader stopped.
+    const SPLICE_INTO_FULL_PIPE: &str = "[<0>] pipe_wait_writable+0xc6/0x130\n\
+        [<0>] opipe_prep.part.0+0x53/0xe0\n[<0>] do_splice+0xe0/0x890\n\
+        [<0>] __do_splice+0xa5/0x220\n[<0>] __x64_sys_splice+0x84/0x120\n";
+    const SPLICE_FROM_EMPTY_PIPE: &str = "[<0>] pipe_wait_readable+0xf1/0x120\n\
+        [<0>] ipipe_prep.part.0+0x62/0xa0\n[<0>] do_splice+0x5a1/0x890\n\
+        [<0>] __do_splice+0xa5/0x220\n[<0>] __x64_sys_splice+0x84/0x120\n";
+    const SPLICE_TO_FILE_FROM_EMPTY_PIPE: &str = "[<0>] pipe_wait_readable+0xf1/0x120\n\
+        [<0>] splice_from_pipe_next+0xb7/0x150\n[<0>] iter_file_splice_write+0xcd/0x540\n\
+        [<0>] do_splice+0x38a/0x890\n[<0>] __do_splice+0x209/0x220\n";
+    const WRITE_INTO_FULL_PIPE: &str = "[<0>] anon_pipe_write+0x332/0x6c0\n\
+        [<0>] vfs_write+0x398/0x450\n[<0>] ksys_write+0xba/0xe0\n";
+
+    #[test]
+    fn a_full_pipe_holds_the_writer_and_an_empty_one_the_splicer() {
+        let full = classify('S', "pipe_wait_writable", SPLICE_INTO_FULL_PIPE);
+        assert_eq!(full.0, WaitClass::PipeFull);
+        assert_eq!(full.1.as_deref(), Some("pipe_wait_writable"));
+        assert!(full.0.is_destination());
+        assert_eq!(
+            classify('S', "anon_pipe_write", WRITE_INTO_FULL_PIPE).0,
+            WaitClass::PipeFull
+        );
+        // Without the stack (not root), the wait channel alone; before 6.15, `pipe_write`.
+        assert_eq!(classify('S', "pipe_write", "").0, WaitClass::PipeFull);
+        for stack in [SPLICE_FROM_EMPTY_PIPE, SPLICE_TO_FILE_FROM_EMPTY_PIPE] {
+            assert_eq!(
+                classify('S', "pipe_wait_readable", stack).0,
+                WaitClass::SourceRead
+            );
+        }
+        // read(2) on an empty pipe stays idle (the write-behind child waiting for work), and
+        // so does a pre-5.5 kernel's `pipe_wait`.
+        assert_eq!(
+            classify('S', "anon_pipe_read", PIPE_READ_STACK).0,
+            WaitClass::Sleeping
+        );
+        assert_eq!(classify('S', "pipe_wait", "").0, WaitClass::Sleeping);
     }
 
     #[test]

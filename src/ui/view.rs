@@ -217,6 +217,8 @@ pub struct Screen {
     /// A watch: the bytes are someone else's intake, with no total, files or ETA, and the
     /// current file is the writer's, shown with its position.
     pub watch: bool,
+    /// `copyscope pipe`: no files; without a size, no total, percent or ETA.
+    pub pipe: bool,
 }
 
 impl Screen {
@@ -237,6 +239,7 @@ impl Screen {
             verified: None,
             cancelling: None,
             watch: false,
+            pipe: false,
         }
     }
 

@@ -1869,3 +1869,103 @@ fn pace_auto_holds_the_pools_rate_from_its_txgs() {
     sc.run(1000, |l| set(l, 500 * MB, vec![committed, next]));
     assert_eq!(sc.model(zfs_env()).pace().bps, Some(40e6 * BELOW_TARGET));
 }
+
+/// `copyscope pipe` between two pipes: no filesystem, no disks.
+fn pipe_env() -> Environment {
+    use copyscope::copy::pipe::EndKind;
+    Environment {
+        page_size: 4096,
+        pipe: Some(copyscope::sample::PipeEnds {
+            input: EndKind::Pipe,
+            output: EndKind::Pipe,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The reader downstream stops for 2 s (`| ssh` over a link that stalled): the writer sits in
+/// `pipe_wait_writable`, and the drop names the reader; with only the engine's times (no
+/// thread states), its writes into a pipe say the same.
+#[test]
+fn a_pipe_whose_reader_stops_names_the_reader() {
+    for states in [true, false] {
+        let normal = if states {
+            Some((WaitClass::Running, 0.02))
+        } else {
+            None
+        };
+        let mut sc = Scenario::new(Levels {
+            copy_mbps: 400.0,
+            dev_mbps: 0.0,
+            util_pct: 0.0,
+            writer: normal,
+            ..Default::default()
+        });
+        sc.run(3000, |_| {})
+            .run(2000, |l| {
+                l.copy_mbps = 0.0;
+                l.read_share = 0.0;
+                l.write_share = 1.0;
+                if states {
+                    l.writer = Some((WaitClass::PipeFull, 0.0));
+                }
+            })
+            .run(3000, |l| {
+                l.copy_mbps = 400.0;
+                l.read_share = 0.3;
+                l.write_share = 0.4;
+                l.writer = normal;
+            });
+        let m = sc.model(pipe_env());
+        let d = drops(&m);
+        assert_eq!(d.len(), 1, "{d:?}");
+        let [Cause::PipeReader { held_pct, .. }] = d[0].2[..] else {
+            panic!("{:?}", d[0].2)
+        };
+        assert_eq!(held_pct.is_some(), states);
+        let text = m
+            .events()
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::Drop(_)))
+            .unwrap()
+            .describe();
+        assert!(
+            text.contains("the reader of the pipe stopped taking data"),
+            "{text}"
+        );
+    }
+}
+
+/// Upstream stalls instead (`zfs send` waiting on its pool): the splice waits for input in
+/// `pipe_wait_readable`, a source stall, and the reader is not blamed.
+#[test]
+fn a_pipe_whose_writer_upstream_stops_is_a_source_stall() {
+    let mut sc = Scenario::new(Levels {
+        copy_mbps: 400.0,
+        dev_mbps: 0.0,
+        util_pct: 0.0,
+        writer: Some((WaitClass::Running, 0.02)),
+        ..Default::default()
+    });
+    sc.run(3000, |_| {})
+        .run(2000, |l| {
+            l.copy_mbps = 0.0;
+            l.read_share = 1.0;
+            l.write_share = 0.0;
+            l.writer = Some((WaitClass::SourceRead, 0.0));
+        })
+        .run(3000, |l| {
+            l.copy_mbps = 400.0;
+            l.read_share = 0.3;
+            l.write_share = 0.4;
+            l.writer = Some((WaitClass::Running, 0.02));
+        });
+    let m = sc.model(pipe_env());
+    let d = drops(&m);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        matches!(d[0].2[..], [Cause::SourceStall { .. }]),
+        "{:?}",
+        d[0].2
+    );
+}

@@ -141,6 +141,8 @@ pub struct ChartData {
     /// A watch's intake source ("objset nwritten", "process wchar", ...): the run charted
     /// someone else's writes, so the figures are worded as intake, not as a copy's files.
     pub watch: Option<String>,
+    /// `copyscope pipe`: the figures are what passed through, with no files.
+    pub pipe: bool,
     /// `watch --net IFACE`: the interface whose receive rate is drawn (`net_bps`).
     pub net_iface: Option<String>,
 }
@@ -229,6 +231,7 @@ impl ChartData {
             budget: Some(model.budget().clone()),
             verdict: Some(model.verdict()),
             watch: header.watch.as_ref().map(|w| w.intake.clone()),
+            pipe: header.environment.pipe.is_some(),
             net_iface: header.watch.as_ref().and_then(|w| w.net.clone()),
         }
     }
@@ -250,17 +253,22 @@ impl ChartData {
     pub fn speed_label(&self) -> &'static str {
         if self.watch.is_some() {
             "intake"
+        } else if self.pipe {
+            "rate"
         } else {
             "copy speed"
         }
     }
 
     /// "1.2 GB in 3 files" for a copy, "1.2 GB written" for a watch (the writer's files are
-    /// not counted), with `size` formatting the bytes.
+    /// not counted), "1.2 GB passed" for a pipe, with `size` formatting the bytes.
     pub fn amount_text(&self, size: impl Fn(u64) -> String) -> String {
         let st = &self.stats;
         if self.watch.is_some() {
             return format!("{} written", size(st.bytes));
+        }
+        if self.pipe {
+            return format!("{} passed", size(st.bytes));
         }
         format!(
             "{} in {}",

@@ -358,6 +358,11 @@ fn header(o: &mut String, data: &ChartData, l: &Layout, title: Option<&str>) {
             fmt_bytes(data.stats.bytes),
             fmt_secs(data.stats.elapsed_s)
         ),
+        None if data.pipe => format!(
+            "{} passed in {}",
+            fmt_bytes(data.stats.bytes),
+            fmt_secs(data.stats.elapsed_s)
+        ),
         None => format!(
             "{} in {}, {}",
             fmt_bytes(data.stats.bytes),
@@ -1208,6 +1213,7 @@ fn slice_colour(slice: Slice) -> &'static str {
         Slice::SyncWrites => "#db2777",
         Slice::Journal => "#b45309",
         Slice::SourceRead => "#0891b2",
+        Slice::PipeReader => "#2563eb",
         Slice::CpuWait => "#ca8a04",
         Slice::RateLimit => "#0d9488",
         Slice::Paused => "#94a3b8",

@@ -91,6 +91,10 @@ pub fn progress(area: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
         watch_progress(area, buf, app);
         return;
     }
+    if app.pipe && !app.progress.scan_done {
+        passed_row(Rect { height: 1, ..area }, buf, app);
+        return;
+    }
     bytes_row(Rect { height: 1, ..area }, buf, app, with_gauge);
     if area.height < 2 {
         return;
@@ -160,7 +164,8 @@ fn bytes_row(row: Rect, buf: &mut Buffer, app: &View, with_gauge: bool) {
     };
     let w = row.width as usize;
     let (full, shortest) = (&etas[0], &etas[etas.len() - 1]);
-    let text = [(true, true), (true, false)]
+    // A pipe has no files.
+    let text = [(true, !app.pipe), (true, false)]
         .into_iter()
         .map(|(b, f)| compose(b, f, full))
         .chain(etas.iter().map(|e| compose(false, false, e)))
@@ -269,6 +274,22 @@ fn current_file_row(row: Rect, buf: &mut Buffer, app: &View) {
         Span::styled(a, t.gauge()),
         Span::styled(b, t.dim()),
         Span::raw(tail),
+    ])
+    .render(row, buf);
+}
+
+/// A pipe's progress row without a size (`-s`): what passed so far.
+fn passed_row(row: Rect, buf: &mut Buffer, app: &View) {
+    let t = app.opts.theme;
+    let u = app.opts.units;
+    let state = match app.state {
+        RunState::Done => "  done",
+        RunState::Cancelled => "  cancelled",
+        _ => "",
+    };
+    Line::from(vec![
+        Span::styled("passed ", t.label()),
+        Span::raw(format!("{}{state}", u.size(app.progress.bytes_copied))),
     ])
     .render(row, buf);
 }
