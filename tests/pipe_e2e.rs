@@ -99,6 +99,23 @@ fn random_data_passes_byte_for_byte_on_every_path() {
         assert!(o.status.success(), "{script}: {}", text(&o));
         assert_eq!(sha256(d, out), small, "{script}");
     }
+    // `> FILE`: the file's filesystem and disks are the destination's, as for a copy.
+    let o = bash(
+        d,
+        "cat small | $CS pipe --record r.jsonl > b 2>/dev/null",
+        Duration::from_secs(120),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let header = json_lines(&d.join("r.jsonl")).remove(0);
+    let env = &header["environment"];
+    assert_eq!(env["pipe"]["input"], "pipe", "{env}");
+    assert_eq!(env["pipe"]["output"], "file", "{env}");
+    assert!(env["fs_type"].is_string(), "the file's filesystem: {env}");
+    assert!(
+        header["destination"].as_str().unwrap().ends_with("/b"),
+        "{header}"
+    );
+    assert_eq!(header["sources"][0], "stdin (pipe)", "{header}");
 }
 
 /// The reader stops for 3 s after 2.5 s, reads again, then closes the pipe: the drop names
