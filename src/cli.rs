@@ -650,9 +650,18 @@ pub struct PipeArgs {
 /// `copyscope watch` options.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WatchArgs {
-    /// A path on the filesystem to watch [default: the current directory].
+    /// A path on the filesystem to watch [default: the current directory; with --all or
+    /// --list, every filesystem].
     #[arg(value_name = "PATH")]
     pub path: Option<PathBuf>,
+    /// Follow every process found writing regular files (on PATH's filesystem when PATH is
+    /// given), as progress(1) finds them; copies that start later join within a second.
+    #[arg(long, conflicts_with_all = ["pid", "comm"])]
+    pub all: bool,
+    /// Print the processes writing regular files now (on PATH's filesystem when given): each
+    /// one's file, rate, and the percent and ETA of the file it reads; measured over 1 s.
+    #[arg(long, conflicts_with_all = ["pid", "comm", "all", "record", "metrics"])]
+    pub list: bool,
     /// Stop after SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,

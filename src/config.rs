@@ -243,6 +243,13 @@ pub struct WatchRequest {
     pub comms: Vec<String>,
     /// `--net IFACE`: the interface whose receive rate is sampled.
     pub net: Option<String>,
+    /// PATH was given (else `path` is the current directory, or with `all`/`list` every
+    /// filesystem).
+    pub path_given: bool,
+    /// `--all`: follow every process found writing regular files.
+    pub all: bool,
+    /// `--list`: print the processes writing now and exit.
+    pub list: bool,
 }
 
 /// How results are shown and sampled.
@@ -527,7 +534,8 @@ fn seconds(flag: &str, v: Option<f64>) -> Result<Option<Duration>, ConfigError> 
     .transpose()
 }
 
-/// `watch`'s flags: the path defaults to the current directory; a /proc comm is at most 15 bytes.
+/// `watch`'s flags: the path defaults to the current directory (with `--all` or `--list`, to
+/// `/`: every filesystem); a /proc comm is at most 15 bytes.
 fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> {
     if let Some(c) = w.comm.iter().find(|c| c.is_empty() || c.len() > 15) {
         return Err(ConfigError::Invalid(format!(
@@ -543,8 +551,12 @@ fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> 
             "--net {n:?}: an interface name is 1 to 15 bytes without '/' (as in /sys/class/net)"
         )));
     }
+    let everywhere = if w.all || w.list { "/" } else { "." };
     Ok(WatchRequest {
-        path: w.path.unwrap_or_else(|| PathBuf::from(".")),
+        path_given: w.path.is_some(),
+        all: w.all,
+        list: w.list,
+        path: w.path.unwrap_or_else(|| PathBuf::from(everywhere)),
         duration: seconds("--duration", w.duration)?,
         until_idle: seconds("--until-idle", w.until_idle)?,
         pids: w.pid,

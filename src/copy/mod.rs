@@ -46,6 +46,21 @@ pub struct Progress {
     pub writer_held: AtomicBool,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).
     pub current: Mutex<Option<CurrentFile>>,
+    /// Watch mode: the writers followed now, each with its file and its bytes.
+    pub writers: Mutex<Vec<WriterRow>>,
+}
+
+/// `copyscope watch`: one followed writer as the faces list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterRow {
+    pub pid: u32,
+    pub comm: String,
+    /// The file it is writing (the last one that grew), and how far into it.
+    pub file: Option<CurrentFile>,
+    /// Bytes it wrote into files on the watched filesystem since it was followed.
+    pub bytes: u64,
+    /// The file it reads, how far it got and its size (`watch --all`: progress(1)'s percent).
+    pub source: Option<(PathBuf, u64, u64)>,
 }
 
 /// The file being copied now and how far it got.
@@ -92,6 +107,11 @@ impl Progress {
     /// The current file, cloned out of the lock.
     pub fn current(&self) -> Option<CurrentFile> {
         self.current.lock().map(|c| c.clone()).unwrap_or(None)
+    }
+
+    /// Watch mode: the writers followed now, cloned out of the lock.
+    pub fn writers(&self) -> Vec<WriterRow> {
+        self.writers.lock().map(|w| w.clone()).unwrap_or_default()
     }
 }
 

@@ -323,6 +323,7 @@ pub(crate) fn run_session(
         shown: None,
         period,
         next: Instant::now() + period,
+        announced: std::collections::HashSet::new(),
     };
     sess.publish(&lines.model);
     let outcome = rt.block_on(lines.follow(d, &mut sess, asking.as_deref()));
@@ -359,6 +360,8 @@ struct Lines {
     shown: Option<u64>,
     period: Duration,
     next: Instant,
+    /// `watch --all`: the writers already announced.
+    announced: std::collections::HashSet<u32>,
 }
 
 impl Lines {
@@ -393,6 +396,7 @@ impl Lines {
                 return o;
             }
             let quiet = asking.is_some_and(|a| a.load(Ordering::SeqCst));
+            self.announce_writers(d, sess);
             self.progress_line(d, sess, quiet);
             // With the line due and a question open (lines wait for the answer), a pause
             // rather than a spin.
@@ -407,6 +411,20 @@ impl Lines {
                     None => samples_open = false,
                 },
                 _ = tokio::time::sleep(until) => {}
+            }
+        }
+    }
+
+    /// `watch --all`: a line for each writer found since the last, once it has a file here
+    /// (JSON: the `writers` of the summary say it).
+    fn announce_writers(&mut self, d: &Display, sess: &Session) {
+        if d.json || !sess.header.watch.as_ref().is_some_and(|w| w.all) {
+            return;
+        }
+        let t = self.model.latest().map_or(0, |s| s.t_ns);
+        for w in sess.progress.writers() {
+            if w.file.is_some() && self.announced.insert(w.pid) {
+                self.p.human(&crate::report::watch::writer_line(t, &w));
             }
         }
     }

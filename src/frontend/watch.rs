@@ -152,7 +152,9 @@ fn spawn_watcher(
 fn writers_label(req: &WatchRequest) -> Vec<String> {
     let mut v: Vec<String> = req.comms.iter().map(|c| format!("comm {c}")).collect();
     v.extend(req.pids.iter().map(|p| format!("pid {p}")));
-    if v.is_empty() {
+    if req.all {
+        v.push("every writer found".to_string());
+    } else if v.is_empty() {
         v.push("every writer".to_string());
     }
     if let Some(n) = &req.net {
@@ -201,8 +203,8 @@ fn start(
         return Err(WatchError::NoProcess(*pid));
     }
     let net = net_reader(&root, req)?;
-    let mut env = probe_environment(&root, &[], &req.path);
-    let following = !req.pids.is_empty() || !req.comms.is_empty();
+    let mut env = environment(&root, req);
+    let following = !req.pids.is_empty() || !req.comms.is_empty() || req.all;
     let source =
         IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?;
     note_unreadable_writers(&root, req, &mut env);
@@ -212,11 +214,13 @@ fn start(
         comms: req.comms.clone(),
         intake: source.label().to_string(),
         net: req.net.clone(),
+        all: req.all,
     };
     env.watched = Some(Box::new(crate::sample::Watched {
         comms: req.comms.clone(),
         pids: req.pids.clone(),
         intake: target.intake.clone(),
+        all: req.all,
     }));
     let endpoints = (writers_label(req), target.path.clone());
     let mut plan = SessionPlan::new(d, env, endpoints, control)
@@ -231,7 +235,11 @@ fn start(
                 why: said(&e),
             })?;
             let since = SystemTime::now();
-            Some(WriterReader::new(&root, &req.pids, &req.comms, fs, since))
+            let r = WriterReader::new(&root, &req.pids, &req.comms, fs, since);
+            Some(match req.all {
+                true => r.discovering(vec![std::process::id()]),
+                false => r,
+            })
         }
     };
     let intake = Intake::new(source, writers, net, plan.progress());
@@ -245,6 +253,80 @@ fn start(
         SampleSource::Watch(Box::new(intake)),
         |progress, control, start| spawn_watcher(rule, quiet, progress, control, start),
     ))
+}
+
+/// PATH's environment; for `--all` without PATH, that of the filesystem the writers found
+/// in a first second all write on, else none (no device or page-cache cause is named then).
+fn environment(root: &SysRoot, req: &WatchRequest) -> crate::sample::Environment {
+    if !req.all || req.path_given {
+        return probe_environment(root, &[], &req.path);
+    }
+    let found = find_writers(root, None).0;
+    let devs: std::collections::BTreeSet<u64> = found.iter().map(|r| r.dev).collect();
+    match (devs.len(), found.first()) {
+        (1, Some(r)) => probe_environment(root, &[], Path::new(&r.file)),
+        _ => {
+            let mut env = crate::sample::probe_stream_environment(root, None, None);
+            env.notes.push(format!(
+                "{} writers on {} filesystems at the start: no device or page-cache cause is \
+                 named (give PATH to watch one)",
+                found.len(),
+                devs.len()
+            ));
+            env
+        }
+    }
+}
+
+/// How long `--list` (and `--all` without PATH, at its start) watches for writers.
+const FIND_FOR: Duration = Duration::from_secs(1);
+
+/// The processes writing regular files over [`FIND_FOR`] (on `fs` when given), and how many
+/// processes could not be read.
+fn find_writers(
+    root: &SysRoot,
+    fs: Option<&WatchedFs>,
+) -> (Vec<crate::sample::discover::Running>, u32) {
+    use crate::sample::discover::{running, scan};
+    let me = [std::process::id()];
+    let t0 = Instant::now();
+    let before = scan(root, &me);
+    std::thread::sleep(FIND_FOR.saturating_sub(t0.elapsed()));
+    let after = scan(root, &me);
+    let secs = t0.elapsed().as_secs_f64();
+    let unreadable = after.unreadable;
+    (running(&before, &after, secs, fs), unreadable)
+}
+
+/// `watch --list`: the processes writing now, in words or JSON lines; exits.
+fn list(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
+    let d = &config.display;
+    let root = SysRoot::new(d.sys_root.clone());
+    let fs = match req.path_given {
+        true => Some(
+            WatchedFs::of(&req.path)
+                .map_err(|e| Fatal::new(format!("watch {}: {}", quote(&req.path), said(&e))))?,
+        ),
+        false => None,
+    };
+    let (found, unreadable) = find_writers(&root, fs.as_ref());
+    if d.json {
+        for r in &found {
+            println!("{}", crate::report::watch::found_json(r));
+        }
+    } else {
+        let secs = FIND_FOR.as_secs_f64();
+        print!(
+            "{}",
+            crate::report::watch::found_text(&found, secs, d.binary)
+        );
+    }
+    if unreadable > 0 {
+        eprintln!(
+            "copyscope: {unreadable} processes could not be read (another user's): run as root to see them"
+        );
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// `--net IFACE`: the reader of its receive counter, or why there is none.
@@ -277,6 +359,9 @@ fn note_unreadable_writers(
 
 /// Runs `copyscope watch` with the frontend the configuration calls for.
 pub fn run(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
+    if req.list {
+        return list(config, req);
+    }
     let (control, _signals) = crate::frontend::control_with_signals()?;
     let metrics = crate::frontend::start_metrics(config, "watch")?;
     let sess = start(config, req, control, metrics).map_err(|e| Fatal::new(e.to_string()))?;

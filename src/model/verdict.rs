@@ -254,6 +254,15 @@ impl Who {
             .map(quote)
             .chain(w.pids.iter().map(|p| format!("pid {p}")))
             .collect();
+        if names.is_empty() && w.all {
+            return Who {
+                agent: "the writers found".into(),
+                writer: "the writers found".into(),
+                run: "the watched writes",
+                held: "the intake",
+                unsampled: "the writers' threads were not sampled".into(),
+            };
+        }
         if names.is_empty() {
             let intake = if w.intake.is_empty() {
                 String::new()

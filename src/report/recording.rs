@@ -148,6 +148,9 @@ pub struct WatchTarget {
     /// `--net IFACE`: the interface whose receive counter is in the samples (`net_rx`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<String>,
+    /// `--all`: every process found writing regular files there was followed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 impl Header {
@@ -303,6 +306,7 @@ impl Recording {
                 comms: w.comms.clone(),
                 pids: w.pids.clone(),
                 intake: w.intake.clone(),
+                all: w.all,
             }));
         }
         Recording {

@@ -3,11 +3,14 @@
 
 use std::time::Duration;
 
-use crate::copy::{CopyOutcome, CurrentFile, ProgressSnapshot};
+use crate::copy::{CopyOutcome, CurrentFile, ProgressSnapshot, WriterRow};
 use crate::model::NetStats;
-use crate::present::format::{fmt_bytes_with, fmt_clock, fmt_rate_with, fmt_secs};
+use crate::present::format::{
+    fmt_bytes_with, fmt_clock, fmt_event_time, fmt_pct_done, fmt_rate_with, fmt_secs,
+};
 use crate::present::quote::shell_escape;
 use crate::report::recording::WatchTarget;
+use crate::sample::discover::Running;
 
 /// "[00:12] intake 98 MB/s now, avg 95 MB/s, 1.2 GB written (writers' files); eth0 rx
 /// 99 MB/s now, avg 96 MB/s; writing /srv/share/f.bin at 512 MB" — the receive rate only
@@ -44,6 +47,74 @@ pub fn progress_line(
         ));
     }
     line
+}
+
+/// `watch --list`: two lines per process found writing, fastest first —
+/// "  4242 cp  /dst/big.iso  at 945 MB  120 MB/s" and, when it reads a file,
+/// "        reading /src/big.iso  45 % of 2.10 GB  ETA 00:09" — or why there is none.
+pub fn found_text(found: &[Running], secs: f64, binary: bool) -> String {
+    if found.is_empty() {
+        return format!(
+            "no process wrote regular files in {} (at least {} each)\n",
+            fmt_secs(secs),
+            fmt_bytes_with(crate::sample::discover::MIN_GROWTH, binary)
+        );
+    }
+    let mut s = String::new();
+    for r in found {
+        s.push_str(&format!(
+            "{:>7} {}  {}  at {}  {}\n",
+            r.pid,
+            shell_escape(&r.comm),
+            shell_escape(&r.file),
+            fmt_bytes_with(r.at, binary),
+            fmt_rate_with(r.rate_bps, binary)
+        ));
+        if let Some(src) = &r.source {
+            let eta = r
+                .eta_secs()
+                .map(|e| format!("  ETA {}", fmt_clock(e)))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "        reading {}  {} of {}{eta}\n",
+                shell_escape(&src.path),
+                fmt_pct_done(src.pos, src.size),
+                fmt_bytes_with(src.size, binary)
+            ));
+        }
+    }
+    s
+}
+
+/// `watch --list --json`: one object per process found writing.
+pub fn found_json(r: &Running) -> serde_json::Value {
+    serde_json::json!({
+        "type": "writer",
+        "pid": r.pid,
+        "comm": r.comm,
+        "file": r.file,
+        "at": r.at,
+        "bytes": r.grew,
+        "rate_bps": r.rate_bps.round(),
+        "source": r.source.as_ref().map(|s| serde_json::json!({
+            "path": s.path, "pos": s.pos, "size": s.size,
+        })),
+        "percent": r.percent().map(f64::floor),
+        "eta_s": r.eta_secs().map(f64::round),
+    })
+}
+
+/// "[00:03.2] writer: cp (pid 4242) writing /dst/big.iso" — a writer `watch --all` found.
+pub fn writer_line(t_ns: u64, w: &WriterRow) -> String {
+    let what = w.file.as_ref().map_or_else(String::new, |f| {
+        format!(" writing {}", shell_escape(&f.path))
+    });
+    format!(
+        "[{}] writer: {} (pid {}){what}",
+        fmt_event_time(t_ns),
+        shell_escape(&w.comm),
+        w.pid
+    )
 }
 
 /// The summary's first line: what was written and how long the watch ran. The average is

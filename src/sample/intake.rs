@@ -107,6 +107,9 @@ impl Intake {
         self.progress
             .bytes_copied
             .store(self.last, Ordering::Relaxed);
+        if let (Some(w), Ok(mut rows)) = (&writers, self.progress.writers.lock()) {
+            rows.clone_from(&w.rows);
+        }
         if let Ok(mut c) = self.progress.current.lock() {
             *c = writers.and_then(|w| w.current);
         }

@@ -11,6 +11,7 @@ use crate::copy::ProgressSnapshot;
 
 pub mod blockdev;
 pub mod cpu;
+pub mod discover;
 pub mod diskstats;
 pub mod env;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod exact;
 pub mod intake;
 pub mod mountinfo;
 pub mod net;
+pub mod procfiles;
 pub mod procfs;
 pub mod reader;
 pub mod root;
@@ -263,4 +265,7 @@ pub struct Watched {
     /// The intake signal ("process wchar", "objset nwritten", "diskstats sectors written").
     #[serde(default)]
     pub intake: String,
+    /// `--all`: the writers were found, not named.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }

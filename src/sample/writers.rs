@@ -4,7 +4,8 @@
 //! directly; socket and pipe writes never count, a file written and closed between two ticks
 //! does) and the growth of the regular files the processes hold open for writing (size and fd
 //! position from `/proc/PID/fd` and `fdinfo`: exact per file, and what tells the watched
-//! filesystem from the others). Pure parsers plus one stateful reader; every path is under the
+//! filesystem from the others). One stateful reader over the pure parsers of `procfiles`;
+//! with `--all` it also follows the writers `discover` finds. Every path is under the
 //! [`SysRoot`].
 
 use std::collections::{HashMap, HashSet};
@@ -12,8 +13,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::discover::{self, Scan, Source};
+pub use super::procfiles::{
+    ProcIo, ProcStat, WatchedFs, opened_for_writing, parse_fdinfo, parse_proc_io, parse_stat,
+    shown_path,
+};
 use super::root::SysRoot;
-use crate::copy::CurrentFile;
+use crate::copy::{CurrentFile, WriterRow};
 
 /// Ticks between two reads of every /proc/PID/stat (a process can change its name by
 /// exec'ing). In between, each tick reads only the processes that are new or young: a `cp` of
@@ -27,73 +33,6 @@ const YOUNG_TICKS: u64 = 5;
 /// `statfs` magic numbers of filesystems whose pages are never accounted as `write_bytes`
 /// (no writeback: tmpfs, ramfs, hugetlbfs): growth there is not in a process's counter.
 const UNACCOUNTED_FS: [i64; 3] = [0x0102_1994, 0x8584_58f6, 0x9584_58f6];
-
-/// The write counters of `/proc/PID/io`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ProcIo {
-    /// Bytes passed to write()-like syscalls (files, pipes and sockets).
-    pub wchar: u64,
-    /// Bytes this process caused to be sent to the storage layer: pages it dirtied in the
-    /// page cache (whole pages) and direct writes. Never socket or pipe writes.
-    pub write_bytes: u64,
-}
-
-/// Parses `/proc/PID/io`; `None` when `write_bytes` is missing.
-pub fn parse_proc_io(text: &str) -> Option<ProcIo> {
-    let field = |name: &str| {
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == name).then(|| v.trim().parse::<u64>().ok())?
-        })
-    };
-    Some(ProcIo {
-        wchar: field("wchar").unwrap_or(0),
-        write_bytes: field("write_bytes")?,
-    })
-}
-
-/// Parses `/proc/PID/fdinfo/FD`: (pos, open flags).
-pub fn parse_fdinfo(text: &str) -> Option<(u64, u32)> {
-    let mut pos = None;
-    let mut flags = None;
-    for l in text.lines() {
-        match l.split_once(':') {
-            Some(("pos", v)) => pos = v.trim().parse().ok(),
-            Some(("flags", v)) => flags = u32::from_str_radix(v.trim(), 8).ok(),
-            _ => {}
-        }
-    }
-    Some((pos?, flags?))
-}
-
-/// True for open flags that allow writing (O_WRONLY or O_RDWR).
-pub fn opened_for_writing(flags: u32) -> bool {
-    flags & 0o3 != 0
-}
-
-/// What `/proc/PID/stat` says of a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcStat {
-    pub comm: String,
-    /// `R`, `S`, `D`, `Z` …
-    pub state: char,
-    pub ppid: u32,
-}
-
-/// Parses `/proc/PID/stat`: the name sits in parentheses and may itself hold spaces and
-/// parentheses, so the fields are those after the *last* `)`.
-pub fn parse_stat(stat: &str) -> Option<ProcStat> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let mut rest = stat.get(close + 1..)?.split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some(ProcStat {
-        comm: stat.get(open + 1..close)?.to_string(),
-        state,
-        ppid,
-    })
-}
 
 /// The processes to follow: the pids given, those whose name is followed, and every
 /// descendant of either, from `(pid, comm, ppid)` of every process. Sorted.
@@ -120,28 +59,6 @@ pub fn followed_set(table: &[(u32, String, u32)], pids: &[u32], comms: &[String]
     v
 }
 
-/// The filesystem a watch watches: the device number of PATH, and PATH itself (a file under
-/// it on a filesystem mounted inside, such as a child ZFS dataset, counts too).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatchedFs {
-    pub dev: u64,
-    pub path: PathBuf,
-}
-
-impl WatchedFs {
-    /// PATH's filesystem.
-    pub fn of(path: &Path) -> std::io::Result<WatchedFs> {
-        let path = std::fs::canonicalize(path)?;
-        let dev = std::fs::metadata(&path)?.dev();
-        Ok(WatchedFs { dev, path })
-    }
-
-    /// Whether a file on device `dev`, opened as `target`, is on the watched filesystem.
-    pub fn holds(&self, dev: u64, target: &str) -> bool {
-        dev == self.dev || Path::new(target).starts_with(&self.path)
-    }
-}
-
 /// A descriptor open for writing on a regular file of the watched filesystem, this tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenFile {
@@ -156,21 +73,6 @@ pub struct WrittenFile {
     pub grew_at: Option<u64>,
 }
 
-/// The path a writer's open file is shown by. An unnamed file (`O_TMPFILE`, not linked yet)
-/// reads in /proc as `DIR/#INODE (deleted)`; it is shown as `DIR/<unnamed file>`: it was
-/// never deleted, and its name comes only when the writer links it.
-pub fn shown_path(link: &str) -> String {
-    let unnamed = link.strip_suffix(" (deleted)").and_then(|p| {
-        let (dir, name) = p.rsplit_once('/')?;
-        let ino = name.strip_prefix('#')?;
-        (!ino.is_empty() && ino.bytes().all(|b| b.is_ascii_digit())).then_some(dir)
-    });
-    match unnamed {
-        Some(dir) => format!("{dir}/<unnamed file>"),
-        None => link.to_string(),
-    }
-}
-
 /// Among the files held open for writing on the watched filesystem, the one being written:
 /// the one that grew most recently (this tick first, the most among those), so a writer
 /// between two 8 MiB `pwrite`s still shows its file. A file never seen growing is not shown.
@@ -178,6 +80,17 @@ pub fn current_of(files: &[WrittenFile]) -> Option<usize> {
     (0..files.len())
         .filter(|&i| files[i].grew_at.is_some())
         .max_by_key(|&i| (files[i].grew_at, files[i].grew))
+}
+
+/// A file as the screen shows it: how far the writer got.
+fn shown(f: &WrittenFile) -> CurrentFile {
+    CurrentFile {
+        path: PathBuf::from(shown_path(&f.path)),
+        size: f.size.max(f.pos),
+        // A `pwrite` writer (smbd) leaves the position at 0: its file's size is how far it
+        // got.
+        done: if f.pos > 0 { f.pos } else { f.size },
+    }
 }
 
 /// What the followed writers did up to this tick.
@@ -191,6 +104,8 @@ pub struct WritersTick {
     /// A followed process whose io file could not be read (not root, or another user's).
     pub unreadable: bool,
     pub current: Option<CurrentFile>,
+    /// Each followed process that wrote or holds a file here: its file and its bytes.
+    pub rows: Vec<WriterRow>,
 }
 
 /// Follows writer processes by pid and command name, with their children.
@@ -220,6 +135,24 @@ pub struct WriterReader {
     grown_elsewhere: u64,
     /// The intake so far (never goes back).
     bytes: u64,
+    /// Growth of files on the watched filesystem, by the process whose descriptor saw it.
+    grown_by: HashMap<u32, u64>,
+    /// `watch --all`: the processes found writing join `fixed` as they are found.
+    discovery: Option<Discovery>,
+}
+
+/// `watch --all`: the discovery scans (src/sample/discover.rs), one per full rescan.
+#[derive(Debug)]
+struct Discovery {
+    /// This process: never a writer to follow.
+    skip: Vec<u32>,
+    last: Option<Scan>,
+    /// When each writer was found: its intake counts from then (its counter and its files
+    /// as they stood), so a copy found a second after it began does not arrive as a second's
+    /// bytes in one tick.
+    found: HashMap<u32, SystemTime>,
+    /// The file each found writer reads, from the last scan.
+    sources: HashMap<u32, Source>,
 }
 
 /// A process seen in /proc.
@@ -317,7 +250,86 @@ impl WriterReader {
             grown_here: 0,
             grown_elsewhere: 0,
             bytes: 0,
+            grown_by: HashMap::new(),
+            discovery: None,
         }
+    }
+
+    /// `watch --all`: also follows every process found writing regular files on the watched
+    /// filesystem (every second; `skip`: this process).
+    pub fn discovering(mut self, skip: Vec<u32>) -> Self {
+        self.discovery = Some(Discovery {
+            skip,
+            last: None,
+            found: HashMap::new(),
+            sources: HashMap::new(),
+        });
+        self
+    }
+
+    /// One discovery scan: the processes that wrote here since the last one are followed.
+    fn discover(&mut self) {
+        let Some(d) = self.discovery.as_mut() else {
+            return;
+        };
+        let now = discover::scan(&self.root, &d.skip);
+        if let Some(last) = &d.last {
+            for r in discover::running(last, &now, 1.0, Some(&self.fs)) {
+                if !self.fixed.contains(&r.pid) {
+                    self.fixed.push(r.pid);
+                    d.found.insert(r.pid, SystemTime::now());
+                }
+                match r.source {
+                    Some(src) => d.sources.insert(r.pid, src),
+                    None => d.sources.remove(&r.pid),
+                };
+            }
+        }
+        d.last = Some(now);
+    }
+
+    /// When `pid`'s writes came into view: the watch's start, or when `--all` found it.
+    fn since(&self, pid: u32) -> SystemTime {
+        (self.discovery.as_ref())
+            .and_then(|d| d.found.get(&pid).copied())
+            .map_or(self.since, |t| t.max(self.since))
+    }
+
+    /// Whether `--all` found `pid` (its counter counts from its first reading).
+    fn was_found(&self, pid: u32) -> bool {
+        self.discovery
+            .as_ref()
+            .is_some_and(|d| d.found.contains_key(&pid))
+    }
+
+    /// Each living followed process that wrote here or holds a file here.
+    fn rows(&self, pids: &[u32], open: &[WrittenFile]) -> Vec<WriterRow> {
+        pids.iter()
+            .filter_map(|&pid| {
+                let mine: Vec<WrittenFile> =
+                    open.iter().filter(|f| f.pid == pid).cloned().collect();
+                let own = self.io.get(&pid).map_or(0, |f| f.own - f.base);
+                let bytes = own.max(self.grown_by.get(&pid).copied().unwrap_or(0));
+                let file = current_of(&mine).map(|i| shown(&mine[i]));
+                if bytes == 0 && file.is_none() {
+                    return None;
+                }
+                let source = (self.discovery.as_ref())
+                    .and_then(|d| d.sources.get(&pid))
+                    .map(|s| (PathBuf::from(&s.path), s.pos, s.size));
+                Some(WriterRow {
+                    pid,
+                    comm: self
+                        .known
+                        .get(&pid)
+                        .map(|k| k.comm.clone())
+                        .unwrap_or_default(),
+                    file,
+                    bytes,
+                    source,
+                })
+            })
+            .collect()
     }
 
     /// Reads every followed process once.
@@ -376,16 +388,8 @@ impl WriterReader {
             .max(counted.saturating_sub(self.grown_elsewhere));
         self.bytes = self.bytes.max(intake);
         tick.bytes = self.bytes;
-        tick.current = current_of(&open).map(|i| {
-            let f = &open[i];
-            CurrentFile {
-                path: PathBuf::from(shown_path(&f.path)),
-                size: f.size.max(f.pos),
-                // A `pwrite` writer (smbd) leaves the position at 0: its file's size is how
-                // far it got.
-                done: if f.pos > 0 { f.pos } else { f.size },
-            }
-        });
+        tick.current = current_of(&open).map(|i| shown(&open[i]));
+        tick.rows = self.rows(&living_pids, &open);
         tick.pids = pids;
         tick
     }
@@ -419,6 +423,9 @@ impl WriterReader {
                 first_tick: first,
             };
             self.known.insert(pid, k);
+        }
+        if full {
+            self.discover();
         }
         let table: Vec<(u32, String, u32)> = (self.known.iter())
             .map(|(p, k)| (*p, k.comm.clone(), k.ppid))
@@ -471,7 +478,7 @@ impl WriterReader {
         // What a process wrote before the watch is not intake; one that appeared since (smbd
         // forks one per client) wrote all of it in view.
         let raw = io.write_bytes;
-        let base = if first { raw } else { 0 };
+        let base = if first || self.was_found(pid) { raw } else { 0 };
         let own = raw.saturating_sub(self.reaped.get(&pid).copied().unwrap_or(0));
         let f = self.io.entry(pid).or_insert(Followed {
             base,
@@ -530,9 +537,10 @@ impl WriterReader {
             ino: d.meta.ino(),
             born: d.meta.created().ok(),
         };
-        // A file born during the watch was written entirely in view; any other is counted
-        // from where it stood when first seen.
-        let fresh = key.born.is_some_and(|b| b >= self.since);
+        // A file born during the watch (since `--all` found its writer) was written entirely
+        // in view; any other is counted from where it stood when first seen.
+        let since = self.since(d.pid);
+        let fresh = key.born.is_some_and(|b| b >= since);
         let size = d.meta.len();
         if !self.files.contains_key(&key) {
             let watched = self.fs.holds(key.dev, &d.path);
@@ -559,6 +567,9 @@ impl WriterReader {
         }
         let moved = d.pos.saturating_sub(fdrec.base_pos);
         let grew = self.grow(key, size, moved);
+        if self.files.get(&key).is_some_and(|r| r.watched) {
+            *self.grown_by.entry(d.pid).or_insert(0) += grew;
+        }
         let rec = *self.files.get(&key)?;
         // Shown only inside the watched directory: a log or an inherited stdout elsewhere on
         // the same filesystem (appended to by others) counts, but is not the file written.

@@ -1,0 +1,197 @@
+//! `copyscope watch --list` and `--all` end to end: a real `cp`, `dd` and `rsync` copy into a
+//! temporary directory, and discovery, told nothing but the directory, finds each with the
+//! file it writes and (for the two that read a file) how far into its source it got; `--all`
+//! then follows them and says each as it finds it. cp and dd are held to a slow pace by
+//! stopping and continuing them (10 ms of every 100 ms), so they are mid-copy whatever the
+//! machine's load; rsync paces itself (`--bwlimit`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+mod util;
+use util::{bin, run_timeout, text};
+
+/// Children started by the test, stopped and continued in turn until dropped, then killed.
+struct Paced {
+    children: Vec<Child>,
+    stop: Arc<AtomicBool>,
+    pacer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Paced {
+    fn start(children: Vec<Child>, paced: Vec<u32>) -> Paced {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let pacer = std::thread::spawn(move || {
+            let signal = |sig: &str| {
+                for p in &paced {
+                    let _ = Command::new("kill").args([sig, &p.to_string()]).status();
+                }
+            };
+            while !s.load(Ordering::SeqCst) {
+                signal("-CONT");
+                std::thread::sleep(Duration::from_millis(10));
+                signal("-STOP");
+                std::thread::sleep(Duration::from_millis(90));
+            }
+            signal("-CONT");
+        });
+        Paced {
+            children,
+            stop,
+            pacer: Some(pacer),
+        }
+    }
+}
+
+impl Drop for Paced {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(p) = self.pacer.take() {
+            let _ = p.join();
+        }
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(cmd: &str, args: &[&str], dir: &Path) -> Child {
+    Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"))
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Three copies into `dir`: cp and dd of `src` (paced), rsync of it into `dst/` at 8 MB/s.
+fn three_copies(dir: &Path) -> (Paced, u32, u32, PathBuf) {
+    let src = dir.join("src.bin");
+    let o = Command::new("head")
+        .args(["-c", "512M", "/dev/urandom"])
+        .stdout(std::fs::File::create(&src).unwrap())
+        .status()
+        .unwrap();
+    assert!(o.success());
+    std::fs::create_dir(dir.join("dst")).unwrap();
+    let cp = spawn("cp", &["src.bin", "cp.out"], dir);
+    let dd = spawn(
+        "dd",
+        &["if=src.bin", "of=dd.out", "bs=64k", "status=none"],
+        dir,
+    );
+    assert!(Path::new("/usr/bin/rsync").exists(), "rsync is required");
+    let rsync = spawn("rsync", &["--bwlimit=8000", "src.bin", "dst/"], dir);
+    let (cp_pid, dd_pid) = (cp.id(), dd.id());
+    let paced = Paced::start(vec![cp, dd, rsync], vec![cp_pid, dd_pid]);
+    std::thread::sleep(Duration::from_millis(1500));
+    (paced, cp_pid, dd_pid, src)
+}
+
+#[test]
+fn discovery_finds_cp_dd_and_rsync_with_their_files_and_percents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let (paced, cp, dd, src) = three_copies(&dir);
+    let mut c = Command::new(bin());
+    c.args(["watch", "--list", "--json"]).arg(&dir);
+    let o = run_timeout(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o));
+    let found = json_lines(&o.stdout);
+    let of = |pid: u32| {
+        found
+            .iter()
+            .find(|v| v["pid"] == pid)
+            .unwrap_or_else(|| panic!("pid {pid} not found: {found:?}"))
+    };
+    for (pid, comm, out) in [(cp, "cp", "cp.out"), (dd, "dd", "dd.out")] {
+        let v = of(pid);
+        assert_eq!(v["comm"], comm, "{v}");
+        assert_eq!(v["file"], dir.join(out).to_str().unwrap(), "{v}");
+        assert_eq!(v["source"]["path"], src.to_str().unwrap(), "{v}");
+        let (pos, size) = (
+            v["source"]["pos"].as_u64().unwrap(),
+            v["source"]["size"].as_u64().unwrap(),
+        );
+        assert_eq!(size, 512 << 20);
+        let pct = v["percent"].as_f64().unwrap();
+        assert_eq!(pct, (pos as f64 * 100.0 / size as f64).floor(), "{v}");
+        assert!(pct < 100.0, "mid-copy: {v}");
+        // What it wrote is what it read, give or take what is between the two calls.
+        let at = v["at"].as_u64().unwrap();
+        assert!(at.abs_diff(pos) <= 16 << 20, "at {at}, read {pos}: {v}");
+    }
+    // rsync's receiver (a child of the rsync started) writes a temporary beside the name.
+    let receiver = found
+        .iter()
+        .find(|v| v["comm"] == "rsync")
+        .unwrap_or_else(|| panic!("rsync not found: {found:?}"));
+    let file = receiver["file"].as_str().unwrap();
+    let dst = dir.join("dst");
+    assert!(
+        file.starts_with(dst.to_str().unwrap()) && file.contains("src.bin"),
+        "{receiver}"
+    );
+    // The words: each with its file, the two readers with their percent.
+    let mut c = Command::new(bin());
+    c.args(["watch", "--list"]).arg(&dir);
+    let o = run_timeout(c, Duration::from_secs(60));
+    let words = String::from_utf8_lossy(&o.stdout);
+    for (pid, out) in [(cp, "cp.out"), (dd, "dd.out")] {
+        let line = words
+            .lines()
+            .position(|l| l.trim_start().starts_with(&format!("{pid} ")))
+            .unwrap_or_else(|| panic!("{pid}:\n{words}"));
+        let lines: Vec<&str> = words.lines().collect();
+        assert!(lines[line].contains(out), "{words}");
+        assert!(
+            lines[line + 1].contains("reading ") && lines[line + 1].contains(" % of 537 MB"),
+            "{words}"
+        );
+    }
+    drop(paced);
+}
+
+/// `--all` follows what it finds: each copy is said once it has a file here, and the intake
+/// counts their bytes.
+#[test]
+fn watch_all_follows_the_copies_it_finds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let (paced, cp, dd, _) = three_copies(&dir);
+    let mut c = Command::new(bin());
+    c.args(["watch", "--all", "--plain", "--duration", "4"])
+        .arg(&dir);
+    let o = run_timeout(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for (pid, comm, file) in [(cp, "cp", "cp.out"), (dd, "dd", "dd.out")] {
+        let said = format!(
+            "writer: {comm} (pid {pid}) writing {}",
+            dir.join(file).display()
+        );
+        assert!(out.contains(&said), "{said}:\n{out}");
+    }
+    assert!(out.contains("writer: rsync (pid "), "{out}");
+    assert!(
+        out.contains("copyscope watch: ") && !out.contains("copyscope watch: 0 B written"),
+        "{out}"
+    );
+    drop(paced);
+}
