@@ -195,3 +195,74 @@ fn watch_all_follows_the_copies_it_finds() {
     );
     drop(paced);
 }
+
+/// A parallel copy as fpsync or `xargs -P` runs it: 8 rsync workers, each paced at 5 MB/s,
+/// under one controller followed by `--pid`. The intake is what they wrote, within 2 %, and
+/// the summary lists every worker with its share. (What a worker wrote after its last tick
+/// is in its parent's counter once reaped: the controller's row holds those tails.)
+#[test]
+fn eight_workers_are_aggregated_and_each_has_its_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let o = Command::new("head")
+        .args(["-c", "20M", "/dev/urandom"])
+        .stdout(std::fs::File::create(dir.join("src.bin")).unwrap())
+        .status()
+        .unwrap();
+    assert!(o.success());
+    // The controller waits for the watch, then becomes xargs under the same pid.
+    let controller = Command::new("bash")
+        .arg("-c")
+        .arg("sleep 1.5; seq 1 8 | exec xargs -P 8 -I{} rsync --bwlimit=5000 src.bin w{}")
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
+    let paced = Paced::start(vec![controller], Vec::new());
+    let pid = paced.children[0].id();
+    let mut c = Command::new(bin());
+    c.args([
+        "watch",
+        "--json",
+        "--until-idle",
+        "2",
+        "--duration",
+        "90",
+        "--pid",
+    ])
+    .arg(pid.to_string())
+    .arg(&dir);
+    let o = run_timeout(c, Duration::from_secs(120));
+    assert!(o.status.success(), "{}", text(&o));
+    let written: u64 = (1..=8)
+        .map(|i| std::fs::metadata(dir.join(format!("w{i}"))).unwrap().len())
+        .sum();
+    assert_eq!(written, 8 * (20 << 20), "the workers finished");
+    let lines = json_lines(&o.stdout);
+    let summary = lines.iter().find(|v| v["type"] == "summary").unwrap();
+    let intake = summary["bytes_copied"].as_u64().unwrap();
+    let off = intake.abs_diff(written) as f64 / written as f64;
+    assert!(
+        off <= 0.02,
+        "intake {intake} against {written} written: {off}"
+    );
+    let workers: Vec<&Value> = summary["writers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        // The rsync clients write nothing worth a share; the receivers write the files.
+        .filter(|w| w["comm"] == "rsync" && w["share_pct"].as_f64().unwrap() >= 1.0)
+        .collect();
+    assert_eq!(workers.len(), 8, "{summary}");
+    for w in &workers {
+        let share = w["share_pct"].as_f64().unwrap();
+        assert!((8.0..=17.0).contains(&share), "an eighth each: {w}");
+        assert!(
+            w["file"]
+                .as_str()
+                .unwrap()
+                .starts_with(dir.to_str().unwrap()),
+            "{w}"
+        );
+    }
+    drop(paced);
+}

@@ -61,6 +61,8 @@ pub struct WriterRow {
     pub bytes: u64,
     /// The file it reads, how far it got and its size (`watch --all`: progress(1)'s percent).
     pub source: Option<(PathBuf, u64, u64)>,
+    /// Still running (an ended writer keeps its row, with what it wrote).
+    pub alive: bool,
 }
 
 /// The file being copied now and how far it got.

@@ -192,6 +192,7 @@ pub(crate) fn run_session_tui(
         err(&format!("copyscope: cannot use the terminal: {}", said(e)));
     }
     let outcome = outcome.unwrap_or_else(|| CopyOutcome::crashed("the copy did not report back"));
+    let writers = sess.progress.writers();
     let finished = sess.finish(app.model, outcome);
     if crate::frontend::tui::panicked() {
         // The hook restored the terminal and printed the panic; the copy was stopped and its
@@ -217,6 +218,12 @@ pub(crate) fn run_session_tui(
         ));
     } else {
         print_summary(&config.display, &finished, opts);
+        if finished.header.watch.is_some() {
+            out(&crate::report::watch::writers_table(
+                &writers,
+                config.display.binary,
+            ));
+        }
     }
     match finished.recording_line() {
         Some(Ok(line)) => out(&format!("{line}\n")),

@@ -67,6 +67,17 @@ pub fn progress_of(p: &ProgressSnapshot) -> Progress {
     }
 }
 
+/// A followed writer as the screen shows it.
+pub fn writer_of(w: &crate::copy::WriterRow) -> crate::ui::view::WriterView {
+    crate::ui::view::WriterView {
+        pid: w.pid,
+        comm: w.comm.clone(),
+        bytes: w.bytes,
+        file: w.file.as_ref().map(file_of),
+        alive: w.alive,
+    }
+}
+
 /// The engine's current file as the screen shows it.
 pub fn file_of(c: &CurrentFile) -> FileProgress {
     FileProgress {

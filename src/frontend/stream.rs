@@ -342,10 +342,11 @@ pub(crate) fn run_session(
     let batch = sess.arrivals.queued(None);
     lines.take(&mut sess.recorder, batch);
     let Lines { model, mut p, .. } = lines;
+    let writers = sess.progress.writers();
     let finished = sess.finish(model, outcome);
     p.model_events(&finished.last_events);
     p.end_line();
-    print_summary(d, &finished);
+    print_summary(d, &finished, &writers);
     finished.outcome
 }
 
@@ -556,8 +557,8 @@ impl Lines {
 }
 
 /// The end of a plain or JSON run: `--screenshot DIR`'s pictures (as the TUI writes them at
-/// the end), the summary, and where the recording went.
-fn print_summary(d: &Display, finished: &Finished) {
+/// the end), the summary (a watch's with its writers' rows), and where the recording went.
+fn print_summary(d: &Display, finished: &Finished, writers: &[crate::copy::WriterRow]) {
     if let Some(dir) = &d.screenshot {
         let data = finished.chart();
         match write_run_screenshots(&data, &finished.header, Some(dir), d.ascii) {
@@ -570,10 +571,21 @@ fn print_summary(d: &Display, finished: &Finished) {
         }
     }
     let end = finished.end();
+    let watch = finished.header.watch.is_some();
     if d.json {
-        emit(&crate::report::summary::json_summary(&end).to_string());
+        let mut v = crate::report::summary::json_summary(&end);
+        if let (true, serde_json::Value::Object(m)) = (watch, &mut v) {
+            m.insert(
+                "writers".into(),
+                crate::report::watch::writers_json(writers),
+            );
+        }
+        emit(&v.to_string());
     } else {
-        let text = crate::report::summary::plain_summary(&end, d.binary, d.ascii);
+        let mut text = crate::report::summary::plain_summary(&end, d.binary, d.ascii);
+        if watch {
+            text.push_str(&crate::report::watch::writers_table(writers, d.binary));
+        }
         let mut o = crate::frontend::out::face_out();
         let _ = o.write_all(text.as_bytes());
         let _ = o.flush();

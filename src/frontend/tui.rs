@@ -772,6 +772,9 @@ fn sample_event(progress: &Progress, hooks: &mut dyn LiveHooks, s: Sample) -> Ui
             .as_ref()
             .map(crate::frontend::state::file_of),
         verified: Some(progress.bytes_verified.load(Ordering::Relaxed)),
+        writers: (progress.writers().iter())
+            .map(crate::frontend::state::writer_of)
+            .collect(),
         sample: Box::new(s),
     }
 }

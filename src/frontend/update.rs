@@ -12,7 +12,9 @@ use crate::frontend::state::{Action, App};
 use crate::model;
 use crate::report::recording::RecordingCursor;
 use crate::sample::Sample;
-use crate::ui::view::{ConflictView, Dialog, FileProgress, ReplayStatus, RunState, SpaceView};
+use crate::ui::view::{
+    ConflictView, Dialog, FileProgress, ReplayStatus, RunState, SpaceView, WriterView,
+};
 
 /// A signal the shell caught.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +40,8 @@ pub enum Event {
         sample: Box<Sample>,
         current: Option<FileProgress>,
         verified: Option<u64>,
+        /// A watch's followed writers (empty otherwise).
+        writers: Vec<WriterView>,
     },
     /// An event from the copy engine, stamped when the engine sent it.
     Engine(Stamped),
@@ -399,7 +403,11 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
             sample,
             current,
             verified,
-        } => on_sample(st, &sample, (current, verified), &mut fx),
+            writers,
+        } => {
+            st.app.writers = writers;
+            on_sample(st, &sample, (current, verified), &mut fx);
+        }
         // The engine never pauses on its own; a pause or resume it echoes was already
         // recorded when the key was pressed, and is not recorded twice.
         Event::Engine(Stamped {

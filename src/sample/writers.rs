@@ -104,7 +104,8 @@ pub struct WritersTick {
     /// A followed process whose io file could not be read (not root, or another user's).
     pub unreadable: bool,
     pub current: Option<CurrentFile>,
-    /// Each followed process that wrote or holds a file here: its file and its bytes.
+    /// Each followed process that wrote or held a file here: its file and its bytes (the
+    /// ended ones too), the most bytes first.
     pub rows: Vec<WriterRow>,
 }
 
@@ -139,6 +140,8 @@ pub struct WriterReader {
     grown_by: HashMap<u32, u64>,
     /// `watch --all`: the processes found writing join `fixed` as they are found.
     discovery: Option<Discovery>,
+    /// Every writer's row as last seen, by pid.
+    rows_seen: std::collections::BTreeMap<u32, WriterRow>,
 }
 
 /// `watch --all`: the discovery scans (src/sample/discover.rs), one per full rescan.
@@ -252,6 +255,7 @@ impl WriterReader {
             bytes: 0,
             grown_by: HashMap::new(),
             discovery: None,
+            rows_seen: std::collections::BTreeMap::new(),
         }
     }
 
@@ -302,8 +306,27 @@ impl WriterReader {
             .is_some_and(|d| d.found.contains_key(&pid))
     }
 
-    /// Each living followed process that wrote here or holds a file here.
-    fn rows(&self, pids: &[u32], open: &[WrittenFile]) -> Vec<WriterRow> {
+    /// Every followed process that wrote here or held a file here, the living updated from
+    /// this tick, the ended as they were last seen; the most bytes first.
+    fn rows(&mut self, pids: &[u32], open: &[WrittenFile]) -> Vec<WriterRow> {
+        let now = self.living_rows(pids, open);
+        for r in self.rows_seen.values_mut() {
+            r.alive = false;
+        }
+        for mut r in now {
+            // Between two writes (or two files) the row keeps the file it wrote last.
+            if let Some(old) = self.rows_seen.get(&r.pid) {
+                r.file = r.file.or_else(|| old.file.clone());
+            }
+            self.rows_seen.insert(r.pid, r);
+        }
+        let mut all: Vec<WriterRow> = self.rows_seen.values().cloned().collect();
+        all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.pid.cmp(&b.pid)));
+        all
+    }
+
+    /// The rows of the living followed processes that wrote here or hold a file here.
+    fn living_rows(&self, pids: &[u32], open: &[WrittenFile]) -> Vec<WriterRow> {
         pids.iter()
             .filter_map(|&pid| {
                 let mine: Vec<WrittenFile> =
@@ -319,17 +342,25 @@ impl WriterReader {
                     .map(|s| (PathBuf::from(&s.path), s.pos, s.size));
                 Some(WriterRow {
                     pid,
-                    comm: self
-                        .known
-                        .get(&pid)
-                        .map(|k| k.comm.clone())
-                        .unwrap_or_default(),
+                    comm: self.comm_of(pid),
                     file,
                     bytes,
                     source,
+                    alive: true,
                 })
             })
             .collect()
+    }
+
+    /// `pid`'s name: as last read from its stat, else from its `comm` now.
+    fn comm_of(&self, pid: u32) -> String {
+        match self.known.get(&pid) {
+            Some(k) => k.comm.clone(),
+            None => (self.root)
+                .read_to_string(format!("proc/{pid}/comm"))
+                .map(|c| c.trim_end_matches('\n').to_string())
+                .unwrap_or_default(),
+        }
     }
 
     /// Reads every followed process once.
@@ -619,7 +650,10 @@ impl WriterReader {
                 continue;
             };
             if (m.dev(), m.ino(), m.created().ok()) == (key.dev, key.ino, key.born) {
-                self.grow(key, m.len(), 0);
+                let grew = self.grow(key, m.len(), 0);
+                if self.files.get(&key).is_some_and(|r| r.watched) {
+                    *self.grown_by.entry(pid).or_insert(0) += grew;
+                }
             }
         }
     }

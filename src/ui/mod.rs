@@ -76,6 +76,10 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
         separator(buf, area, sep.y, "", app);
     }
     panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
+    if let Some(w) = rows.writers {
+        separator(buf, area, w.y, "writers", app);
+        panels::writers(under_title(w), buf, app);
+    }
     if let Some(ev) = rows.events {
         separator(buf, area, ev.y, "events", app);
         panels::events(under_title(ev), buf, app);
@@ -273,6 +277,8 @@ struct Rows {
     speed_bar: Option<Rect>,
     progress_sep: Option<Rect>,
     progress: Rect,
+    /// A watch's writers panel (several writers).
+    writers: Option<Rect>,
     events: Option<Rect>,
     kernel: Option<Rect>,
 }
@@ -317,8 +323,14 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     } else {
         0
     };
-    // Progress (2) and its separator (1) are never given up.
-    let left = rest.height.saturating_sub(3 + MIN_CHART_ROWS);
+    // Progress (2) and its separator (1) are never given up; the writers panel comes next.
+    let mut left = rest.height.saturating_sub(3 + MIN_CHART_ROWS);
+    let writers_h = match panels::has_writers(app) {
+        true => (1 + (app.writers.len() as u16).min(panels::MAX_WRITER_ROWS)).min(left),
+        false => 0,
+    };
+    let writers_h = if writers_h < 2 { 0 } else { writers_h };
+    left -= writers_h;
     if events_h + kernel_h > left {
         // The kernel panel shrinks first (a separator and at least one line, or nothing),
         // then the events (a separator and at least two lines, or nothing).
@@ -333,6 +345,7 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     }
     let kernel = (kernel_h > 0).then(|| take_bottom(&mut rest, kernel_h));
     let events = (events_h > 0).then(|| take_bottom(&mut rest, events_h));
+    let writers = (writers_h > 0).then(|| take_bottom(&mut rest, writers_h));
     let progress = take_bottom(&mut rest, 2);
     let progress_sep = Some(take_bottom(&mut rest, 1));
     Rows {
@@ -341,6 +354,7 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
         speed_bar: None,
         progress_sep,
         progress,
+        writers,
         events,
         kernel,
     }
@@ -383,6 +397,7 @@ fn compact_layout(inner: Rect, app: &View) -> Rows {
         speed_bar,
         progress_sep: None,
         progress,
+        writers: None,
         events,
         kernel,
     }

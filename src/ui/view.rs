@@ -30,6 +30,19 @@ pub struct FileProgress {
     pub done: u64,
 }
 
+/// `copyscope watch`: one followed writer's row (several writers: the writers panel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterView {
+    pub pid: u32,
+    /// Its name as the kernel has it (quoted when drawn).
+    pub comm: String,
+    /// Bytes it wrote into files on the watched filesystem.
+    pub bytes: u64,
+    /// The file it writes (or last wrote) and how far into it.
+    pub file: Option<FileProgress>,
+    pub alive: bool,
+}
+
 /// What the copy is doing, as shown in the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunState {
@@ -219,6 +232,8 @@ pub struct Screen {
     pub watch: bool,
     /// `copyscope pipe`: no files; without a size, no total, percent or ETA.
     pub pipe: bool,
+    /// `copyscope watch`: the writers followed, the most bytes first.
+    pub writers: Vec<WriterView>,
 }
 
 impl Screen {
@@ -240,6 +255,7 @@ impl Screen {
             cancelling: None,
             watch: false,
             pipe: false,
+            writers: Vec::new(),
         }
     }
 

@@ -375,6 +375,7 @@ fn samples_engine_events_and_the_end() {
             sample: Box::new(s),
             current: None,
             verified: None,
+            writers: Vec::new(),
         },
     );
     assert!(fx.iter().all(|f| matches!(f, Effect::Events(_))));
@@ -478,6 +479,7 @@ fn frames_answer_keys_at_once_and_pace_what_samples_change() {
             sample: Box::new(s.clone()),
             current: None,
             verified: None,
+            writers: Vec::new(),
         },
     );
     assert_eq!(update(&mut st, tick()), vec![Effect::DrawPaced]);

@@ -277,3 +277,63 @@ fn q_says_where_it_leads() {
     assert!(s.contains(" q on to the live demo "), "{s}");
     assert!(!s.contains("q quit"), "{s}");
 }
+
+/// A watch following several writers (a parallel copy's workers): the writers panel under
+/// the progress rows, the most bytes first, every name quoted for the terminal.
+#[test]
+fn watch_with_writers() {
+    use copyscope::ui::view::WriterView;
+    let mut a = app(30.0);
+    a.state = RunState::Watching;
+    a.watch = true;
+    let w = |pid, comm: &str, bytes, file: Option<&str>, alive| WriterView {
+        pid,
+        comm: comm.into(),
+        bytes,
+        file: file.map(|f| FileProgress {
+            path: f.into(),
+            size: bytes,
+            done: bytes,
+        }),
+        alive,
+    };
+    a.writers = vec![
+        w(
+            4242,
+            "rsync",
+            812_000_000,
+            Some("/tank/w1/.big.iso.Xy1Ab2"),
+            true,
+        ),
+        w(
+            4243,
+            "rsync",
+            790_000_000,
+            Some("/tank/w2/photos/IMG 0001.jpg"),
+            true,
+        ),
+        w(
+            4250,
+            "evil\u{1b}[2J",
+            12_000_000,
+            Some("/tank/w3/a\nb"),
+            false,
+        ),
+        w(4251, "cp", 0, None, true),
+    ];
+    snap!("watch_with_writers", a);
+}
+
+/// `copyscope pipe`: no files; with a size the gauge, percent and ETA, without one what
+/// passed.
+#[test]
+fn pipe_with_and_without_a_size() {
+    let mut a = app(30.0);
+    a.pipe = true;
+    a.current = None;
+    a.header.source = "stdin (pipe)".into();
+    a.header.dest = "stdout (pipe)".into();
+    snap!("pipe_with_size", a);
+    a.progress.scan_done = false;
+    snap!("pipe_without_size", a);
+}

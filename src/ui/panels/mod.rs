@@ -1,5 +1,5 @@
 //! The text regions around the chart, one file each: title, speeds row, progress, events,
-//! kernel panel (with its budget rows), footer, and the fallback for tiny terminals; `fit`
+//! kernel panel (with its budget rows), a watch's writers, footer, and the fallback for tiny terminals; `fit`
 //! is the cell arithmetic they share.
 
 mod budget;
@@ -11,6 +11,7 @@ mod progress;
 mod speeds;
 mod tiny;
 mod title;
+mod writers;
 
 pub use events::events;
 pub use fit::{cells, ellipsize_end, ellipsize_start, fit_line, render_fitted};
@@ -20,3 +21,4 @@ pub use progress::{eta_secs, fraction_done, progress};
 pub use speeds::speeds;
 pub use tiny::tiny;
 pub use title::title_line;
+pub use writers::{MAX_WRITER_ROWS, has_writers, writers};
