@@ -231,52 +231,84 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// splice(2) until the end of input. A call's time is the wait for the input when the pipe
-/// it drains was empty as it began (the upstream writer had sent nothing), else the wait for
-/// the output (the pipe it fills was full, or the file's disk took it).
+/// splice(2) until the end of input, each wait timed on its own side. When the input holds
+/// data, one splice moves it straight on: what it waits for is the output (writing; from a
+/// file into a pipe with room, the file's read). When the input is an empty pipe, a splice into a pipe of this process's own
+/// waits for the writer upstream alone (reading: `pipe_wait_readable`), and what it brought
+/// is then spliced on (writing): one call that waited for both would put a reader's stall
+/// on the writer upstream (a drained input refills in microseconds, then the full output
+/// holds the call for seconds).
 fn splice_all(job: &PipeJob, progress: &Progress, control: &Control) -> Result<Ended, Errno> {
-    use rustix::pipe::{SpliceFlags, splice};
+    let (mid_r, mid_w) = rustix::pipe::pipe()?;
     loop {
         if let Some(e) = held(control) {
             return Ok(e);
         }
-        let starved = waits_for_input(job);
-        let t0 = Instant::now();
-        let n = match splice(
-            &job.input,
-            None,
-            &job.output,
-            None,
-            CHUNK,
-            SpliceFlags::MOVE,
-        ) {
-            Err(Errno::INTR) => continue,
-            r => r?,
-        };
-        let spent = nanos(t0.elapsed());
-        let counter = if starved {
-            &progress.read_ns
+        let n = if input_empty(job) {
+            let got = timed(&progress.read_ns, || splice_some(&job.input, &mid_w))?;
+            drain(&mid_r, &job.output, got, progress)?;
+            got
         } else {
-            &progress.write_ns
+            let side = match reads_a_file_first(job) {
+                true => &progress.read_ns,
+                false => &progress.write_ns,
+            };
+            let sent = timed(side, || splice_some(&job.input, &job.output))?;
+            progress
+                .bytes_copied
+                .fetch_add(sent as u64, Ordering::Relaxed);
+            sent
         };
-        counter.fetch_add(spent, Ordering::Relaxed);
         if n == 0 {
             return Ok(Ended::Eof);
         }
-        progress.bytes_copied.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
-/// Whether the next splice starts by waiting for its input: the input pipe is empty; or, with
-/// a file on the input, the output pipe still has room (so the time goes to reading the file).
-fn waits_for_input(job: &PipeJob) -> bool {
-    use rustix::io::ioctl_fionread;
-    if job.input_kind == EndKind::Pipe {
-        return ioctl_fionread(&job.input).is_ok_and(|n| n == 0);
+/// One splice of up to [`CHUNK`] bytes, retried when a signal interrupts it.
+fn splice_some(from: &OwnedFd, to: &OwnedFd) -> Result<usize, Errno> {
+    use rustix::pipe::{SpliceFlags, splice};
+    loop {
+        match splice(from, None, to, None, CHUNK, SpliceFlags::MOVE) {
+            Err(Errno::INTR) => {}
+            r => return r,
+        }
     }
-    let queued = ioctl_fionread(&job.output).unwrap_or(0);
+}
+
+/// Runs `f`, adding its wall time to `counter`.
+fn timed<T>(counter: &std::sync::atomic::AtomicU64, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let r = f();
+    counter.fetch_add(nanos(t0.elapsed()), Ordering::Relaxed);
+    r
+}
+
+/// Splices all `n` bytes of this process's pipe on to the output (writing).
+fn drain(mid: &OwnedFd, out: &OwnedFd, mut n: usize, progress: &Progress) -> Result<(), Errno> {
+    while n > 0 {
+        let sent = timed(&progress.write_ns, || splice_some(mid, out))?;
+        progress
+            .bytes_copied
+            .fetch_add(sent as u64, Ordering::Relaxed);
+        n = n.saturating_sub(sent.max(1));
+    }
+    Ok(())
+}
+
+/// A file on the input into an output pipe with room: the splice's time is the file's read.
+fn reads_a_file_first(job: &PipeJob) -> bool {
+    if job.input_kind != EndKind::File || job.output_kind != EndKind::Pipe {
+        return false;
+    }
+    let queued = rustix::io::ioctl_fionread(&job.output).unwrap_or(0);
     let room = rustix::pipe::fcntl_getpipe_size(&job.output).map_or(0, |c| c as u64);
     queued < room
+}
+
+/// Whether the input is a pipe with nothing in it now.
+fn input_empty(job: &PipeJob) -> bool {
+    job.input_kind == EndKind::Pipe && rustix::io::ioctl_fionread(&job.input).is_ok_and(|n| n == 0)
 }
 
 /// read(2) and write(2) through a 1 MiB buffer, each call's time counted on its side.

@@ -399,15 +399,7 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
         }
         Event::Key(k) => key(st, k, &mut fx),
         Event::Resize => st.dirty = true,
-        Event::Sample {
-            sample,
-            current,
-            verified,
-            writers,
-        } => {
-            st.app.writers = writers;
-            on_sample(st, &sample, (current, verified), &mut fx);
-        }
+        e @ Event::Sample { .. } => on_sample(st, e, &mut fx),
         // The engine never pauses on its own; a pause or resume it echoes was already
         // recorded when the key was pressed, and is not recorded twice.
         Event::Engine(Stamped {
@@ -467,15 +459,20 @@ pub fn update(st: &mut State, event: Event) -> Vec<Effect> {
     fx
 }
 
-/// A sample through the app and its model, with the engine's current file and the bytes
-/// read back beside it.
-fn on_sample(
-    st: &mut State,
-    sample: &Sample,
-    (current, verified): (Option<FileProgress>, Option<u64>),
-    fx: &mut Vec<Effect>,
-) {
-    let evs = st.app.on_sample(sample);
+/// A sample through the app and its model, with the engine's current file, the bytes read
+/// back and a watch's writers beside it.
+fn on_sample(st: &mut State, e: Event, fx: &mut Vec<Effect>) {
+    let Event::Sample {
+        sample,
+        current,
+        verified,
+        writers,
+    } = e
+    else {
+        return;
+    };
+    st.app.writers = writers;
+    let evs = st.app.on_sample(&sample);
     if !evs.is_empty() {
         fx.push(Effect::Events(evs));
     }

@@ -51,10 +51,6 @@ fn live_zpool_list(root: &SysRoot) -> impl Fn(&str) -> Result<String, String> {
 
 /// [`probe_environment`] with the `zpool list -vHP POOL` output supplied by `zpool_list`
 /// (`Err(reason)` when unavailable), so tests can feed a captured output.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one probe per fact about the destination (filesystem, pool, disks, tunables), in the order they depend on each other"
-)]
 pub fn probe_environment_with(
     root: &SysRoot,
     sources: &[PathBuf],

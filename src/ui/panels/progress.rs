@@ -49,7 +49,8 @@ pub fn eta_secs(app: &View) -> Option<f64> {
 
 /// The ETA's words, longest first (the row keeps the longest that fits): both finish times
 /// while copying, the disk's while flushing, from the model ([`crate::model::Eta::texts`]);
-/// under `--verify` the work left at the pace so far; "done" or "cancelled" at the end.
+/// under `--verify` the work left at the pace so far; a pipe's, its input's end at the
+/// average rate; "done" or "cancelled" at the end.
 pub fn eta_texts(app: &View) -> Vec<String> {
     let t = app.opts.theme;
     let shaped = |s: String| {
@@ -65,6 +66,8 @@ pub fn eta_texts(app: &View) -> Vec<String> {
         (RunState::Done, _) => vec!["done".to_string()],
         (RunState::Cancelled, _) => vec!["cancelled".to_string()],
         (RunState::Verifying | RunState::Paused, Some(_)) => vec![clock(eta_secs(app))],
+        // A pipe writes no cache of its own to wait for: the end of its input.
+        _ if app.pipe => vec![clock(app.model.eta_secs(false))],
         _ => match app.model.eta() {
             Some(e) => e
                 .texts(app.state == RunState::Flushing)
