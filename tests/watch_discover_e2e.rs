@@ -2,7 +2,7 @@
 //! temporary directory, and discovery, told nothing but the directory, finds each with the
 //! file it writes and (for the two that read a file) how far into its source it got; `--all`
 //! then follows them and says each as it finds it. cp and dd are held to a slow pace by
-//! stopping and continuing them (10 ms of every 100 ms), so they are mid-copy whatever the
+//! stopping and continuing them (5 ms of every 100 ms), so they are mid-copy whatever the
 //! machine's load; rsync paces itself (`--bwlimit`).
 
 use std::path::{Path, PathBuf};
@@ -28,18 +28,19 @@ impl Paced {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let pacer = std::thread::spawn(move || {
-            let signal = |sig: &str| {
-                for p in &paced {
-                    let _ = Command::new("kill").args([sig, &p.to_string()]).status();
+            use rustix::process::{Pid, Signal, kill_process};
+            let signal = |sig: Signal| {
+                for p in paced.iter().filter_map(|p| Pid::from_raw(*p as i32)) {
+                    let _ = kill_process(p, sig);
                 }
             };
             while !s.load(Ordering::SeqCst) {
-                signal("-CONT");
-                std::thread::sleep(Duration::from_millis(10));
-                signal("-STOP");
-                std::thread::sleep(Duration::from_millis(90));
+                signal(Signal::STOP);
+                std::thread::sleep(Duration::from_millis(95));
+                signal(Signal::CONT);
+                std::thread::sleep(Duration::from_millis(5));
             }
-            signal("-CONT");
+            signal(Signal::CONT);
         });
         Paced {
             children,
@@ -73,6 +74,11 @@ fn spawn(cmd: &str, args: &[&str], dir: &Path) -> Child {
         .unwrap_or_else(|e| panic!("{cmd}: {e}"))
 }
 
+/// A directory on tmpfs for the sources.
+fn shm_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/dev/shm").expect("/dev/shm (tmpfs) for the sources")
+}
+
 fn json_lines(out: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(out)
         .lines()
@@ -81,8 +87,10 @@ fn json_lines(out: &[u8]) -> Vec<Value> {
 }
 
 /// Three copies into `dir`: cp and dd of `src` (paced), rsync of it into `dst/` at 8 MB/s.
-fn three_copies(dir: &Path) -> (Paced, u32, u32, PathBuf) {
-    let src = dir.join("src.bin");
+/// The source is on tmpfs (`shm`): across filesystems cp reads and writes 128 KiB at a time
+/// (on one filesystem a single copy_file_range would copy it all between two stops).
+fn three_copies(dir: &Path, shm: &Path) -> (Paced, u32, u32, PathBuf) {
+    let src = shm.join("src.bin");
     let o = Command::new("head")
         .args(["-c", "512M", "/dev/urandom"])
         .stdout(std::fs::File::create(&src).unwrap())
@@ -90,14 +98,12 @@ fn three_copies(dir: &Path) -> (Paced, u32, u32, PathBuf) {
         .unwrap();
     assert!(o.success());
     std::fs::create_dir(dir.join("dst")).unwrap();
-    let cp = spawn("cp", &["src.bin", "cp.out"], dir);
-    let dd = spawn(
-        "dd",
-        &["if=src.bin", "of=dd.out", "bs=64k", "status=none"],
-        dir,
-    );
+    let src_arg = src.to_str().unwrap();
+    let cp = spawn("cp", &[src_arg, "cp.out"], dir);
+    let dd_if = format!("if={src_arg}");
+    let dd = spawn("dd", &[&dd_if, "of=dd.out", "bs=64k", "status=none"], dir);
     assert!(Path::new("/usr/bin/rsync").exists(), "rsync is required");
-    let rsync = spawn("rsync", &["--bwlimit=8000", "src.bin", "dst/"], dir);
+    let rsync = spawn("rsync", &["--bwlimit=8000", src_arg, "dst/"], dir);
     let (cp_pid, dd_pid) = (cp.id(), dd.id());
     let paced = Paced::start(vec![cp, dd, rsync], vec![cp_pid, dd_pid]);
     std::thread::sleep(Duration::from_millis(1500));
@@ -106,9 +112,18 @@ fn three_copies(dir: &Path) -> (Paced, u32, u32, PathBuf) {
 
 #[test]
 fn discovery_finds_cp_dd_and_rsync_with_their_files_and_percents() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, shm) = (tempfile::tempdir().unwrap(), shm_dir());
     let dir = tmp.path().canonicalize().unwrap();
-    let (paced, cp, dd, src) = three_copies(&dir);
+    let (paced, cp, dd, src) = three_copies(&dir, shm.path());
+    // The words and the JSON from the same second.
+    let words = std::thread::spawn({
+        let dir = dir.clone();
+        move || {
+            let mut c = Command::new(bin());
+            c.args(["watch", "--list"]).arg(&dir);
+            run_timeout(c, Duration::from_secs(60))
+        }
+    });
     let mut c = Command::new(bin());
     c.args(["watch", "--list", "--json"]).arg(&dir);
     let o = run_timeout(c, Duration::from_secs(60));
@@ -149,9 +164,7 @@ fn discovery_finds_cp_dd_and_rsync_with_their_files_and_percents() {
         "{receiver}"
     );
     // The words: each with its file, the two readers with their percent.
-    let mut c = Command::new(bin());
-    c.args(["watch", "--list"]).arg(&dir);
-    let o = run_timeout(c, Duration::from_secs(60));
+    let o = words.join().unwrap();
     let words = String::from_utf8_lossy(&o.stdout);
     for (pid, out) in [(cp, "cp.out"), (dd, "dd.out")] {
         let line = words
@@ -172,9 +185,9 @@ fn discovery_finds_cp_dd_and_rsync_with_their_files_and_percents() {
 /// counts their bytes.
 #[test]
 fn watch_all_follows_the_copies_it_finds() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, shm) = (tempfile::tempdir().unwrap(), shm_dir());
     let dir = tmp.path().canonicalize().unwrap();
-    let (paced, cp, dd, _) = three_copies(&dir);
+    let (paced, cp, dd, _) = three_copies(&dir, shm.path());
     let mut c = Command::new(bin());
     c.args(["watch", "--all", "--plain", "--duration", "4"])
         .arg(&dir);
