@@ -139,7 +139,15 @@ pub fn writers_table(rows: &[WriterRow], binary: bool) -> String {
         "  writers ({}), each one's bytes and share of what they wrote:\n",
         rows.len()
     );
-    for (r, share) in rows.iter().zip(shares(rows)) {
+    let shares = shares(rows);
+    // The rows under 1 % (a compiler's helpers, a shell) are counted, not listed.
+    let small = shares.iter().filter(|p| **p < 1.0).count();
+    let listed = if small > 0 && small < rows.len() {
+        rows.len() - small
+    } else {
+        rows.len()
+    };
+    for (r, share) in rows.iter().zip(shares).take(listed) {
         let file = r
             .file
             .as_ref()
@@ -152,6 +160,12 @@ pub fn writers_table(rows: &[WriterRow], binary: bool) -> String {
             shell_escape(&r.comm),
             fmt_bytes_with(r.bytes, binary),
             fmt_pct(share)
+        ));
+    }
+    if listed < rows.len() {
+        s.push_str(&format!(
+            "    and {} more under 1 % each\n",
+            rows.len() - listed
         ));
     }
     s
@@ -191,6 +205,44 @@ pub fn summary_line(target: &WatchTarget, o: &CopyOutcome, binary: bool) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_writers_table_lists_each_share_and_counts_the_small_ones() {
+        let row = |pid, comm: &str, bytes, alive| WriterRow {
+            pid,
+            comm: comm.into(),
+            file: Some(CurrentFile {
+                path: format!("/tank/w{pid}").into(),
+                size: bytes,
+                done: bytes,
+            }),
+            bytes,
+            source: None,
+            alive,
+        };
+        let rows = [
+            row(11, "rsync", 600_000_000, true),
+            row(12, "rsync", 399_000_000, false),
+            row(13, "sh", 1_000_000, false),
+        ];
+        assert_eq!(
+            writers_table(&rows, false),
+            concat!(
+                "  writers (3), each one's bytes and share of what they wrote:\n",
+                "       11 rsync  600 MB  60 %  /tank/w11\n",
+                "       12 rsync  399 MB  40 %  /tank/w12 (ended)\n",
+                "    and 1 more under 1 % each\n"
+            )
+        );
+        assert_eq!(
+            writers_table(&rows[..1], false),
+            "",
+            "one writer: the summary says it"
+        );
+        let v = writers_json(&rows);
+        assert_eq!(v[2]["share_pct"], 0.1);
+        assert_eq!(v[1]["alive"], false);
+    }
 
     #[test]
     fn the_plain_line_says_the_receive_rate() {

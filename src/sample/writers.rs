@@ -354,7 +354,7 @@ impl WriterReader {
 
     /// `pid`'s name: as last read from its stat, else from its `comm` now.
     fn comm_of(&self, pid: u32) -> String {
-        match self.known.get(&pid) {
+        match self.known.get(&pid).filter(|k| !k.comm.is_empty()) {
             Some(k) => k.comm.clone(),
             None => (self.root)
                 .read_to_string(format!("proc/{pid}/comm"))
