@@ -137,15 +137,15 @@ fn a_reader_that_stops_is_named_and_one_that_closes_ends_the_run() {
         .iter()
         .filter(|v| v["type"] == "diagnosis" && v["kind"] == "drop")
         .collect();
+    // The stop (2.5 s after the reader started, itself a moment after copyscope) is a drop
+    // named so; a dip before it, when a loaded machine slowed the reader, may be one too.
     let named = drops
         .iter()
-        .find(|v| v["causes"][0]["cause"] == "pipe_reader")
-        .unwrap_or_else(|| panic!("no drop named the reader: {drops:?}"));
-    let t = named["t"].as_f64().unwrap();
-    assert!(
-        (1.5..5.0).contains(&t),
-        "the drop starts with the stop: {named}"
-    );
+        .find(|v| {
+            v["causes"][0]["cause"] == "pipe_reader"
+                && (1.5..6.0).contains(&v["t"].as_f64().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no drop at the stop named the reader: {drops:?}"));
     assert!(
         named["text"]
             .as_str()

@@ -411,7 +411,10 @@ impl ThreadReader {
         };
         // A followed writer's threads all count: its thread names are its own.
         if self.followed.is_none() && !is_copier(&comm) {
-            return Thread::Other;
+            // A thread just spawned carries its creator's name until it names itself: the
+            // process's own name (the main thread's) is not final, and is read again.
+            let own = read("../../comm").is_some_and(|c| c.trim_end() == comm);
+            return if own { Thread::Gone } else { Thread::Other };
         }
         let (run_ns, wait_ns) = read("schedstat")
             .and_then(|t| parse_schedstat(&t))
@@ -691,6 +694,22 @@ mod tests {
         assert_eq!(reader.read().unwrap().threads, 1);
         put("proc/self/task/11/stat", "11 (copyscope-copy-1) R 1 2 3");
         assert_eq!(reader.read().unwrap().threads, 2);
+    }
+
+    /// A thread spawned by the main thread has the process's name until it names itself
+    /// (`copyscope-pipe` is spawned so): seen then, it is read again, not taken for another.
+    #[test]
+    fn a_thread_still_named_as_its_process_is_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| put_file(t.path(), rel, text);
+        put("proc/self/comm", "copyscope\n");
+        put("proc/self/task/1/stat", "1 (copyscope) S 1 2 3");
+        put("proc/self/task/12/stat", "12 (copyscope) R 1 2 3");
+        let root = SysRoot::new(t.path());
+        let mut reader = ThreadReader::new(&root).with_helpers(Vec::new);
+        assert_eq!(reader.read(), None, "no copy thread yet");
+        put("proc/self/task/12/stat", "12 (copyscope-pipe) S 1 2 3");
+        assert_eq!(reader.read().unwrap().threads, 1);
     }
 
     #[test]
