@@ -232,11 +232,17 @@ pub fn spawn_sampler_from(
             // Built here, not by the caller: its first reading (the CPU meter's /proc/stat)
             // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
-            // The kernel's trace of the writer's threads when allowed (root); removed when
-            // this thread ends, whichever way it ends.
-            let mut exact_src = ExactSource::start(&root, nanos(start.elapsed())).ok();
+            // The kernel's trace of the writer's threads when allowed (root), from the first
+            // tick after it is set up (the ticks before carry the fallback's level); its
+            // removal is left to a child process when this thread ends normally, and done
+            // here when the thread unwinds.
+            let mut pending = ExactSource::start_in_background(&root, start);
+            let mut exact_src: Option<ExactSource> = None;
             let stacks = exact::stacks_readable(&root);
             let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
+                if exact_src.is_none() {
+                    exact_src = pending.ready();
+                }
                 let mut s = source.tick(reader, start);
                 if let (Some(x), Some(pids)) = (exact_src.as_mut(), reader.followed()) {
                     x.follow_processes(pids);
@@ -294,6 +300,9 @@ pub fn spawn_sampler_from(
                         s.skipped += missed;
                     }
                 }
+            }
+            if let Some(x) = exact_src.or_else(|| pending.wait()) {
+                x.close_detached();
             }
         });
     SamplerHandle {
