@@ -23,7 +23,8 @@
 # Usage: scripts/bench-speed.sh [--runs 5] [--million-runs 1] [--entries 1000000]
 #                               [--dir /dev/shm/copyscope-speed] [--cases 'tree-tmpfs flat ...']
 # Env: COPYSCOPE_BIN (default: release build of this tree), XCP, CPZ (default: from PATH or
-# ~/.cargo/bin; `cargo install xcp --version 0.24.9`, `cargo install cpz`).
+# ~/.cargo/bin; `cargo install xcp --version 0.24.9`, `cargo install cpz`), COPYSCOPE_BEFORE
+# (another copyscope binary, run as one more tool: a change measured before/after in one run).
 # Needs root (loop mounts), mkfs.ext4, /usr/bin/time, python3.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
         --entries) ENTRIES=$2; shift 2 ;;
         --dir) DIR=$2; shift 2 ;;
         --cases) CASES=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "bench-speed: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -49,6 +50,7 @@ if [ -z "${COPYSCOPE_BIN:-}" ]; then
     COPYSCOPE_BIN=${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope
 fi
 CS=$COPYSCOPE_BIN
+BEFORE=${COPYSCOPE_BEFORE:-}
 mkdir -p "$DIR"
 MNT=$DIR/mnt IMG=$DIR/ext4.img
 cleanup() {
@@ -110,11 +112,16 @@ tools_for() { # KIND (tree|file|durable)
     esac
     [ -n "$XCP" ] && r+=("xcp$q${s:+ && sync -f}|$XCP$q SRC OUT$s")
     [ -n "$CPZ" ] && r+=("cpz${s:+ && sync -f}|$CPZ SRC OUT$s")
-    if [ "$1" = durable ]; then
-        r+=("copyscope|$CS --plain SRC OUT")
-    else
-        r+=("copyscope|$CS --plain --no-sync SRC OUT")
-    fi
+    local b
+    for b in ${BEFORE:+"$BEFORE"} "$CS"; do
+        local label=copyscope
+        [ "$b" = "$CS" ] || label="copyscope before"
+        if [ "$1" = durable ]; then
+            r+=("$label|$b --plain SRC OUT")
+        else
+            r+=("$label|$b --plain --no-sync SRC OUT")
+        fi
+    done
     printf '%s\n' "${r[@]}"
 }
 
@@ -211,7 +218,8 @@ run_case() {
 echo "## bench-speed $(date -u '+%F %T') UTC, load $(load), $(nproc) CPUs, $(uname -r)"
 echo
 version() { if [ -n "$1" ]; then "$1" --version 2>&1 | awk '{print $NF; exit}'; else echo "not installed"; fi; }
-echo "copyscope $("$CS" --version | cut -d' ' -f2-), xcp $(version "$XCP"), cpz $(version "$CPZ"), $(cp --version | head -1)"
+echo "copyscope $("$CS" --version | cut -d' ' -f2-)${BEFORE:+, copyscope before $("$BEFORE" --version | cut -d' ' -f2-)}," \
+    "xcp $(version "$XCP"), cpz $(version "$CPZ"), $(cp --version | head -1)"
 echo
 for CASE in $CASES; do
     case $CASE in
