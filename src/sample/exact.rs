@@ -189,7 +189,8 @@ impl ExactSource {
     /// the trace's timestamps up with the samples'); removes stale instances first.
     pub fn start(root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
         Self::allowed(root)?;
-        Self::start_at(Path::new(TRACEFS), root, elapsed_ns)
+        let mono_at_start = mono_ns().saturating_sub(elapsed_ns);
+        Self::start_at(Path::new(TRACEFS), root, mono_at_start)
     }
 
     /// [`ExactSource::start`] on a thread of its own: making and configuring an instance waits
@@ -206,7 +207,8 @@ impl ExactSource {
             .name("copyscope-trace".into())
             .spawn(move || {
                 let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                Self::start_at(Path::new(TRACEFS), &root, elapsed)
+                let mono_at_start = mono_ns().saturating_sub(elapsed);
+                Self::start_at(Path::new(TRACEFS), &root, mono_at_start)
             });
         PendingExact(thread.ok())
     }
@@ -231,7 +233,13 @@ impl ExactSource {
         self.instance.remove_detached();
     }
 
-    fn start_at(tracefs: &Path, root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
+    /// `mono_at_start`: CLOCK_MONOTONIC at the sampler's `t_ns` = 0, read with the sampler's
+    /// clock before the instance is made (which takes tens of ms).
+    fn start_at(
+        tracefs: &Path,
+        root: &SysRoot,
+        mono_at_start: u64,
+    ) -> Result<ExactSource, NotExact> {
         tracefs::ensure_mounted(tracefs).map_err(|e| NotExact(e.to_string()))?;
         tracefs::remove_stale(tracefs, tracefs::copyscope_alive);
         let instance = Instance::create(tracefs).map_err(|e| NotExact(e.to_string()))?;
@@ -246,7 +254,7 @@ impl ExactSource {
                 followed: None,
                 not_writers: HashSet::new(),
             },
-            mono_at_start: mono_ns().saturating_sub(elapsed_ns),
+            mono_at_start,
             buf: Vec::new(),
             events: Vec::new(),
             failed: false,
