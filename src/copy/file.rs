@@ -516,7 +516,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     let kept = if sh.opts.xattrs {
         super::xattr::copy(&src, &dst)
     } else if sh.opts.preserve_mode_time {
-        super::xattr::copy_acls(&src, &dst)
+        super::xattr::copy_acls(&src, &dst, false)
     } else {
         None
     };

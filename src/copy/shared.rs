@@ -724,7 +724,7 @@ impl Shared {
         let kept = if self.opts.xattrs {
             super::xattr::copy(&n.src, &n.dst)
         } else if self.opts.preserve_mode_time && mode.is_some() {
-            super::xattr::copy_acls(&n.src, &n.dst)
+            super::xattr::copy_acls(&n.src, &n.dst, true)
         } else {
             None
         };

@@ -91,12 +91,16 @@ pub(crate) fn copy(src: impl AsFd, dst: impl AsFd) -> Option<String> {
 /// the mode's group bits are only its mask (dropping the ACL can widen access).
 const ACLS: [&std::ffi::CStr; 2] = [c"system.posix_acl_access", c"system.posix_acl_default"];
 
-/// Copies the POSIX ACLs of `src` onto `dst` (the default ACL exists on directories only).
-/// After the mode is set: an access ACL sets the permission bits again, to the same values.
-/// Returns what could not be kept, in words for a per-file note.
-pub(crate) fn copy_acls(src: impl AsFd, dst: impl AsFd) -> Option<String> {
+/// Copies the POSIX ACLs of `src` onto `dst`: the access ACL, and for a directory its
+/// default ACL (only directories have one: the kernel refuses to set one on anything else, so
+/// asking a file for it would be one syscall per file answered ENODATA, 5 % of the kernel
+/// time of a flat directory of small files). After the mode is set: an access ACL sets the
+/// permission bits again, to the same values. Returns what could not be kept, in words for
+/// a per-file note.
+pub(crate) fn copy_acls(src: impl AsFd, dst: impl AsFd, is_dir: bool) -> Option<String> {
     let mut failed = Vec::new();
-    for name in ACLS {
+    let names = if is_dir { &ACLS[..] } else { &ACLS[..1] };
+    for &name in names {
         let value = match read_all(|b| rfs::fgetxattr(&src, name, b)) {
             Ok(v) => v,
             // None (the usual case), or a file system without ACLs.

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Instant;
 
 use rustix::time::{ClockId, clock_gettime};
 use serde::{Deserialize, Serialize};
@@ -186,6 +188,33 @@ impl ExactSource {
     /// Starts the trace for the live system (`elapsed_ns`: the sampler's clock now, to line
     /// the trace's timestamps up with the samples'); removes stale instances first.
     pub fn start(root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
+        Self::allowed(root)?;
+        let mono_at_start = mono_ns().saturating_sub(elapsed_ns);
+        Self::start_at(Path::new(TRACEFS), root, mono_at_start)
+    }
+
+    /// [`ExactSource::start`] on a thread of its own: making and configuring an instance waits
+    /// for the kernel (setting its `trace_clock` and `buffer_size_kb` wait for RCU grace
+    /// periods: 40–45 ms measured under `strace -T`), which would hold the sampler's first
+    /// samples back and, for a copy shorter than that, its end. `start` is the instant the
+    /// sampler's `t_ns` counts from.
+    pub fn start_in_background(root: &SysRoot, start: Instant) -> PendingExact {
+        if Self::allowed(root).is_err() {
+            return PendingExact(None);
+        }
+        let root = root.clone();
+        let thread = std::thread::Builder::new()
+            .name("copyscope-trace".into())
+            .spawn(move || {
+                let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let mono_at_start = mono_ns().saturating_sub(elapsed);
+                Self::start_at(Path::new(TRACEFS), &root, mono_at_start)
+            });
+        PendingExact(thread.ok())
+    }
+
+    /// Whether this process may trace the live system (root, and not turned off).
+    fn allowed(root: &SysRoot) -> Result<(), NotExact> {
         if !root.is_live() {
             return Err(NotExact("not the live system".into()));
         }
@@ -195,10 +224,22 @@ impl ExactSource {
         if !rustix::process::geteuid().is_root() {
             return Err(NotExact("not root".into()));
         }
-        Self::start_at(Path::new(TRACEFS), root, elapsed_ns)
+        Ok(())
     }
 
-    fn start_at(tracefs: &Path, root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
+    /// Ends the trace; the instance's removal goes on after this process has exited
+    /// ([`Instance::remove_detached`]).
+    pub fn close_detached(self) {
+        self.instance.remove_detached();
+    }
+
+    /// `mono_at_start`: CLOCK_MONOTONIC at the sampler's `t_ns` = 0, read with the sampler's
+    /// clock before the instance is made (which takes tens of ms).
+    fn start_at(
+        tracefs: &Path,
+        root: &SysRoot,
+        mono_at_start: u64,
+    ) -> Result<ExactSource, NotExact> {
         tracefs::ensure_mounted(tracefs).map_err(|e| NotExact(e.to_string()))?;
         tracefs::remove_stale(tracefs, tracefs::copyscope_alive);
         let instance = Instance::create(tracefs).map_err(|e| NotExact(e.to_string()))?;
@@ -213,7 +254,7 @@ impl ExactSource {
                 followed: None,
                 not_writers: HashSet::new(),
             },
-            mono_at_start: mono_ns().saturating_sub(elapsed_ns),
+            mono_at_start,
             buf: Vec::new(),
             events: Vec::new(),
             failed: false,
@@ -282,6 +323,30 @@ impl ExactSource {
         if !tids.is_empty() && self.instance.follow(&tids).is_err() {
             self.failed = true;
         }
+    }
+}
+
+/// An exact source being started ([`ExactSource::start_in_background`]).
+pub struct PendingExact(Option<JoinHandle<Result<ExactSource, NotExact>>>);
+
+impl PendingExact {
+    /// No trace to wait for (a run that is not traced).
+    pub fn none() -> Self {
+        PendingExact(None)
+    }
+
+    /// The source once its thread has made it; None before, and for good once it is taken or
+    /// could not be made.
+    pub fn ready(&mut self) -> Option<ExactSource> {
+        match &self.0 {
+            Some(t) if t.is_finished() => self.wait(),
+            _ => None,
+        }
+    }
+
+    /// Waits for the source (a run that ends before it was ready).
+    pub fn wait(&mut self) -> Option<ExactSource> {
+        self.0.take()?.join().ok().and_then(Result::ok)
     }
 }
 

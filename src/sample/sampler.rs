@@ -232,17 +232,23 @@ pub fn spawn_sampler_from(
             // Built here, not by the caller: its first reading (the CPU meter's /proc/stat)
             // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
-            // The kernel's trace of the writer's threads when allowed (root); removed when
-            // this thread ends, whichever way it ends. Not for `copyscope pipe`: its thread
-            // blocks on the pipes every few KiB, and a stack traced at each of those switches
-            // cut a 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md, "pipe").
-            let mut exact_src = env
-                .pipe
-                .is_none()
-                .then(|| ExactSource::start(&root, nanos(start.elapsed())).ok())
-                .flatten();
+            // The kernel's trace of the writer's threads when allowed (root), from the first
+            // tick after it is set up (the ticks before carry the fallback's level); its
+            // removal is left to a child process when this thread ends normally, and done
+            // here when the thread unwinds. Not for `copyscope pipe`: its thread blocks on
+            // the pipes every few KiB, and a stack traced at each of those switches cut a
+            // 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md, "pipe").
+            let mut pending = if env.pipe.is_none() {
+                ExactSource::start_in_background(&root, start)
+            } else {
+                exact::PendingExact::none()
+            };
+            let mut exact_src: Option<ExactSource> = None;
             let stacks = exact::stacks_readable(&root);
             let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
+                if exact_src.is_none() {
+                    exact_src = pending.ready();
+                }
                 let mut s = source.tick(reader, start);
                 if let (Some(x), Some(pids)) = (exact_src.as_mut(), reader.followed()) {
                     x.follow_processes(pids);
@@ -300,6 +306,9 @@ pub fn spawn_sampler_from(
                         s.skipped += missed;
                     }
                 }
+            }
+            if let Some(x) = exact_src.or_else(|| pending.wait()) {
+                x.close_detached();
             }
         });
     SamplerHandle {

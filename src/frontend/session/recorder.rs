@@ -104,6 +104,9 @@ impl Recorder {
 
     /// Engine events carry paths; non-UTF-8 ones are written lossily (JSON has no other way).
     pub fn engine_event(&mut self, t_ns: u64, e: &EngineEvent) {
+        if self.writer.is_none() {
+            return;
+        }
         let e = crate::report::json::lossy_event(e);
         self.write(|w| w.write_engine_event(t_ns, &e));
     }

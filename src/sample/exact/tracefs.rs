@@ -99,6 +99,8 @@ pub struct Instance {
     pub fields: ThrottleFields,
     /// The threads the filters currently name.
     named: Vec<u32>,
+    /// Its removal was handed to a child process ([`Instance::remove_detached`]).
+    detached: bool,
 }
 
 impl Instance {
@@ -114,6 +116,7 @@ impl Instance {
             pipe: None,
             fields: ThrottleFields::default(),
             named: Vec::new(),
+            detached: false,
         };
         inst.configure()?;
         Ok(inst)
@@ -236,11 +239,44 @@ impl Instance {
     }
 }
 
-impl Drop for Instance {
-    fn drop(&mut self) {
+impl Instance {
+    /// Stops the trace and closes the pipe here, and leaves the removal of the instance to a
+    /// child process that outlives this one: the kernel's `rmdir` of an instance waits for
+    /// RCU grace periods (32–37 ms measured under `strace -T`), which at the end of a run
+    /// would be the last thing the user waits for. The child is `rmdir` by absolute path
+    /// (never one found through `PATH`) with the instance's own path, which no other user can
+    /// name; when it cannot be started the instance is removed here. Should the child fail,
+    /// the next run removes the instance as a killed run's.
+    pub fn remove_detached(mut self) {
+        self.stop();
+        let rmdir = ["/bin/rmdir", "/usr/bin/rmdir"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+        let spawned = rmdir.is_some_and(|cmd| {
+            std::process::Command::new(cmd)
+                .arg(&self.dir)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .is_ok()
+        });
+        self.detached = spawned;
+    }
+
+    fn stop(&mut self) {
         let _ = self.write("tracing_on", "0");
         // The pipe must be closed first: an open pipe keeps the instance busy.
         self.pipe = None;
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if self.detached {
+            return;
+        }
+        self.stop();
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
