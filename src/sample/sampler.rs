@@ -213,6 +213,20 @@ pub fn spawn_sampler(
 /// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
 /// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
 /// when `tx`'s receiver is gone.
+/// The kernel's trace of the writer's threads when allowed (root), from the first tick after
+/// it is set up (the ticks before carry the fallback's level); its removal is left to a child
+/// process when the sampler ends normally, and done there when it unwinds. Not for
+/// `copyscope pipe`: its thread blocks on the pipes every few KiB, and a stack traced at each
+/// of those switches cut a 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md,
+/// "pipe").
+fn start_trace(root: &SysRoot, env: &Environment, start: Instant) -> exact::PendingExact {
+    if env.pipe.is_none() {
+        ExactSource::start_in_background(root, start)
+    } else {
+        exact::PendingExact::none()
+    }
+}
+
 pub fn spawn_sampler_from(
     root: SysRoot,
     env: &Environment,
@@ -232,17 +246,7 @@ pub fn spawn_sampler_from(
             // Built here, not by the caller: its first reading (the CPU meter's /proc/stat)
             // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
-            // The kernel's trace of the writer's threads when allowed (root), from the first
-            // tick after it is set up (the ticks before carry the fallback's level); its
-            // removal is left to a child process when this thread ends normally, and done
-            // here when the thread unwinds. Not for `copyscope pipe`: its thread blocks on
-            // the pipes every few KiB, and a stack traced at each of those switches cut a
-            // 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md, "pipe").
-            let mut pending = if env.pipe.is_none() {
-                ExactSource::start_in_background(&root, start)
-            } else {
-                exact::PendingExact::none()
-            };
+            let mut pending = start_trace(&root, &env, start);
             let mut exact_src: Option<ExactSource> = None;
             let stacks = exact::stacks_readable(&root);
             let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
