@@ -210,9 +210,6 @@ pub fn spawn_sampler(
     spawn_sampler_from(root, env, SampleSource::Copy(progress), interval, start, tx)
 }
 
-/// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
-/// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
-/// when `tx`'s receiver is gone.
 /// The kernel's trace of the writer's threads when allowed (root), from the first tick after
 /// it is set up (the ticks before carry the fallback's level); its removal is left to a child
 /// process when the sampler ends normally, and done there when it unwinds. Not for
@@ -227,6 +224,9 @@ fn start_trace(root: &SysRoot, env: &Environment, start: Instant) -> exact::Pend
     }
 }
 
+/// Starts the sampler thread: a first sample at once, then one every `interval` on fixed
+/// deadlines, stamped with ns since `start`. It ends on [`SamplerHandle::stop`], on drop, or
+/// when `tx`'s receiver is gone.
 pub fn spawn_sampler_from(
     root: SysRoot,
     env: &Environment,
