@@ -348,6 +348,22 @@ impl PendingExact {
     pub fn wait(&mut self) -> Option<ExactSource> {
         self.0.take()?.join().ok().and_then(Result::ok)
     }
+
+    /// Waits for the source at most `limit`: a run that ends (a cancel answered at once)
+    /// must not wait for the kernel's grace periods under load. Past it the setup thread is
+    /// left to finish; the source it makes is dropped there, which removes its instance (and
+    /// should the process exit first, the next run removes it as a killed run's).
+    pub fn wait_for(&mut self, limit: std::time::Duration) -> Option<ExactSource> {
+        let deadline = std::time::Instant::now() + limit;
+        while self.0.as_ref().is_some_and(|t| !t.is_finished()) {
+            if std::time::Instant::now() >= deadline {
+                self.0 = None;
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.wait()
+    }
 }
 
 /// Fills the sample's exact figures and evidence level from what this tick had.

@@ -210,6 +210,9 @@ pub fn spawn_sampler(
     spawn_sampler_from(root, env, SampleSource::Copy(progress), interval, start, tx)
 }
 
+/// A run that ends before its trace was set up waits this long for it, ms.
+const UNREADY_TRACE_MS: u64 = 200;
+
 /// The kernel's trace of the writer's threads when allowed (root), from the first tick after
 /// it is set up (the ticks before carry the fallback's level); its removal is left to a child
 /// process when the sampler ends normally, and done there when it unwinds. Not for
@@ -311,7 +314,8 @@ pub fn spawn_sampler_from(
                     }
                 }
             }
-            if let Some(x) = exact_src.or_else(|| pending.wait()) {
+            let unready = Duration::from_millis(UNREADY_TRACE_MS);
+            if let Some(x) = exact_src.or_else(|| pending.wait_for(unready)) {
                 x.close_detached();
             }
         });
