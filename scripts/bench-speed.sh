@@ -22,6 +22,8 @@
 #
 # Usage: scripts/bench-speed.sh [--runs 5] [--million-runs 1] [--entries 1000000]
 #                               [--dir /dev/shm/copyscope-speed] [--cases 'tree-tmpfs flat ...']
+# The data sets stay in DIR for the next run (about 3 GB of memory with the million entries):
+# remove DIR when done.
 # Env: COPYSCOPE_BIN (default: release build of this tree), XCP, CPZ (default: from PATH or
 # ~/.cargo/bin; `cargo install xcp --version 0.24.9`, `cargo install cpz`), COPYSCOPE_BEFORE
 # (another copyscope binary, run as one more tool: a change measured before/after in one run).
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
         --entries) ENTRIES=$2; shift 2 ;;
         --dir) DIR=$2; shift 2 ;;
         --cases) CASES=$2; shift 2 ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "bench-speed: unknown argument $1" >&2; exit 2 ;;
     esac
 done
