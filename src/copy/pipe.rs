@@ -239,7 +239,9 @@ fn nanos(d: Duration) -> u64 {
 /// on the writer upstream (a drained input refills in microseconds, then the full output
 /// holds the call for seconds).
 fn splice_all(job: &PipeJob, progress: &Progress, control: &Control) -> Result<Ended, Errno> {
-    let (mid_r, mid_w) = rustix::pipe::pipe()?;
+    // Close-on-exec, as every descriptor here: a child this process starts (the holder of a
+    // released file, the trace's rmdir) holding a pipe's end would keep its reader waiting.
+    let (mid_r, mid_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     loop {
         if let Some(e) = held(control) {
             return Ok(e);
@@ -367,7 +369,7 @@ mod tests {
         let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let src = dir.path().join("src");
         std::fs::write(&src, &data).unwrap();
-        let (r, w) = rustix::pipe::pipe().unwrap();
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
         let j = job(std::fs::File::open(&src).unwrap().into(), w, None);
         assert_eq!(
             (j.input_kind, j.output_kind),
@@ -399,8 +401,8 @@ mod tests {
     /// A reader that closes its end ends the run as a broken pipe, not an error.
     #[test]
     fn a_closed_reader_is_a_broken_pipe() {
-        let (r, w) = rustix::pipe::pipe().unwrap();
-        let (r2, w2) = rustix::pipe::pipe().unwrap();
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        let (r2, w2) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
         drop(r2);
         let mut feed = std::fs::File::from(w);
         feed.write_all(b"some data").unwrap();
