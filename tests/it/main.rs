@@ -12,6 +12,7 @@ mod util;
 mod architecture;
 mod compare;
 mod corpus;
+mod dependencies;
 mod eta;
 mod export_data;
 mod export_png;
