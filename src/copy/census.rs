@@ -56,7 +56,7 @@ struct Census<'a> {
 /// Returns early (totals left incomplete, no `ScanDone`) when the copy is stopped.
 pub(crate) fn census(sh: &Arc<Shared>, roots: &[Root]) {
     count_and_check(sh, roots);
-    sh.space_pending.store(false, Ordering::SeqCst);
+    sh.space.settle_check();
 }
 
 fn count_and_check(sh: &Arc<Shared>, roots: &[Root]) {
@@ -384,9 +384,9 @@ impl Census<'_> {
             };
             let _ = sh.events.send(EngineEvent::LowSpace(low.clone()));
             let Some(ask) = &sh.ask else { continue };
-            sh.hold.store(true, Ordering::SeqCst);
+            sh.space.set_hold(true);
             let answer = ask.low_space(&low);
-            sh.hold.store(false, Ordering::SeqCst);
+            sh.space.set_hold(false);
             if answer == SpaceAnswer::Cancel {
                 sh.control.cancelled.store(true, Ordering::SeqCst);
                 return;

@@ -15,10 +15,11 @@ use super::census::census;
 use super::conflict::ALL_NONE;
 use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
+use super::outcomes::FileIssue;
 use super::plan::{CopyJob, Root};
 use super::queue::{Popped, QUEUE_LEN, WorkQueue};
 use super::scan::scan;
-use super::shared::{Entry, FileIssue, Shared, errmsg, lock};
+use super::shared::{Entry, Shared, errmsg, lock};
 use super::{ConflictAsk, Control, EngineEvent, EventSender, Progress, ProgressSnapshot};
 use crate::exit::ExitStatus;
 
@@ -114,42 +115,25 @@ impl Shared {
             fatal: Mutex::new(None),
             conflict_all: AtomicU8::new(ALL_NONE),
             ask_lock: Mutex::new(()),
-            failures: Mutex::new(Vec::new()),
-            skipped: Mutex::new(Vec::new()),
-            changed: Mutex::new(Vec::new()),
-            notes: Mutex::new(Vec::new()),
-            verified: AtomicU64::new(0),
-            owners_unkept: AtomicU64::new(0),
-            mismatches: AtomicU64::new(0),
-            cloned: AtomicU64::new(0),
+            outcomes: Default::default(),
             big_lane: Mutex::new(()),
             pause_announced: AtomicBool::new(false),
-            hold: AtomicBool::new(false),
-            space_pending: AtomicBool::new(false),
-            space_budget: AtomicU64::new(u64::MAX),
-            space_claimed: AtomicU64::new(0),
+            space: Default::default(),
             walked_files: AtomicU64::new(0),
             walked_bytes: AtomicU64::new(0),
-            links: Mutex::new(Vec::new()),
-            link_map: Mutex::new(HashMap::new()),
+            hard_links: Default::default(),
             sync_targets: Mutex::new(Vec::new()),
-            throttle: Mutex::new((None, 0)),
-            pacing: Mutex::new(None),
+            rates: Default::default(),
             exclude: (!opts.exclude.is_empty())
                 .then(|| super::filter::Exclude::new(&opts.exclude).ok())
                 .flatten(),
             verify_on_zfs: AtomicBool::new(false),
             made_names: None,
             unfinished: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(Vec::new()),
-            next_in_flight: AtomicU64::new(0),
-            placing: std::sync::RwLock::new(()),
-            abandoned: AtomicBool::new(false),
+            in_flight: Default::default(),
             flink_empty_path: AtomicBool::new(true),
             made_dirs: Default::default(),
             stages: Default::default(),
-            out_of_space: AtomicBool::new(false),
-            full_strikes: Default::default(),
             opts,
         }
     }
@@ -219,8 +203,8 @@ fn run_engine(
     } else {
         flush_all(&sh)
     };
-    let failures = std::mem::take(&mut *lock(&sh.failures));
-    let mismatches = sh.mismatches.load(Ordering::SeqCst);
+    let lists = sh.outcomes.take();
+    let mismatches = sh.outcomes.mismatches.load(Ordering::SeqCst);
     let verify = sh.opts.verify.then(|| verify_result(&sh, mismatches));
     let fatal = lock(&sh.fatal).clone();
     // A cancel during the flush of a complete copy cancels nothing: every file is in place
@@ -229,19 +213,18 @@ fn run_engine(
         ExitStatus::Cancelled
     } else if fatal.is_some() {
         ExitStatus::Fatal
-    } else if !failures.is_empty() || mismatches > 0 || sh.owners_unkept.load(Ordering::SeqCst) > 0
-    {
+    } else if sh.outcomes.partial(&lists) {
         ExitStatus::Partial
     } else {
         ExitStatus::Success
     };
     let snap = sh.progress.snapshot();
     CopyOutcome {
-        bytes_cloned: sh.cloned.load(Ordering::SeqCst),
-        failures,
-        skipped: std::mem::take(&mut *lock(&sh.skipped)),
-        changed: std::mem::take(&mut *lock(&sh.changed)),
-        notes: std::mem::take(&mut *lock(&sh.notes)),
+        bytes_cloned: sh.outcomes.cloned.load(Ordering::SeqCst),
+        failures: lists.failures,
+        skipped: lists.skipped,
+        changed: lists.changed,
+        notes: lists.notes,
         fatal,
         // A cancelled flush has no flush time, though the durable speed counts what it did.
         flush_secs: flush_secs.filter(|_| status != ExitStatus::Cancelled),
@@ -260,9 +243,7 @@ fn start_census(sh: &Arc<Shared>, roots: &[Root]) -> Option<JoinHandle<()>> {
         census(sh, roots);
         return None;
     }
-    sh.space_budget
-        .store(space_budget(sh, roots), Ordering::SeqCst);
-    sh.space_pending.store(true, Ordering::SeqCst);
+    sh.space.open_check(space_budget(sh, roots));
     let csh = sh.clone();
     let roots = roots.to_vec();
     std::thread::Builder::new()
@@ -286,8 +267,8 @@ fn copy_all(sh: &Arc<Shared>, roots: &[Root], census: Option<JoinHandle<()>>) {
     let abandoned = !workers_ended(sh, &ended);
     if abandoned {
         // A worker is held in the kernel past the grace: its files are given up, and the
-        // exit that follows the cancel ends the held thread (see `abandon_in_flight`).
-        sh.abandon_in_flight();
+        // exit that follows the cancel ends the held thread (see `InFlightFiles::abandon`).
+        sh.in_flight.abandon();
         sh.stages.remove_all();
     } else {
         for w in workers {
@@ -350,14 +331,12 @@ fn start_workers(
 
 /// The hard links, made once every file they name is in place.
 fn make_links(sh: &Arc<Shared>) {
-    let links = std::mem::take(&mut *lock(&sh.links));
-    for item in links {
+    for item in sh.hard_links.take_later() {
         if sh.gate().is_ok() {
             super::file::make_link(sh, &item.entry, &item.first);
         }
         item.entry.parent.release(sh);
     }
-    lock(&sh.link_map).clear();
 }
 
 /// Flushes every destination filesystem: the flush's length, or `None` and true when a
@@ -380,7 +359,7 @@ fn flush_all(sh: &Shared) -> (Option<f64>, bool) {
 
 /// What `--verify` found, and how it read the copies back.
 fn verify_result(sh: &Shared, mismatches: u64) -> VerifyResult {
-    let files = sh.verified.load(Ordering::SeqCst) + mismatches;
+    let files = sh.outcomes.verified.load(Ordering::SeqCst) + mismatches;
     let _ = sh
         .events
         .send(EngineEvent::VerifyDone { files, mismatches });

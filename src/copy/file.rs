@@ -16,12 +16,14 @@ use rustix::io::Errno;
 
 use super::EngineEvent;
 use super::conflict::Decision;
+use super::links::FirstName;
 use super::nofollow::{self, Expect, Ident, NodeErr, Pinned};
 use super::options::{LARGE_FILE, OverwritePolicy, ReflinkMode, SyncMode};
+use super::rate::bwlimit_chunk;
 use super::scan::node_error;
 use super::shared::{
-    DirNode, Entry, FirstName, Meta, Shared, Stopped, TEMP_MARKER, bwlimit_chunk, ends_write,
-    errmsg, is_zfs, permission_bits, timestamps,
+    DirNode, Entry, Meta, Shared, Stopped, TEMP_MARKER, ends_write, errmsg, is_zfs,
+    permission_bits, timestamps,
 };
 use super::stage::TempDir;
 use super::writeback::WriteBehind;
@@ -461,7 +463,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
         Staged::Named(t, _) => Some((&t.at, t.name.as_os_str())),
         Staged::Unnamed(_) => None,
     };
-    let flight = sh.stage_in_flight(&e.parent, temp, &dst);
+    let flight = sh.in_flight.stage(&e.parent, temp, &dst);
 
     let lane = (st.size >= LARGE_FILE).then(|| sh.big_lane.lock());
     let res = copy_contents(sh, &src, &dst, &st, &rel, e.parent.cfr_ok, buf);
@@ -534,10 +536,10 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     if sh.opts.verify {
         match verify(sh, &src, &dst, buf) {
             Ok(true) => {
-                sh.verified.fetch_add(1, Ordering::Relaxed);
+                sh.outcomes.verified.fetch_add(1, Ordering::Relaxed);
             }
             Ok(false) => {
-                sh.mismatches.fetch_add(1, Ordering::Relaxed);
+                sh.outcomes.mismatches.fetch_add(1, Ordering::Relaxed);
                 return sh.fail(&path, "verify: the copy read back from the device differs from the source; it was not kept".into());
             }
             Err(DataErr::Stop) => return,
@@ -549,7 +551,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
     }
     // Never after a cancel gave the in-flight files up (their names are gone, their
     // descriptors handed away): a file put in place then would outlive the cancel.
-    let placed = sh.place_in_flight(flight, || match tmp {
+    let placed = sh.in_flight.place(flight, || match tmp {
         Staged::Named(tmp, id) => place(sh, &path, tmp, e, id, &target).map(|()| Some(id)),
         Staged::Unnamed(dir) => link_unnamed(sh, dir, &dst, &e.dst_name).map(|()| None),
     });
@@ -669,7 +671,7 @@ fn copy_contents(
     if sh.opts.reflink != ReflinkMode::Never {
         match rfs::ioctl_ficlone(dst, src) {
             Ok(()) => {
-                sh.cloned.fetch_add(st.size, Ordering::Relaxed);
+                sh.outcomes.cloned.fetch_add(st.size, Ordering::Relaxed);
                 sh.add_bytes(rel, st.size, st.size, st.size);
                 return Ok(st.size);
             }

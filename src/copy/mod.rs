@@ -321,14 +321,19 @@ pub mod error;
 pub(crate) mod file;
 pub mod filter;
 mod flush;
+mod in_flight;
+mod links;
 pub(crate) mod nofollow;
 pub mod options;
+mod outcomes;
 pub mod pipe;
 pub mod plan;
 mod queue;
+mod rate;
 pub(crate) mod scan;
 pub(crate) mod shared;
 pub mod signals;
+mod space;
 pub(crate) mod stage;
 pub mod writeback;
 pub(crate) mod xattr;
@@ -338,6 +343,7 @@ pub use error::CopyError;
 pub use options::{
     CopyOptions, CopyRequest, Dereference, OverwritePolicy, Pair, ReflinkMode, SyncMode,
 };
+pub use outcomes::FileIssue;
 pub use plan::{CopyJob, Root, resolve_targets};
-pub use shared::{FileIssue, TEMP_MARKER};
+pub use shared::TEMP_MARKER;
 pub use signals::{SignalGuard, install_signal_handlers, last_signal};

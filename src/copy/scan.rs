@@ -8,8 +8,8 @@ use crate::present::quote::quote;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
@@ -18,9 +18,7 @@ use super::nofollow::{self, Ident, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
 use super::queue::WorkQueue;
-use super::shared::{
-    DirNode, Entry, FirstName, LinkItem, Meta, Shared, cfr_cannot_clone, errmsg, is_zfs, lock,
-};
+use super::shared::{DirNode, Entry, Meta, Shared, cfr_cannot_clone, errmsg, is_zfs};
 use super::stage::{self, LazyStage};
 
 /// Directory entry names with the type `getdents` gave (`d_type`; `Unknown` on file systems
@@ -395,23 +393,10 @@ fn dispatch(sh: &Arc<Shared>, mut entry: Entry, tx: &WorkQueue<Entry>) -> bool {
         FileType::RegularFile => {
             sh.walked_bytes.fetch_add(m.data_size(), Ordering::Relaxed);
             if sh.opts.hard_links && m.nlink > 1 {
-                let mut map = lock(&sh.link_map);
-                if let Some(first) = map.get(&(m.dev, m.ino)) {
-                    entry.parent.hold();
-                    let first = first.clone();
-                    lock(&sh.links).push(LinkItem { first, entry });
-                    return true;
+                match sh.hard_links.first_or_later(entry) {
+                    Some(first) => entry = first,
+                    None => return true,
                 }
-                let made = Arc::new(OnceLock::new());
-                entry.made = Some(made.clone());
-                map.insert(
-                    (m.dev, m.ino),
-                    FirstName {
-                        dir: entry.parent.clone(),
-                        name: entry.dst_name.clone(),
-                        made,
-                    },
-                );
             }
             entry.parent.hold();
             let parent = entry.parent.clone();

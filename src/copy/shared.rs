@@ -3,30 +3,28 @@
 //! small helpers (errno words, timestamps) every part of the engine uses.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{self as rfs, FileType, Mode};
 use rustix::io::Errno;
 
+use super::in_flight::InFlightFiles;
+use super::links::HardLinks;
 use super::nofollow::NodeErr;
 use super::options::{CopyOptions, SyncMode};
+use super::outcomes::{IssueKind, Outcomes};
+use super::rate::RateSchedules;
+use super::space::SpaceGate;
 use super::stage::{LazyStage, MadeDirs, StageSet, TempDir};
 use super::{ConflictAsk, Control, CurrentFile, EngineEvent, EventSender, Progress};
 
 /// Marker inside every temporary name: `.NAME.copyscope-tmp-XXXXXX` beside the destination.
 pub const TEMP_MARKER: &str = ".copyscope-tmp-";
-
-/// One path and what went wrong (or was skipped, or changed) with it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FileIssue {
-    pub path: PathBuf,
-    pub message: String,
-}
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Meta {
@@ -157,20 +155,6 @@ impl Entry {
     }
 }
 
-/// A hard link to make once its first name has been copied (`-a`).
-pub(crate) struct LinkItem {
-    pub(crate) entry: Entry,
-    pub(crate) first: FirstName,
-}
-
-/// Where the first name of a hard-linked file went, and the inode of its copy.
-#[derive(Clone)]
-pub(crate) struct FirstName {
-    pub dir: Arc<DirNode>,
-    pub name: OsString,
-    pub made: Arc<OnceLock<u64>>,
-}
-
 /// A name in a destination directory: (directory dev, directory inode, name).
 pub(crate) type NameKey = (u64, u64, OsString);
 
@@ -187,34 +171,16 @@ pub(crate) struct Shared {
     pub(crate) fatal: Mutex<Option<String>>,
     pub(crate) conflict_all: AtomicU8,
     pub(crate) ask_lock: Mutex<()>,
-    pub(crate) failures: Mutex<Vec<FileIssue>>,
-    pub(crate) skipped: Mutex<Vec<FileIssue>>,
-    pub(crate) changed: Mutex<Vec<FileIssue>>,
-    pub(crate) notes: Mutex<Vec<FileIssue>>,
-    /// Entries whose owner `-p` could not keep, as root (each is also a note).
-    pub(crate) owners_unkept: AtomicU64,
-    pub verified: AtomicU64,
-    pub mismatches: AtomicU64,
-    pub cloned: AtomicU64,
+    pub(crate) outcomes: Outcomes,
     pub big_lane: Mutex<()>,
     pub(crate) pause_announced: AtomicBool,
-    /// Set while the free-space question is open: workers wait before their next write.
-    pub(crate) hold: AtomicBool,
-    /// Set until the census has compared the totals with the free space.
-    pub(crate) space_pending: AtomicBool,
-    /// Bytes the copy may write before that comparison: most of the space free at the start
-    /// (`u64::MAX` when unknown). Files are claimed against it as they start.
-    pub(crate) space_budget: AtomicU64,
-    pub(crate) space_claimed: AtomicU64,
+    pub(crate) space: SpaceGate,
     /// Entries and bytes the copy's own walk met (the census's totals, as the copy saw them).
     pub(crate) walked_files: AtomicU64,
     pub(crate) walked_bytes: AtomicU64,
-    pub(crate) links: Mutex<Vec<LinkItem>>,
-    pub(crate) link_map: Mutex<HashMap<(u64, u64), FirstName>>,
+    pub(crate) hard_links: HardLinks,
     pub(crate) sync_targets: Mutex<Vec<(u64, OwnedFd)>>,
-    pub(crate) throttle: Mutex<(Option<Instant>, u64)>,
-    /// `--bwlimit`: when the next byte may be written (a token bucket's theoretical arrival time).
-    pub(crate) pacing: Mutex<Option<Instant>>,
+    pub(crate) rates: RateSchedules,
     /// `--exclude`, compiled.
     pub(crate) exclude: Option<super::filter::Exclude>,
     pub verify_on_zfs: AtomicBool,
@@ -226,66 +192,12 @@ pub(crate) struct Shared {
     pub(crate) flink_empty_path: AtomicBool,
     /// Directories waiting for their final metadata (keyed by node address).
     pub(crate) unfinished: Mutex<HashMap<usize, Arc<DirNode>>>,
-    /// The destination files being written, for a cancel that cannot wait for their workers
-    /// (see [`Shared::abandon_in_flight`]), with their [`InFlight::id`]. At most one per
-    /// worker: a short list, locked only to add or remove one (never across a syscall).
-    pub(crate) in_flight: Mutex<Vec<(u64, Staging)>>,
-    pub(crate) next_in_flight: AtomicU64,
-    /// Held shared while a finished file is put in place, exclusively by the abandon: the two
-    /// exclude each other without the workers' places waiting on one another.
-    pub(crate) placing: RwLock<()>,
-    /// Set by [`Shared::abandon_in_flight`]: no file may be put in place after it.
-    pub(crate) abandoned: AtomicBool,
+    /// The destination files being written, for a cancel that cannot wait for their workers.
+    pub(crate) in_flight: InFlightFiles,
     /// The directories this run made, never accepted as a staging directory.
     pub(crate) made_dirs: MadeDirs,
     /// Every staging directory made, removed at the engine's end whatever happened.
     pub(crate) stages: StageSet,
-    /// An entry failed with ENOSPC since the last [`Shared::stop_if_full`].
-    pub(crate) out_of_space: AtomicBool,
-    /// Failures for want of space in a row that left the destination full.
-    pub(crate) full_strikes: AtomicU8,
-}
-
-/// A destination file being written: its worker's descriptor (shared, so the registry can
-/// hand a dup of it away whatever its worker does, without a dup per file) and its temporary
-/// name, if it has one (an `O_TMPFILE` file has none).
-pub(crate) struct Staging {
-    pub(crate) dir: Arc<DirNode>,
-    /// The temporary's name in `at` (None: unnamed).
-    pub(crate) name: Option<OsString>,
-    pub(crate) at: Option<TempDir>,
-    pub(crate) fd: Arc<OwnedFd>,
-}
-
-/// A worker's entry in [`Shared::in_flight`], removed when dropped (the file was put in
-/// place, or given up by its worker).
-pub(crate) struct InFlight<'a> {
-    sh: &'a Shared,
-    pub(crate) id: u64,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let mut reg = lock(&self.sh.in_flight);
-        if let Some(i) = reg.iter().position(|(id, _)| *id == self.id) {
-            reg.swap_remove(i);
-        }
-    }
-}
-
-/// How far behind its schedule a `--bwlimit` writer may fall and still catch up: a sleep
-/// that overshoots (timer slack, a busy machine) by less than this loses no rate. It is also
-/// the most credit a pause or a scan can bank, so a burst after idle time stays under 1 %
-/// of any 1 s window. The start banks none (a 100 ms head start, with the first chunks,
-/// ran a 30 MB copy at 10 MB/s at 11.1 MB/s over its first second).
-const BWLIMIT_SLACK: Duration = Duration::from_millis(8);
-
-/// The `--bwlimit` chunk: 2 ms of the limit (so one chunk written before its sleep adds at
-/// most 0.2 % to a 1 s window), at least 512 bytes, at most 64 KiB, and whole 4 KiB pages
-/// from 4 KiB up (so every write starts and ends on a page boundary).
-pub(crate) fn bwlimit_chunk(bps: u64) -> usize {
-    let c = (bps / 500).clamp(512, 64 << 10) as usize;
-    if c >= 4096 { c & !4095 } else { c }
 }
 
 /// The copy was cancelled or stopped by a fatal error.
@@ -316,9 +228,6 @@ pub(crate) fn is_fatal_dest(e: Errno) -> bool {
 pub(crate) fn ends_write(e: Errno) -> bool {
     is_fatal_dest(e) || matches!(e, Errno::NOSPC | Errno::FBIG)
 }
-
-/// Free space below which a destination counts as full for every file still to come.
-const FULL_BELOW: u64 = 64 << 10;
 
 pub(crate) fn fatal_message(e: Errno) -> String {
     match e {
@@ -375,7 +284,7 @@ impl Shared {
             if self.is_stopped() {
                 return Err(Stopped);
             }
-            if self.hold.load(Ordering::SeqCst) {
+            if self.space.held() {
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }
@@ -398,14 +307,10 @@ impl Shared {
     /// free at the start waits for that comparison (and its question), so a copy that cannot
     /// fit is asked about before it fills the disk, while one that fits never waits.
     pub fn await_space_check(&self, len: u64) -> Result<(), Stopped> {
-        if !self.space_pending.load(Ordering::SeqCst) {
+        if !self.space.claim_must_wait(len) {
             return Ok(());
         }
-        let claimed = self.space_claimed.fetch_add(len, Ordering::SeqCst) + len;
-        if claimed <= self.space_budget.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        while self.space_pending.load(Ordering::SeqCst) {
+        while self.space.check_pending() {
             if self.is_stopped() {
                 return Err(Stopped);
             }
@@ -427,22 +332,9 @@ impl Shared {
         self.test_throttle(n);
     }
 
-    /// `--bwlimit`: a schedule over the whole engine (all workers share it). Every chunk
-    /// moves the schedule on by its size at the limit rate, from where it stood or from
-    /// [`BWLIMIT_SLACK`] ago if it fell further behind (idle time banks no more credit than
-    /// that); the writer then sleeps until the schedule's time. So the bytes of any window
-    /// exceed the limit by at most the slack plus one chunk ([`bwlimit_chunk`]).
+    /// `--bwlimit` / `--pace auto`: sleeps until the shared schedule lets the writer go on.
     fn pace(&self, n: u64, bps: u64) {
-        let due = {
-            let mut tat = lock(&self.pacing);
-            let now = Instant::now();
-            let from = tat.map_or(now, |t| {
-                t.max(now.checked_sub(BWLIMIT_SLACK).unwrap_or(now))
-            });
-            let next = from + Duration::from_secs_f64(n as f64 / bps as f64);
-            *tat = Some(next);
-            next
-        };
+        let due = self.rates.limit_due(n, bps, Instant::now());
         if due <= Instant::now() {
             return;
         }
@@ -488,12 +380,7 @@ impl Shared {
         let Some(bps) = self.opts.throttle_bps.filter(|b| *b > 0) else {
             return;
         };
-        let due = {
-            let mut t = lock(&self.throttle);
-            let start = *t.0.get_or_insert_with(Instant::now);
-            t.1 += n;
-            start + Duration::from_secs_f64(t.1 as f64 / bps as f64)
-        };
+        let due = self.rates.test_due(n, bps, Instant::now());
         self.sleep_until(due);
     }
 
@@ -536,10 +423,7 @@ impl Shared {
 
     pub fn fail(&self, path: &Path, error: String) {
         self.progress.files_failed.fetch_add(1, Ordering::Relaxed);
-        lock(&self.failures).push(FileIssue {
-            path: path.to_path_buf(),
-            message: error.clone(),
-        });
+        self.outcomes.record(IssueKind::Failed, path, &error);
         let _ = self.events.send(EngineEvent::FileFailed {
             path: path.to_path_buf(),
             error,
@@ -548,10 +432,7 @@ impl Shared {
 
     pub fn skip(&self, path: &Path, reason: String) {
         self.progress.files_failed.fetch_add(1, Ordering::Relaxed);
-        lock(&self.skipped).push(FileIssue {
-            path: path.to_path_buf(),
-            message: reason.clone(),
-        });
+        self.outcomes.record(IssueKind::Skipped, path, &reason);
         let _ = self.events.send(EngineEvent::FileSkipped {
             path: path.to_path_buf(),
             reason,
@@ -565,7 +446,7 @@ impl Shared {
         if !self.is_root {
             return;
         }
-        self.owners_unkept.fetch_add(1, Ordering::Relaxed);
+        self.outcomes.owners_unkept.fetch_add(1, Ordering::Relaxed);
         self.note(
             path,
             "failed to preserve ownership: Operation not permitted (kept without set-id bits)"
@@ -575,10 +456,7 @@ impl Shared {
 
     /// A file copied with a caveat (not a failure).
     pub fn note(&self, path: &Path, note: String) {
-        lock(&self.notes).push(FileIssue {
-            path: path.to_path_buf(),
-            message: note.clone(),
-        });
+        self.outcomes.record(IssueKind::Note, path, &note);
         let _ = self.events.send(EngineEvent::FileNote {
             path: path.to_path_buf(),
             note,
@@ -586,10 +464,7 @@ impl Shared {
     }
 
     pub fn changed(&self, path: &Path, detail: String) {
-        lock(&self.changed).push(FileIssue {
-            path: path.to_path_buf(),
-            message: detail.clone(),
-        });
+        self.outcomes.record(IssueKind::Changed, path, &detail);
         let _ = self.events.send(EngineEvent::FileChanged {
             path: path.to_path_buf(),
             detail,
@@ -618,7 +493,7 @@ impl Shared {
         if is_fatal_dest(e) {
             self.fatal(fatal_message(e));
         } else if e == Errno::NOSPC {
-            self.out_of_space.store(true, Ordering::SeqCst);
+            self.space.mark_out_of_space();
             self.fail(
                 path,
                 format!("{what}: No space left on device; its unfinished copy was removed"),
@@ -634,14 +509,12 @@ impl Shared {
     /// of a failure per remaining file, while a copy whose last file did not fit just
     /// reports that file.
     pub(crate) fn stop_if_full(&self, dir: &OwnedFd) {
-        if !self.out_of_space.swap(false, Ordering::SeqCst) {
+        if !self.space.take_out_of_space() {
             return;
         }
         let Ok(v) = rfs::fstatvfs(dir) else { return };
         let blocks = if self.is_root { v.f_bfree } else { v.f_bavail };
-        if blocks.saturating_mul(v.f_frsize) >= FULL_BELOW {
-            self.full_strikes.store(0, Ordering::SeqCst);
-        } else if self.full_strikes.fetch_add(1, Ordering::SeqCst) >= 1 {
+        if self.space.full_strike(blocks.saturating_mul(v.f_frsize)) {
             self.fatal(fatal_message(Errno::NOSPC));
         }
     }
@@ -761,58 +634,6 @@ impl Shared {
         }
     }
 
-    /// Registers a destination file being written (see [`Staging`]).
-    pub(crate) fn stage_in_flight(
-        &self,
-        dir: &Arc<DirNode>,
-        temp: Option<(&TempDir, &OsStr)>,
-        fd: &Arc<OwnedFd>,
-    ) -> InFlight<'_> {
-        let id = self.next_in_flight.fetch_add(1, Ordering::Relaxed);
-        let staging = Staging {
-            dir: dir.clone(),
-            name: temp.map(|(_, n)| n.to_os_string()),
-            at: temp.map(|(at, _)| at.clone()),
-            fd: fd.clone(),
-        };
-        lock(&self.in_flight).push((id, staging));
-        InFlight { sh: self, id }
-    }
-
-    /// Runs `place` (the rename or link that gives a finished file its name) unless a cancel
-    /// has abandoned the in-flight files; the two exclude each other through `placing`. None
-    /// when the file was abandoned.
-    pub(crate) fn place_in_flight<R>(&self, f: InFlight, place: impl FnOnce() -> R) -> Option<R> {
-        let _shared = self.placing.read().unwrap_or_else(|e| e.into_inner());
-        if self.abandoned.load(Ordering::SeqCst) {
-            return None;
-        }
-        let r = place();
-        drop(f);
-        Some(r)
-    }
-
-    /// A confirmed cancel whose workers are still held in the kernel (a write inside
-    /// balance_dirty_pages sleeps until it is done, and only SIGKILL ends that sleep): every
-    /// in-flight file loses its temporary name at once and a dup of its descriptor goes to
-    /// `release_after_exit`, so the process can exit (killing the held threads) without a
-    /// partial file left under any name and without waiting for the pages under writeback.
-    /// Nothing is put in place after this.
-    pub(crate) fn abandon_in_flight(&self) {
-        let _exclusive = self.placing.write().unwrap_or_else(|e| e.into_inner());
-        self.abandoned.store(true, Ordering::SeqCst);
-        let staged: Vec<Staging> = lock(&self.in_flight).drain(..).map(|(_, s)| s).collect();
-        for s in staged {
-            if let (Some(name), Some(at)) = (&s.name, &s.at) {
-                // unlinkat never follows: at worst it removes what someone put under our name.
-                let _ = rfs::unlinkat(at.fd(&s.dir), name, rfs::AtFlags::empty());
-            }
-            if let Ok(dup) = s.fd.try_clone() {
-                super::file::release_after_exit(dup);
-            }
-        }
-    }
-
     pub(crate) fn add_sync_target(&self, dev: u64, fd: &OwnedFd) {
         let mut t = lock(&self.sync_targets);
         if t.iter().any(|(d, _)| *d == dev) {
@@ -879,31 +700,21 @@ pub(crate) fn is_zfs(fd: &OwnedFd) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shared() -> Shared {
-        let (tx, _rx) = crate::copy::EventSender::channel(Instant::now());
-        Shared::new(
-            Arc::new(Progress::default()),
-            Arc::new(Control::default()),
-            tx,
-            None,
-            CopyOptions::default(),
-        )
-    }
-
-    fn dir(path: &Path) -> Arc<DirNode> {
+impl DirNode {
+    /// A private directory open at both ends on `path`, as the tests of the engine's parts
+    /// need one.
+    pub(crate) fn open_for_test(path: &Path) -> Arc<DirNode> {
         let open = || {
             rfs::open(
                 path,
                 rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
                 Mode::empty(),
             )
+            .expect("the test directory opens")
         };
         Arc::new(DirNode {
-            src: open().unwrap(),
-            dst: open().unwrap(),
+            src: open(),
+            dst: open(),
             pending: AtomicUsize::new(1),
             meta: None,
             finalize: false,
@@ -918,73 +729,5 @@ mod tests {
             private: true,
             stage: Default::default(),
         })
-    }
-
-    fn temp_file(d: &DirNode, name: &str) -> OwnedFd {
-        let flags = rfs::OFlags::RDWR | rfs::OFlags::CREATE | rfs::OFlags::EXCL;
-        let fd = rfs::openat(&d.dst, name, flags, Mode::from_raw_mode(0o600)).unwrap();
-        rustix::io::write(&fd, &[7u8; 65536]).unwrap();
-        fd
-    }
-
-    #[test]
-    fn an_abandoned_file_loses_its_temporary_name_and_is_never_placed() {
-        let t = tempfile::tempdir().unwrap();
-        let sh = shared();
-        let d = dir(t.path());
-        let name = ".a.copyscope-tmp-000001";
-        let fd = Arc::new(temp_file(&d, name));
-        let flight = sh.stage_in_flight(&d, Some((&TempDir::Here, OsStr::new(name))), &fd);
-        sh.abandon_in_flight();
-        assert!(
-            !t.path().join(name).exists(),
-            "the temporary name is removed"
-        );
-        assert!(lock(&sh.in_flight).is_empty());
-        let placed = sh.place_in_flight(flight, || panic!("placed after the abandon"));
-        assert!(placed.is_none());
-        // The worker's own descriptor still works: a held write that returns writes nowhere
-        // visible, and its close is not the last (the holder has one).
-        rustix::io::write(&*fd, b"late").unwrap();
-    }
-
-    #[test]
-    fn a_placed_file_leaves_the_registry_and_is_not_abandoned() {
-        let t = tempfile::tempdir().unwrap();
-        let sh = shared();
-        let d = dir(t.path());
-        let name = ".b.copyscope-tmp-000002";
-        let fd = Arc::new(temp_file(&d, name));
-        let flight = sh.stage_in_flight(&d, Some((&TempDir::Here, OsStr::new(name))), &fd);
-        let placed = sh.place_in_flight(flight, || {
-            rfs::renameat(&d.dst, name, &d.dst, "b").map(|()| 1)
-        });
-        assert_eq!(placed.map(Result::unwrap), Some(1));
-        assert!(lock(&sh.in_flight).is_empty());
-        sh.abandon_in_flight();
-        assert!(t.path().join("b").exists(), "a placed file stays");
-    }
-
-    #[test]
-    fn a_worker_that_gives_up_on_its_own_leaves_the_registry() {
-        let t = tempfile::tempdir().unwrap();
-        let sh = shared();
-        let d = dir(t.path());
-        let fd = Arc::new(temp_file(&d, "c"));
-        let flight = sh.stage_in_flight(&d, None, &fd);
-        assert_eq!(lock(&sh.in_flight).len(), 1);
-        drop(flight);
-        assert!(lock(&sh.in_flight).is_empty());
-    }
-
-    #[test]
-    fn bwlimit_chunks_are_at_most_2_ms_of_the_limit_and_whole_pages() {
-        for bps in [1_000, 100_000, 1_000_000, 10_000_000, 10 << 20, 150_000_000] {
-            let c = bwlimit_chunk(bps);
-            assert!(c == 512 || c as u64 * 500 <= bps, "{bps}: {c}");
-            assert!(c < 4096 || c.is_multiple_of(4096), "{bps}: {c}");
-            assert!((512..=64 << 10).contains(&c), "{bps}: {c}");
-        }
-        assert_eq!(bwlimit_chunk(10_000_000), 16 << 10);
     }
 }
