@@ -1,7 +1,7 @@
 //! Build script: stamps the version `copyscope --version` prints with the git commit the binary
 //! is built from (`0.1.0 (d25021b)`, `0.1.0 (d25021b-dirty)` when a build input differs from
 //! that commit), or the bare version when built outside a git checkout (a release tarball, a
-//! crates.io download). Also compiled into tests/package_version.rs, which tests these rules.
+//! crates.io download). Also compiled into tests/it/package_version.rs, which tests these rules.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

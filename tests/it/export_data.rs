@@ -63,7 +63,7 @@ fn engine_events_fill_in_what_the_model_did_not_record() {
 #[test]
 fn stats_are_the_models_and_counts_come_from_the_samples() {
     // One interpreter: speeds, drops and time lost are what the model says about the same
-    // recording (tests/one_voice.rs checks every output against it); without a summary line
+    // recording (tests/it/one_voice.rs checks every output against it); without a summary line
     // the counts come from the last sample.
     let rec = built_recording(false);
     let total = rec.samples.last().expect("samples").engine.bytes_copied;

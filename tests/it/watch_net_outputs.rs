@@ -3,7 +3,7 @@
 //! followed by `--pid`, a bash sender streaming over /dev/tcp with a 2 s pause, `--net lo`):
 //! the receive rate is a line of its own with a legend entry in the SVG and the PNG, a row in
 //! the Markdown and in `compare`, a line in the text export, and the JSON names the interface.
-//! (tests/one_voice.rs checks that every output prints the model's same rx figures.)
+//! (tests/it/one_voice.rs checks that every output prints the model's same rx figures.)
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The command line: help with examples, completions, man page, demo, and the
 //! subcommand/default-command split (a file named `demo` can still be copied).
 
-mod util;
+use crate::util;
 
 use std::process::Command;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! ported from GNU coreutils' tests/cp/*.sh name their origin; where copyscope differs on
 //! purpose, docs/compat.md says why.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -2,7 +2,7 @@
 //! -d, -v, -x, --exclude, --bwlimit, a missing source among several, and names quoted for the
 //! terminal. Cases ported from GNU coreutils' tests/cp/*.sh name their origin.
 
-mod util;
+use crate::util;
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -491,8 +491,9 @@ fn bwlimit_paces_the_copy_and_rejects_unitless_rates() {
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(fs::read(&dst).unwrap(), fs::read(&src).unwrap());
-    // 6 MiB at 2 MiB/s: 3 s less the 100 ms burst, plus start-up.
-    assert!((2.8..8.0).contains(&secs), "took {secs:.2} s");
+    // 6 MiB at 2 MiB/s: 3 s less the 100 ms burst, plus start-up (however slow a loaded
+    // machine makes that: the limit is what is checked).
+    assert!((2.8..60.0).contains(&secs), "took {secs:.2} s");
     for bad in ["1000", "1.5", "2X", "0k", "1.5.2M"] {
         let o = copyscope(&[
             OsStr::new("--bwlimit"),

@@ -2,7 +2,7 @@
 //! read-only destination, disk full (small tmpfs), files that vanish or grow mid-copy.
 //! Root-only parts (mounts, dropping privileges) print why they are skipped otherwise.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -5,7 +5,7 @@
 //! copy follow cp's rule (kept only with the owner). These tests need root (CI runs as
 //! root); as another user they say so and pass.
 
-mod util;
+use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -475,7 +475,7 @@ impl Racer {
             "--inh-caps=-all",
         ])
         .arg(exe)
-        .args(["--exact", "racer_process_entry", "--nocapture"])
+        .args(["--exact", "hostile::racer_process_entry", "--nocapture"])
         .env("COPYSCOPE_HOSTILE_RACER", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -2,10 +2,8 @@
 //! and build.rs's rules (clean, `-dirty`, no git, a tarball inside another checkout) on
 //! throwaway repositories.
 
-#[allow(dead_code)]
-#[path = "../build.rs"]
-mod build_script;
-mod util;
+use crate::build_script;
+use crate::util;
 
 use std::fs;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Refusals happen before anything is written: into itself, same file, dir onto file,
 //! several sources onto a non-directory, missing operands. Exit 2, destination untouched.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -4,7 +4,7 @@
 //! where copyscope deliberately differs the case asserts copyscope's behaviour and
 //! docs/compat.md says why.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

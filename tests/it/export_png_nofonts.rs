@@ -2,7 +2,7 @@
 //! The outer test re-runs this test binary with every font path (fontconfig, XDG data
 //! dirs, HOME) pointed at an empty directory and runs the inner test there.
 
-mod export_support;
+use crate::export_support;
 
 use copyscope::report::export::{ChartData, render_png, render_svg};
 
@@ -14,7 +14,7 @@ fn png_renders_text_with_no_system_fonts() {
         .args([
             "--ignored",
             "--exact",
-            "inner_render_without_fonts",
+            "export_png_nofonts::inner_render_without_fonts",
             "--nocapture",
         ])
         .env_clear()

@@ -1,7 +1,7 @@
 //! Trees and cp semantics through the real binary: contents and metadata, symlinks,
 //! specials, names, sparse files, hard links, conflict policies, verify and JSON.
 
-mod util;
+use crate::util;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -18,7 +18,7 @@ use copyscope::report::summary::final_summary;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-mod util;
+use crate::util;
 use util::{committed_recordings as recordings, plain_ui_options as opts};
 
 /// The TUI's header row (the line with "avg"), drawn wide enough to hold every figure.

@@ -4,7 +4,7 @@
 //! (one a day took minutes and gigabytes). Each through the real binary under an address
 //! space limit the old reads and drawings could not stay within.
 
-mod util;
+use crate::util;
 
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};

@@ -1,7 +1,7 @@
 //! The library entry point the TUI uses: spawn_engine with pause, cancel and a
 //! ConflictAsk, progress counters and the event stream.
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
