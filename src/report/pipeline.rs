@@ -4,21 +4,15 @@
 
 use crate::model::pipeline::{Limiter, PipelineView, StageFigures, state_words};
 use crate::present::format::{fmt_pct, fmt_rate_with};
-use crate::present::quote::shell_escape;
-use crate::present::text::ellipsize_middle;
+use crate::present::quote::{command_line, shell_escape};
 use crate::sample::pipeline::StageWait;
 
 /// A stage's command line as shown: each argument shell-quoted, shortened in the middle.
 pub const ARGS_WIDTH: usize = 40;
 
-/// "'head' -c 200M /dev/zero", at most `width` characters.
+/// "head -c 200M /dev/zero", at most `width` characters.
 pub fn args_text(s: &StageFigures, width: usize) -> String {
-    let joined: Vec<String> = s
-        .args
-        .iter()
-        .map(|a| shell_escape(a).into_owned())
-        .collect();
-    ellipsize_middle(&joined.join(" "), width)
+    command_line(&s.args, width)
 }
 
 /// "blocked on output 97 %, busy 3 %": the states of 1 % or more, the largest first.
