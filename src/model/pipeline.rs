@@ -21,6 +21,8 @@ pub const OWN_SHARE: f64 = 0.5;
 /// … and each stage upstream of it waited to write, each one downstream to read, at least
 /// this share of theirs.
 pub const WAITING_SHARE: f64 = 0.5;
+/// A stage measured for less than this is not weighed yet: nothing is named before.
+pub const MIN_MEASURED_NS: u64 = 1_000_000_000;
 
 /// Nanoseconds per state, and time with no state (threads unreadable).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,6 +129,8 @@ impl Shares {
 pub enum Unclear {
     /// No stage was found, or none measured yet.
     NoStages,
+    /// A stage was measured for less than [`MIN_MEASURED_NS`].
+    TooShort,
     /// A pipeline of one stage has no neighbours to weigh it against.
     OneStage,
     /// Several stages each fit the rule (all busy, or all in poll).
@@ -183,6 +187,11 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
         },
         _ => {}
     }
+    if measured.iter().any(|&i| shares[i].measured_ns < MIN_MEASURED_NS) {
+        return Limiter::Unknown {
+            why: Unclear::TooShort,
+        };
+    }
     let n = measured.len();
     let fits: Vec<(usize, StageWait)> = (0..n)
         .filter_map(|k| {
@@ -231,7 +240,7 @@ fn limited_by_words(by: StageWait) -> &'static str {
     match by {
         StageWait::Output => "blocked on its output, outside the pipeline",
         StageWait::Input => "blocked on its input, outside the pipeline",
-        StageWait::Poll => "in poll on its descriptors",
+        StageWait::Poll => "in poll on its descriptors (its neighbour waiting: on the outside)",
         StageWait::Other => "asleep on something other than its pipes (a timer, a lock)",
         w => state_words(w),
     }
@@ -272,6 +281,7 @@ impl PipelineView {
 fn unclear_words(why: Unclear) -> &'static str {
     match why {
         Unclear::NoStages => "no stage measured yet",
+        Unclear::TooShort => "measured for less than a second",
         Unclear::OneStage => "one stage only, no neighbour to weigh it against",
         Unclear::Several => {
             "several stages do their own work while their neighbours wait (each could limit)"
@@ -554,9 +564,16 @@ mod tests {
                 why: Unclear::NoStages
             }
         );
+        let brief = shares(&[(Busy, 0.3)]);
+        let out = shares(&[(Output, 1.0)]);
+        assert_eq!(
+            limiting(&[out, brief]),
+            Limiter::Unknown {
+                why: Unclear::TooShort
+            }
+        );
         // A stage never measured (threads unreadable) does not count.
         let none = Shares::default();
-        let out = shares(&[(Output, 1.0)]);
         assert_eq!(
             limiting(&[out, none, busy]),
             Limiter::Stage { index: 2, by: Busy }
