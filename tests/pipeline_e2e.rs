@@ -24,8 +24,7 @@ const DEADLINE: Duration = Duration::from_secs(90);
 const SLOW_CONSUMER: &str =
     r#"perl -MTime::HiRes=usleep -e 'while (sysread(STDIN, $b, 65536)) { usleep(20000) }'"#;
 /// A producer that writes 64 KiB, then sleeps 20 ms.
-const SLOW_PRODUCER: &str =
-    r#"perl -MTime::HiRes=usleep -e '$b = "x" x 65536; while (1) { syswrite(STDOUT, $b) or exit; usleep(20000) }'"#;
+const SLOW_PRODUCER: &str = r#"perl -MTime::HiRes=usleep -e '$b = "x" x 65536; while (1) { syswrite(STDOUT, $b) or exit; usleep(20000) }'"#;
 
 /// A shell running `pipeline`, its output and errors to /dev/null; killed with its children
 /// when dropped.
@@ -153,7 +152,10 @@ impl Watch {
                 return p.clone();
             }
         }
-        panic!("{what}: not seen in {DEADLINE:?}; last lines: {:#?}", self.seen);
+        panic!(
+            "{what}: not seen in {DEADLINE:?}; last lines: {:#?}",
+            self.seen
+        );
     }
 
     /// Ends the watch with SIGTERM; its summary object.
@@ -209,7 +211,10 @@ fn a_slow_consumer_limits_and_its_producer_is_blocked_on_output() {
     let summary = w.stop();
     assert_eq!(summary["pipeline"]["limiting"]["comm"], "perl", "{summary}");
     let verdict = summary["verdict"].to_string();
-    assert!(verdict.contains("Limited by stage 2 of 2, 'perl'"), "{verdict}");
+    assert!(
+        verdict.contains("Limited by stage 2 of 2, 'perl'"),
+        "{verdict}"
+    );
     assert!(verdict.contains("'cat'"), "{verdict}");
 }
 

@@ -527,7 +527,10 @@ impl Lines {
             );
             let mut v = json::with_net(v, watch, &st);
             if let (Some(p), serde_json::Value::Object(m)) = (model.pipeline(), &mut v) {
-                m.insert("pipeline".into(), crate::report::pipeline::pipeline_json(&p));
+                m.insert(
+                    "pipeline".into(),
+                    crate::report::pipeline::pipeline_json(&p),
+                );
             }
             v.to_string()
         } else if let Some(w) = watch {
@@ -595,7 +598,10 @@ fn print_summary(d: &Display, finished: &Finished, writers: &[crate::copy::Write
                 crate::report::watch::writers_json(writers),
             );
             if let Some(p) = finished.model.pipeline_run() {
-                m.insert("pipeline".into(), crate::report::pipeline::pipeline_json(&p));
+                m.insert(
+                    "pipeline".into(),
+                    crate::report::pipeline::pipeline_json(&p),
+                );
             }
         }
         emit(&v.to_string());

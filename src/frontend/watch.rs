@@ -204,8 +204,8 @@ fn start(
         return Err(WatchError::NoPath(path()));
     }
     let root = SysRoot::new(d.sys_root.clone());
-    if let Some(pid) = (req.pids.iter().chain(&req.pipeline))
-        .find(|p| !root.join(format!("proc/{p}")).exists())
+    if let Some(pid) =
+        (req.pids.iter().chain(&req.pipeline)).find(|p| !root.join(format!("proc/{p}")).exists())
     {
         return Err(WatchError::NoProcess(*pid));
     }
@@ -215,7 +215,9 @@ fn start(
     let pipeline = pipeline_reader(&root, req)?;
     let source = match pipeline {
         Some(_) => IntakeSource::Pipeline,
-        None => IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?,
+        None => {
+            IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?
+        }
     };
     note_unreadable_writers(&root, req, &mut env);
     let target = WatchTarget {
@@ -345,7 +347,10 @@ fn list(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
 }
 
 /// `--pipeline PID…`: the reader of its stages, once some are found, or why there are none.
-fn pipeline_reader(root: &SysRoot, req: &WatchRequest) -> Result<Option<PipelineReader>, WatchError> {
+fn pipeline_reader(
+    root: &SysRoot,
+    req: &WatchRequest,
+) -> Result<Option<PipelineReader>, WatchError> {
     if req.pipeline.is_empty() {
         return Ok(None);
     }

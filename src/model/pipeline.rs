@@ -144,8 +144,13 @@ pub enum Unclear {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Limiter {
     /// The stage at this index (upstream first), by its own state that held it most.
-    Stage { index: usize, by: StageWait },
-    Unknown { why: Unclear },
+    Stage {
+        index: usize,
+        by: StageWait,
+    },
+    Unknown {
+        why: Unclear,
+    },
 }
 
 /// One stage's figures over a span.
@@ -179,15 +184,22 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
         .filter(|&i| shares[i].measured_ns > 0)
         .collect();
     match measured.len() {
-        0 => return Limiter::Unknown {
-            why: Unclear::NoStages,
-        },
-        1 => return Limiter::Unknown {
-            why: Unclear::OneStage,
-        },
+        0 => {
+            return Limiter::Unknown {
+                why: Unclear::NoStages,
+            };
+        }
+        1 => {
+            return Limiter::Unknown {
+                why: Unclear::OneStage,
+            };
+        }
         _ => {}
     }
-    if measured.iter().any(|&i| shares[i].measured_ns < MIN_MEASURED_NS) {
+    if measured
+        .iter()
+        .any(|&i| shares[i].measured_ns < MIN_MEASURED_NS)
+    {
         return Limiter::Unknown {
             why: Unclear::TooShort,
         };
@@ -522,7 +534,13 @@ mod tests {
     fn the_slow_producer_limits_a_consumer_blocked_on_input() {
         let p = shares(&[(Other, 0.9), (Busy, 0.1)]);
         let c = shares(&[(Input, 0.99), (Busy, 0.01)]);
-        assert_eq!(limiting(&[p, c]), Limiter::Stage { index: 0, by: Other });
+        assert_eq!(
+            limiting(&[p, c]),
+            Limiter::Stage {
+                index: 0,
+                by: Other
+            }
+        );
     }
 
     #[test]

@@ -130,7 +130,14 @@ mod tests {
     use crate::model::pipeline::{PipelineTracker, Unclear};
     use crate::sample::pipeline::{PipelineSample, StageSample};
 
-    fn stage(pid: u32, comm: &str, args: &[&str], read: u64, written: u64, wait: StageWait) -> StageSample {
+    fn stage(
+        pid: u32,
+        comm: &str,
+        args: &[&str],
+        read: u64,
+        written: u64,
+        wait: StageWait,
+    ) -> StageSample {
         StageSample {
             pid,
             comm: comm.into(),
@@ -149,8 +156,22 @@ mod tests {
         for i in 1..=20u64 {
             let p = PipelineSample {
                 stages: vec![
-                    stage(11, "cat", &["cat", "/dev/zero"], 0, i * 1_000_000, StageWait::Output),
-                    stage(12, "perl", &["perl", "-e", "slow it down"], i * 1_000_000, 0, StageWait::Other),
+                    stage(
+                        11,
+                        "cat",
+                        &["cat", "/dev/zero"],
+                        0,
+                        i * 1_000_000,
+                        StageWait::Output,
+                    ),
+                    stage(
+                        12,
+                        "perl",
+                        &["perl", "-e", "slow it down"],
+                        i * 1_000_000,
+                        0,
+                        StageWait::Other,
+                    ),
                 ],
             };
             t.observe((i - 1) * 100_000_000, i * 100_000_000, &p);
@@ -159,16 +180,26 @@ mod tests {
         let lines = stage_lines(&v, false);
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("  stage 1/2 cat (pid 11) cat /dev/zero: read 0 B/s, wrote 10.0 MB/s; blocked on output 100 %"), "{}", lines[0]);
-        assert!(lines[1].starts_with("* stage 2/2 perl (pid 12) perl -e 'slow it down': read 10.0 MB/s"), "{}", lines[1]);
+        assert!(
+            lines[1]
+                .starts_with("* stage 2/2 perl (pid 12) perl -e 'slow it down': read 10.0 MB/s"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(limiter_line(&v), "limited by 'perl' (pid 12), asleep 100 %");
         let j = pipeline_json(&v);
         assert_eq!(j["limiting"]["pid"], 12);
         assert_eq!(j["stages"][0]["state_pct"]["output"], 100.0);
         assert_eq!(j["stages"][1]["now"], "other");
-        assert!(stages_table(&v, false).starts_with("pipeline (2 stages), over the run (limited by 'perl'"));
+        assert!(
+            stages_table(&v, false)
+                .starts_with("pipeline (2 stages), over the run (limited by 'perl'")
+        );
         let one = PipelineView {
             stages: v.stages[..1].to_vec(),
-            limiter: Limiter::Unknown { why: Unclear::OneStage },
+            limiter: Limiter::Unknown {
+                why: Unclear::OneStage,
+            },
             span_ns: 0,
         };
         assert_eq!(pipeline_json(&one)["limiting"]["unknown"], "one_stage");

@@ -57,7 +57,10 @@ impl IntakeSource {
             IntakeSource::Writers => writers.map(|w| w.bytes),
             IntakeSource::Objset => s.zfs.as_ref()?.objset_nwritten,
             IntakeSource::Disks => s.dest_disk.map(|d| d.sectors_written.saturating_mul(512)),
-            IntakeSource::Pipeline => s.pipeline.as_ref().map(super::pipeline::PipelineSample::bytes),
+            IntakeSource::Pipeline => s
+                .pipeline
+                .as_ref()
+                .map(super::pipeline::PipelineSample::bytes),
         }
     }
 }

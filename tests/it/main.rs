@@ -24,6 +24,7 @@ mod model_props;
 mod model_scenarios;
 mod model_zfs_capture;
 mod one_format;
+mod pipeline_stages;
 mod recording_replay;
 mod recording_roundtrip;
 mod replay_outputs;

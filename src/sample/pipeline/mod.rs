@@ -142,8 +142,8 @@ impl PipelineReader {
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             .filter_map(|pid| {
                 let end = |fd: u32| {
-                    let link = std::fs::read_link(self.root.join(format!("proc/{pid}/fd/{fd}")))
-                        .ok()?;
+                    let link =
+                        std::fs::read_link(self.root.join(format!("proc/{pid}/fd/{fd}"))).ok()?;
                     let link = link.to_str()?;
                     graph::parse_pipe_link(link)?;
                     let info = self
@@ -168,7 +168,9 @@ impl PipelineReader {
         let mut old = std::mem::take(&mut self.stages);
         let mut next = Vec::with_capacity(groups.len());
         for g in groups {
-            let known = old.iter().position(|s| s.pids.iter().any(|p| g.pids.contains(p)));
+            let known = old
+                .iter()
+                .position(|s| s.pids.iter().any(|p| g.pids.contains(p)));
             let mut st = match known {
                 Some(i) => old.remove(i),
                 None => self.new_stage(g.pids[0]),

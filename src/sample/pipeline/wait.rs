@@ -182,7 +182,10 @@ mod tests {
         assert_eq!(thread_wait('S', "pipe_read", "").0, StageWait::Input);
         assert_eq!(thread_wait('S', "pipe_wait", "").0, StageWait::Input);
         let (w, f) = thread_wait('S', "hrtimer_nanosleep", NANOSLEEP);
-        assert_eq!((w, f.as_deref()), (StageWait::Other, Some("hrtimer_nanosleep")));
+        assert_eq!(
+            (w, f.as_deref()),
+            (StageWait::Other, Some("hrtimer_nanosleep"))
+        );
         assert_eq!(thread_wait('R', "", "").0, StageWait::Busy);
     }
 
@@ -204,7 +207,10 @@ mod tests {
         assert_eq!(thread_wait('D', "cv_wait_common", txg).0, StageWait::Disk);
         let read = "[<0>] folio_wait_bit_common+0x1/0x2\n[<0>] filemap_read+0x1/0x2\n\
                     [<0>] vfs_read+0x1/0x2\n[<0>] ksys_read+0x1/0x2\n";
-        assert_eq!(thread_wait('D', "folio_wait_bit_common", read).0, StageWait::Reading);
+        assert_eq!(
+            thread_wait('D', "folio_wait_bit_common", read).0,
+            StageWait::Reading
+        );
         let poll = "[<0>] do_sys_poll+0x1/0x2\n[<0>] __x64_sys_ppoll+0x1/0x2\n";
         assert_eq!(thread_wait('S', "do_sys_poll", poll).0, StageWait::Poll);
         assert_eq!(thread_wait('S', "do_select", "").0, StageWait::Poll);
