@@ -179,7 +179,7 @@ mod tests {
         let v = t.window().unwrap();
         let lines = stage_lines(&v, false);
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("  stage 1/2 cat (pid 11) cat /dev/zero: read 0 B/s, wrote 10.0 MB/s; blocked on output 100 %"), "{}", lines[0]);
+        assert!(lines[0].starts_with("  stage 1/2 cat (pid 11) cat /dev/zero: read 0 MB/s, wrote 10.0 MB/s; blocked on output 100 %"), "{}", lines[0]);
         assert!(
             lines[1]
                 .starts_with("* stage 2/2 perl (pid 12) perl -e 'slow it down': read 10.0 MB/s"),

@@ -341,7 +341,7 @@ mod tests {
         assert_eq!(parse_io_chars(io), Some((4096, 209_715_200)));
         assert_eq!(parse_io_chars("wchar: 1\n"), None);
         assert_eq!(
-            parse_cmdline(b"head\0-c\0200M\0/dev/zero\0"),
+            parse_cmdline(b"head\0-c\x00200M\0/dev/zero\0"),
             vec!["head", "-c", "200M", "/dev/zero"]
         );
         let long = [b"x".repeat(200), b"y".repeat(100)].join(&0u8);

@@ -130,7 +130,7 @@ pub fn thread_wait(state: char, wchan: &str, stack: &str) -> (StageWait, Option<
         return (StageWait::Input, named(fr.first().copied()));
     }
     // `wait_woken` is a socket's wait; the syscall under it says which way.
-    if fr.iter().any(|f| *f == "wait_woken") {
+    if fr.contains(&"wait_woken") {
         let write = fr.iter().any(|f| f.contains("write") || f.contains("send"));
         let side = if write {
             StageWait::Output
