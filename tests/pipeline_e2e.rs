@@ -48,17 +48,24 @@ impl Pipeline {
         self.sh.id()
     }
 
-    /// The shell's children once there are `n` of them: `(pid, comm)`.
-    fn children(&self, n: usize) -> Vec<(u32, String)> {
+    /// The shell's children once one runs each of `comms` (a child forked but not yet
+    /// exec'd still has the shell's name): `(pid, comm)`.
+    fn children(&self, comms: &[&str]) -> Vec<(u32, String)> {
         let start = Instant::now();
         loop {
             let kids = children_of(self.pid());
-            if kids.len() >= n {
+            if comms.iter().all(|c| kids.iter().any(|(_, k)| k == c)) {
                 return kids;
             }
             assert!(start.elapsed() < DEADLINE, "the shell started {kids:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The pid of the shell's child running `comm`.
+    fn child(&self, comm: &str) -> u32 {
+        let kids = self.children(&[comm]);
+        kids.iter().find(|(_, c)| c == comm).expect("started").0
     }
 }
 
@@ -159,10 +166,15 @@ impl Watch {
     }
 
     /// Ends the watch with SIGTERM; its summary object.
-    fn stop(mut self) -> Value {
+    fn stop(self) -> Value {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
+        self.summary()
+    }
+
+    /// The summary object once the watch has ended (by itself, or told to).
+    fn summary(mut self) -> Value {
         let start = Instant::now();
         let mut last = None;
         while start.elapsed() < DEADLINE {
@@ -196,7 +208,7 @@ fn comms(p: &Value) -> Vec<String> {
 #[test]
 fn a_slow_consumer_limits_and_its_producer_is_blocked_on_output() {
     let pl = Pipeline::start(&format!("cat /dev/zero | {SLOW_CONSUMER}"));
-    pl.children(2);
+    pl.children(&["cat", "perl"]);
     // The shell's pid stands for the pipeline it runs.
     let mut w = Watch::start(&[pl.pid()]);
     let p = w.until("perl named, cat blocked on output", |p| {
@@ -219,10 +231,28 @@ fn a_slow_consumer_limits_and_its_producer_is_blocked_on_output() {
 }
 
 #[test]
+fn the_watch_ends_with_the_pipeline_and_its_summary_names_the_consumer() {
+    // About 3 MB/s: some ten seconds.
+    let pl = Pipeline::start(&format!("head -c 30M /dev/zero | {SLOW_CONSUMER}"));
+    pl.children(&["head", "perl"]);
+    let head = pl.child("head");
+    let summary = Watch::start(&[head]).summary();
+    let p = &summary["pipeline"];
+    assert_eq!(comms(p), ["head", "perl"], "{summary}");
+    assert!(
+        (p["stages"].as_array().unwrap().iter()).all(|s| s["alive"] == false),
+        "{summary}"
+    );
+    assert_eq!(p["limiting"]["comm"], "perl", "{summary}");
+    let head = stage(p, "head").unwrap();
+    assert!(share(head, "output") >= 50.0, "{summary}");
+}
+
+#[test]
 fn a_slow_producer_limits_and_its_consumer_is_blocked_on_input() {
     let pl = Pipeline::start(&format!("{SLOW_PRODUCER} | cat"));
-    let kids = pl.children(2);
-    let cat = kids.iter().find(|(_, c)| c == "cat").expect("cat").0;
+    pl.children(&["perl", "cat"]);
+    let cat = pl.child("cat");
     // One stage's pid: the other is found from the pipe between them.
     let mut w = Watch::start(&[cat]);
     let p = w.until("perl named, cat blocked on input", |p| {
@@ -341,8 +371,8 @@ fn tar_into_ssh_to_localhost_is_two_stages_and_the_verdict_says_which_limits() {
         src.display(),
         dst.display()
     ));
-    let kids = pl.children(2);
-    let tar = kids.iter().find(|(_, c)| c == "tar").expect("tar").0;
+    pl.children(&["tar", "ssh"]);
+    let tar = pl.child("tar");
     let mut w = Watch::start(&[tar]);
     let p = w.until("tar and ssh measured, moving data", |p| {
         comms(p) == ["tar", "ssh"]

@@ -139,7 +139,14 @@ fn spawn_watcher(
             let elapsed = start.elapsed();
             let quiet_for = quiet.update(elapsed, written, held);
             let cancelled = control.cancelled.load(Ordering::SeqCst);
-            if let Some(status) = rule.check(cancelled, elapsed, written, quiet_for) {
+            // A watched pipeline whose every stage has ended is over.
+            let ended = progress
+                .watched_ended
+                .load(Ordering::Relaxed)
+                .then_some(ExitStatus::Success);
+            if let Some(status) =
+                ended.or_else(|| rule.check(cancelled, elapsed, written, quiet_for))
+            {
                 let _ = tx.send(outcome(status, written, start.elapsed().as_secs_f64()));
                 return;
             }

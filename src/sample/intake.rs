@@ -120,6 +120,10 @@ impl Intake {
             self.last = self.last.max(now.saturating_sub(base));
         }
         s.engine.bytes_copied = self.last;
+        if let Some(p) = &s.pipeline {
+            let ended = !p.stages.is_empty() && p.stages.iter().all(|st| !st.alive);
+            self.progress.watched_ended.store(ended, Ordering::Relaxed);
+        }
         let held = s.threads.as_ref().is_some_and(writer_held);
         self.progress.writer_held.store(held, Ordering::Relaxed);
         self.progress

@@ -222,3 +222,53 @@ fn an_ended_stage_keeps_its_row_and_leaves_the_judgment() {
         }
     );
 }
+
+#[test]
+fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
+    use copyscope::frontend::state::App;
+    use copyscope::present::units::Units;
+    use copyscope::ui::theme::Theme;
+    use copyscope::ui::view::{Header, RunState, UiOptions};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let mut model = Model::new(ModelConfig::default(), Default::default());
+    let mut all = samples();
+    // A name that would drive the terminal is quoted.
+    for s in &mut all {
+        let p = s.pipeline.as_mut().unwrap();
+        p.stages[2].comm = "re\u{1b}[2Jcv".into();
+        p.stages[2].args = vec!["recv".into(), "-F".into(), "pool/a b".into()];
+    }
+    for s in &all {
+        model.apply(s);
+    }
+    let opts = UiOptions {
+        theme: Theme::new(true, false),
+        units: Units::Decimal,
+        compact: false,
+        then: None,
+    };
+    let header = Header {
+        source: "pipeline of pid 11".into(),
+        dest: ".".into(),
+        fs: String::new(),
+    };
+    let mut app = App::new(model, header, opts);
+    app.state = RunState::Watching;
+    app.watch = true;
+    app.now_ns = 10_000_000_000;
+    let mut term = Terminal::new(TestBackend::new(120, 32)).unwrap();
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .unwrap();
+    let text = term.backend().to_string();
+    assert!(text.contains("pipeline"), "{text}");
+    assert!(
+        text.contains("limited by 'squash' (pid 12), busy 100 %"),
+        "{text}"
+    );
+    assert!(text.contains("*2/3 squash"), "{text}");
+    assert!(text.contains(" 1/3 send"), "{text}");
+    assert!(text.contains("blocked on output 90 %"), "{text}");
+    assert!(text.contains("recv -F 'pool/a b'"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
