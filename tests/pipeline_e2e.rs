@@ -281,6 +281,14 @@ fn a_pid_in_no_pipeline_is_refused() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no pipeline found"), "{err}");
+    let mut c = Command::new(util::bin());
+    c.args(["watch", "--plain", "--pipeline", "4000000000"]);
+    let o = util::run_timeout(c, DEADLINE);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--pipeline 4000000000: no such process"),
+        "{err}"
+    );
 }
 
 /// sshd on 127.0.0.1 with throwaway keys (as tests/ssh_e2e.rs sets it up).

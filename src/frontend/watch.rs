@@ -179,8 +179,8 @@ fn writers_label(req: &WatchRequest) -> Vec<String> {
 enum WatchError {
     #[error("watch {0}: no such file or directory")]
     NoPath(String),
-    #[error("--pid {0}: no such process")]
-    NoProcess(u32),
+    #[error("{0} {1}: no such process")]
+    NoProcess(&'static str, u32),
     #[error(
         "--pipeline {0}: no pipeline found: neither its standard input or output nor its \
          children's is a pipe (or the process cannot be read: run as its owner or root)"
@@ -211,10 +211,12 @@ fn start(
         return Err(WatchError::NoPath(path()));
     }
     let root = SysRoot::new(d.sys_root.clone());
-    if let Some(pid) =
-        (req.pids.iter().chain(&req.pipeline)).find(|p| !root.join(format!("proc/{p}")).exists())
-    {
-        return Err(WatchError::NoProcess(*pid));
+    let gone = |p: &&u32| !root.join(format!("proc/{p}")).exists();
+    if let Some(pid) = req.pids.iter().find(gone) {
+        return Err(WatchError::NoProcess("--pid", *pid));
+    }
+    if let Some(pid) = req.pipeline.iter().find(gone) {
+        return Err(WatchError::NoProcess("--pipeline", *pid));
     }
     let net = net_reader(&root, req)?;
     let mut env = environment(&root, req);
