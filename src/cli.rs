@@ -656,11 +656,11 @@ pub struct WatchArgs {
     pub path: Option<PathBuf>,
     /// Follow every process found writing regular files (on PATH's filesystem when PATH is
     /// given), as progress(1) finds them; copies that start later join within a second.
-    #[arg(long, conflicts_with_all = ["pid", "comm"])]
+    #[arg(long, conflicts_with_all = ["pid", "comm", "pipeline"])]
     pub all: bool,
     /// Print the processes writing regular files now (on PATH's filesystem when given): each
     /// one's file, rate, and the percent and ETA of the file it reads; measured over 1 s.
-    #[arg(long, conflicts_with_all = ["pid", "comm", "all", "record", "metrics"])]
+    #[arg(long, conflicts_with_all = ["pid", "comm", "all", "record", "metrics", "pipeline"])]
     pub list: bool,
     /// Stop after SECS seconds.
     #[arg(long, value_name = "SECS")]
@@ -676,6 +676,12 @@ pub struct WatchArgs {
     /// including ones that start later (repeatable).
     #[arg(long, value_name = "NAME")]
     pub comm: Vec<String>,
+    /// Watch a shell pipeline: each stage's rate and whether it is busy, blocked on its input
+    /// or on its output, and which stage limits the pipeline. Give any stage's PID (the others
+    /// are found from the pipes between them) or the shell running the pipeline; the chart is
+    /// the bytes its first stage writes.
+    #[arg(long, value_name = "PID", num_args = 1.., conflicts_with_all = ["pid", "comm"])]
+    pub pipeline: Vec<u32>,
     /// Chart this network interface's receive rate beside the intake (e.g. eth0, or lo for a
     /// local sender), so a sender or link that slowed is told apart from the disk.
     #[arg(long, value_name = "IFACE")]

@@ -250,6 +250,8 @@ pub struct WatchRequest {
     pub all: bool,
     /// `--list`: print the processes writing now and exit.
     pub list: bool,
+    /// `--pipeline`: a stage of a pipeline, or the shell running it.
+    pub pipeline: Vec<u32>,
 }
 
 /// How results are shown and sampled.
@@ -562,6 +564,7 @@ fn watch_request(w: crate::cli::WatchArgs) -> Result<WatchRequest, ConfigError> 
         pids: w.pid,
         comms: w.comm,
         net: w.net,
+        pipeline: w.pipeline,
     })
 }
 

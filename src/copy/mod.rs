@@ -44,6 +44,8 @@ pub struct Progress {
     /// Watch mode: at the last tick a followed writer was held in a kernel write wait (a
     /// stall, which `--until-idle` must not take for the writer going quiet).
     pub writer_held: AtomicBool,
+    /// `watch --pipeline`: every stage of the pipeline has ended (the watch ends with it).
+    pub watched_ended: AtomicBool,
     /// The file being copied now (the large-file stream; for parallel small files the latest one).
     pub current: Mutex<Option<CurrentFile>>,
     /// Watch mode: the writers followed now, each with its file and its bytes.

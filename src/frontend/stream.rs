@@ -525,16 +525,34 @@ impl Lines {
                     to_flush: model.flush_backlog().filter(|_| watch.is_none()),
                 },
             );
-            json::with_net(v, watch, &st).to_string()
+            let mut v = json::with_net(v, watch, &st);
+            if let (Some(p), serde_json::Value::Object(m)) = (model.pipeline(), &mut v) {
+                m.insert(
+                    "pipeline".into(),
+                    crate::report::pipeline::pipeline_json(&p),
+                );
+            }
+            v.to_string()
         } else if let Some(w) = watch {
-            crate::report::watch::progress_line(
+            let line = crate::report::watch::progress_line(
                 w,
                 elapsed,
                 (snap, cur.as_ref()),
                 (st.now_bps, st.avg_bps),
                 st.net.as_ref(),
                 d.binary,
-            )
+            );
+            match model.pipeline() {
+                // Each stage on a line of its own under it.
+                Some(p) => std::iter::once(format!(
+                    "{line}; {}",
+                    crate::report::pipeline::limiter_line(&p)
+                ))
+                .chain(crate::report::pipeline::stage_lines(&p, d.binary))
+                .collect::<Vec<_>>()
+                .join("\n"),
+                None => line,
+            }
         } else if self.phase == Phase::CopyVerify {
             let verified = sess.progress.bytes_verified.load(Ordering::Relaxed);
             verify_line(elapsed, snap, verified, d.binary)
@@ -579,12 +597,21 @@ fn print_summary(d: &Display, finished: &Finished, writers: &[crate::copy::Write
                 "writers".into(),
                 crate::report::watch::writers_json(writers),
             );
+            if let Some(p) = finished.model.pipeline_run() {
+                m.insert(
+                    "pipeline".into(),
+                    crate::report::pipeline::pipeline_json(&p),
+                );
+            }
         }
         emit(&v.to_string());
     } else {
         let mut text = crate::report::summary::plain_summary(&end, d.binary, d.ascii);
         if watch {
             text.push_str(&crate::report::watch::writers_table(writers, d.binary));
+        }
+        if let Some(p) = finished.model.pipeline_run() {
+            text.push_str(&crate::report::pipeline::stages_table(&p, d.binary));
         }
         let mut o = crate::frontend::out::face_out();
         let _ = o.write_all(text.as_bytes());

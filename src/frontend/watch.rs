@@ -19,6 +19,7 @@ use crate::present::quote::{quote, said, shell_escape};
 use crate::report::recording::WatchTarget;
 use crate::sample::intake::{Intake, IntakeSource};
 use crate::sample::net::NetReader;
+use crate::sample::pipeline::PipelineReader;
 use crate::sample::writers::{WatchedFs, WriterReader};
 use crate::sample::{SampleSource, SysRoot, probe_environment};
 use crate::ui::view::{Header as UiHeader, RunState};
@@ -138,7 +139,14 @@ fn spawn_watcher(
             let elapsed = start.elapsed();
             let quiet_for = quiet.update(elapsed, written, held);
             let cancelled = control.cancelled.load(Ordering::SeqCst);
-            if let Some(status) = rule.check(cancelled, elapsed, written, quiet_for) {
+            // A watched pipeline whose every stage has ended is over.
+            let ended = progress
+                .watched_ended
+                .load(Ordering::Relaxed)
+                .then_some(ExitStatus::Success);
+            if let Some(status) =
+                ended.or_else(|| rule.check(cancelled, elapsed, written, quiet_for))
+            {
                 let _ = tx.send(outcome(status, written, start.elapsed().as_secs_f64()));
                 return;
             }
@@ -152,7 +160,10 @@ fn spawn_watcher(
 fn writers_label(req: &WatchRequest) -> Vec<String> {
     let mut v: Vec<String> = req.comms.iter().map(|c| format!("comm {c}")).collect();
     v.extend(req.pids.iter().map(|p| format!("pid {p}")));
-    if req.all {
+    if !req.pipeline.is_empty() {
+        let pids: Vec<String> = req.pipeline.iter().map(u32::to_string).collect();
+        v.push(format!("pipeline of pid {}", pids.join(", ")));
+    } else if req.all {
         v.push("every writer found".to_string());
     } else if v.is_empty() {
         v.push("every writer".to_string());
@@ -168,8 +179,13 @@ fn writers_label(req: &WatchRequest) -> Vec<String> {
 enum WatchError {
     #[error("watch {0}: no such file or directory")]
     NoPath(String),
-    #[error("--pid {0}: no such process")]
-    NoProcess(u32),
+    #[error("{0} {1}: no such process")]
+    NoProcess(&'static str, u32),
+    #[error(
+        "--pipeline {0}: no pipeline found: neither its standard input or output nor its \
+         children's is a pipe (or the process cannot be read: run as its owner or root)"
+    )]
+    NoPipeline(String),
     #[error("--net {0}: no such network interface (/sys/class/net/{0}/statistics/rx_bytes)")]
     NoInterface(String),
     #[error(
@@ -195,18 +211,23 @@ fn start(
         return Err(WatchError::NoPath(path()));
     }
     let root = SysRoot::new(d.sys_root.clone());
-    if let Some(pid) = req
-        .pids
-        .iter()
-        .find(|p| !root.join(format!("proc/{p}")).exists())
-    {
-        return Err(WatchError::NoProcess(*pid));
+    let gone = |p: &&u32| !root.join(format!("proc/{p}")).exists();
+    if let Some(pid) = req.pids.iter().find(gone) {
+        return Err(WatchError::NoProcess("--pid", *pid));
+    }
+    if let Some(pid) = req.pipeline.iter().find(gone) {
+        return Err(WatchError::NoProcess("--pipeline", *pid));
     }
     let net = net_reader(&root, req)?;
     let mut env = environment(&root, req);
     let following = !req.pids.is_empty() || !req.comms.is_empty() || req.all;
-    let source =
-        IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?;
+    let pipeline = pipeline_reader(&root, req)?;
+    let source = match pipeline {
+        Some(_) => IntakeSource::Pipeline,
+        None => {
+            IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?
+        }
+    };
     note_unreadable_writers(&root, req, &mut env);
     let target = WatchTarget {
         path: req.path.to_string_lossy().into_owned(),
@@ -215,12 +236,14 @@ fn start(
         intake: source.label().to_string(),
         net: req.net.clone(),
         all: req.all,
+        pipeline: req.pipeline.clone(),
     };
     env.watched = Some(Box::new(crate::sample::Watched {
         comms: req.comms.clone(),
         pids: req.pids.clone(),
         intake: target.intake.clone(),
         all: req.all,
+        pipeline: req.pipeline.clone(),
     }));
     let endpoints = (writers_label(req), target.path.clone());
     let mut plan = SessionPlan::new(d, env, endpoints, control)
@@ -242,13 +265,16 @@ fn start(
             })
         }
     };
-    let intake = Intake::new(source, writers, net, plan.progress());
+    let mut intake = Intake::new(source, writers, net, plan.progress());
+    if let Some(p) = pipeline {
+        intake = intake.with_pipeline(p);
+    }
     let rule = EndRule {
         duration: req.duration,
         until_idle: req.until_idle,
     };
     let window = Duration::from_secs(1).max(2 * d.interval);
-    let quiet = QuietClock::new(!following, window);
+    let quiet = QuietClock::new(!following && req.pipeline.is_empty(), window);
     Ok(plan.start_watch(
         SampleSource::Watch(Box::new(intake)),
         |progress, control, start| spawn_watcher(rule, quiet, progress, control, start),
@@ -327,6 +353,22 @@ fn list(config: &Config, req: &WatchRequest) -> Result<ExitStatus, Fatal> {
         );
     }
     Ok(ExitStatus::Success)
+}
+
+/// `--pipeline PID…`: the reader of its stages, once some are found, or why there are none.
+fn pipeline_reader(
+    root: &SysRoot,
+    req: &WatchRequest,
+) -> Result<Option<PipelineReader>, WatchError> {
+    if req.pipeline.is_empty() {
+        return Ok(None);
+    }
+    let mut reader = PipelineReader::new(root, &req.pipeline, vec![std::process::id()]);
+    if reader.discover() == 0 {
+        let pids: Vec<String> = req.pipeline.iter().map(u32::to_string).collect();
+        return Err(WatchError::NoPipeline(pids.join(" ")));
+    }
+    Ok(Some(reader))
 }
 
 /// `--net IFACE`: the reader of its receive counter, or why there is none.

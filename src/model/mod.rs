@@ -17,6 +17,7 @@ pub mod metrics;
 mod net;
 pub mod pace;
 mod phase;
+pub mod pipeline;
 pub mod series;
 mod tally;
 mod timeline;
@@ -579,6 +580,8 @@ pub struct Model {
     zfs_written: u64,
     /// The finish time's measurements.
     eta: eta::EtaTracker,
+    /// `watch --pipeline`: its stages' states and rates.
+    pipeline: pipeline::PipelineTracker,
 }
 
 impl Model {
@@ -626,6 +629,7 @@ impl Model {
             dest_written_base: None,
             eta: eta::EtaTracker::default(),
             zfs_written: 0,
+            pipeline: pipeline::PipelineTracker::default(),
         }
     }
 
@@ -644,6 +648,9 @@ impl Model {
         }
         let tick = tick_info(&prev, s);
         self.latest = Some(s.clone());
+        if let Some(p) = &s.pipeline {
+            self.pipeline.observe(prev.t_ns, s.t_ns, p);
+        }
         if tick.read_ns > 0 || tick.write_ns > 0 {
             self.engine_timing = true;
         }
@@ -755,9 +762,23 @@ impl Model {
         self.levels.main()
     }
 
-    /// What limits the copy, in one paragraph from the run's figures.
+    /// `watch --pipeline`: its stages over the newest seconds, and which one limits.
+    pub fn pipeline(&self) -> Option<pipeline::PipelineView> {
+        self.pipeline.window()
+    }
+
+    /// `watch --pipeline`: its stages over the whole run.
+    pub fn pipeline_run(&self) -> Option<pipeline::PipelineView> {
+        self.pipeline.run()
+    }
+
+    /// What limits the copy, in one paragraph from the run's figures (a pipeline's: the
+    /// stage that limits it).
     pub fn verdict(&self) -> Verdict {
         let stats = self.stats();
+        if let Some(p) = self.pipeline.run() {
+            return verdict::of_pipeline(&p, &stats);
+        }
         verdict::judge(&verdict::Input {
             budget: &self.budget,
             facts: &self.facts,

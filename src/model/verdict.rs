@@ -65,6 +65,8 @@ pub enum Limit {
     Copier,
     /// copyscope's own rate limit (`--bwlimit`, the demo's pace) held the writer.
     RateLimit,
+    /// `watch --pipeline`: one of its stages (named in the text).
+    Stage,
     /// The evidence is too thin to say.
     Unknown,
 }
@@ -291,6 +293,18 @@ impl Who {
             run: "the watched writes",
             held: "the writes",
         }
+    }
+}
+
+/// The verdict of a watched pipeline: the stage that limited it over the run, or why none is
+/// named.
+pub(crate) fn of_pipeline(p: &super::pipeline::PipelineView, stats: &Stats) -> Verdict {
+    let named = p.limiting_stage().is_some();
+    Verdict {
+        limit: if named { Limit::Stage } else { Limit::Unknown },
+        rate_bps: named.then_some(stats.avg_bps),
+        compressed_ratio: None,
+        text: super::pipeline::verdict_text(p, stats.avg_bps),
     }
 }
 

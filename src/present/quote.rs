@@ -25,6 +25,13 @@ pub fn shell_escape<S: AsRef<OsStr> + ?Sized>(name: &S) -> Cow<'_, str> {
     }
 }
 
+/// A command line as a shell would take it back (each argument as [`shell_escape`] shows it),
+/// shortened in the middle to at most `width` characters.
+pub fn command_line(args: &[String], width: usize) -> String {
+    let joined: Vec<String> = args.iter().map(|a| shell_escape(a).into_owned()).collect();
+    crate::present::text::ellipsize_middle(&joined.join(" "), width)
+}
+
 /// A name that may stay unquoted: no shell metacharacter, nothing unprintable.
 fn plain_safe(s: &str, i: usize, c: char) -> bool {
     match c {

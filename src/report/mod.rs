@@ -7,6 +7,7 @@ pub mod forum;
 pub mod json;
 pub mod metrics;
 pub mod pipe;
+pub mod pipeline;
 pub mod plain;
 pub mod prompt;
 pub mod recording;

@@ -151,6 +151,9 @@ pub struct WatchTarget {
     /// `--all`: every process found writing regular files there was followed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
+    /// `--pipeline`: the pids given (a stage of it, or the shell running it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipeline: Vec<u32>,
 }
 
 impl Header {
@@ -307,6 +310,7 @@ impl Recording {
                 pids: w.pids.clone(),
                 intake: w.intake.clone(),
                 all: w.all,
+                pipeline: w.pipeline.clone(),
             }));
         }
         Recording {

@@ -193,6 +193,14 @@ pub fn writers_json(rows: &[WriterRow]) -> serde_json::Value {
 /// The summary's first line: what was written and how long the watch ran. The average is
 /// the model's, on the speeds line below it.
 pub fn summary_line(target: &WatchTarget, o: &CopyOutcome, binary: bool) -> String {
+    if !target.pipeline.is_empty() {
+        return format!(
+            "copyscope watch: {} through the pipeline in {} (intake from {})\n",
+            fmt_bytes_with(o.bytes_copied, binary),
+            fmt_secs(o.copy_secs),
+            target.intake
+        );
+    }
     format!(
         "copyscope watch: {} written into {} in {} (intake from {})\n",
         fmt_bytes_with(o.bytes_copied, binary),

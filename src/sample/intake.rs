@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::net::NetReader;
+use super::pipeline::PipelineReader;
 use super::reader::SignalReader;
 use super::writers::{WriterReader, WritersTick};
 use super::{Environment, Sample, ThreadSample, WaitClass};
@@ -22,6 +23,8 @@ pub enum IntakeSource {
     Objset,
     /// Sectors written to the filesystem's block devices (physical, after the page cache).
     Disks,
+    /// `--pipeline`: the bytes its first stage wrote into it (`wchar`).
+    Pipeline,
 }
 
 impl IntakeSource {
@@ -44,6 +47,7 @@ impl IntakeSource {
             IntakeSource::Writers => "writers' files",
             IntakeSource::Objset => "objset nwritten",
             IntakeSource::Disks => "diskstats sectors written",
+            IntakeSource::Pipeline => "pipeline's first stage wchar",
         }
     }
 
@@ -53,6 +57,10 @@ impl IntakeSource {
             IntakeSource::Writers => writers.map(|w| w.bytes),
             IntakeSource::Objset => s.zfs.as_ref()?.objset_nwritten,
             IntakeSource::Disks => s.dest_disk.map(|d| d.sectors_written.saturating_mul(512)),
+            IntakeSource::Pipeline => s
+                .pipeline
+                .as_ref()
+                .map(super::pipeline::PipelineSample::bytes),
         }
     }
 }
@@ -66,6 +74,8 @@ pub struct Intake {
     writers: Option<WriterReader>,
     /// `--net IFACE`: the interface's receive counter, sampled beside the intake.
     net: Option<NetReader>,
+    /// `--pipeline`: its stages, read each tick.
+    pipeline: Option<PipelineReader>,
     /// Shared with the frontend: the intake so far and the writer's current file.
     progress: Arc<Progress>,
 }
@@ -83,8 +93,15 @@ impl Intake {
             last: 0,
             writers,
             net,
+            pipeline: None,
             progress,
         }
+    }
+
+    /// `--pipeline`: reads these stages each tick (the intake is their throughput).
+    pub fn with_pipeline(mut self, pipeline: PipelineReader) -> Self {
+        self.pipeline = Some(pipeline);
+        self
     }
 
     /// One tick: reads the signals (the writers' threads in place of the copier's), then sets
@@ -96,12 +113,17 @@ impl Intake {
         }
         let mut s = reader.read(ProgressSnapshot::default(), t_ns);
         s.net_rx = self.net.as_ref().and_then(NetReader::read);
+        s.pipeline = self.pipeline.as_mut().map(PipelineReader::read);
         if let Some(now) = self.source.bytes(&s, writers.as_ref()) {
             let base = *self.base.get_or_insert(now);
             // A counter never goes back; a reset (pool export/import) keeps the total so far.
             self.last = self.last.max(now.saturating_sub(base));
         }
         s.engine.bytes_copied = self.last;
+        if let Some(p) = &s.pipeline {
+            let ended = !p.stages.is_empty() && p.stages.iter().all(|st| !st.alive);
+            self.progress.watched_ended.store(ended, Ordering::Relaxed);
+        }
         let held = s.threads.as_ref().is_some_and(writer_held);
         self.progress.writer_held.store(held, Ordering::Relaxed);
         self.progress

@@ -19,6 +19,7 @@ pub mod exact;
 pub mod intake;
 pub mod mountinfo;
 pub mod net;
+pub mod pipeline;
 pub mod procfiles;
 pub mod procfs;
 pub mod reader;
@@ -76,6 +77,9 @@ pub struct Sample {
     /// absent in recordings made before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<EvidenceLevel>,
+    /// `watch --pipeline`: each stage's bytes so far and its state at this tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<pipeline::PipelineSample>,
 }
 
 /// /proc/meminfo and /proc/vmstat figures, all converted to bytes.
@@ -268,4 +272,7 @@ pub struct Watched {
     /// `--all`: the writers were found, not named.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
+    /// `--pipeline`: the pids given (a stage of it, or the shell that runs it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipeline: Vec<u32>,
 }

@@ -228,8 +228,9 @@ pub fn classify(state: char, wchan: &str, stack: &str) -> (WaitClass, Option<Str
     }
 }
 
-/// Whether the wait channel or a stack frame is one of the [`IDLE_READS`].
-fn waits_for_a_process(wchan: &str, stack: &str) -> bool {
+/// Whether the wait channel or a stack frame is one of the [`IDLE_READS`]: a read of a pipe
+/// or a socket, waiting for the process on its other end.
+pub fn waits_for_a_process(wchan: &str, stack: &str) -> bool {
     std::iter::once(wchan)
         .chain(stack.lines().map(frame_function))
         .any(|f| f == IDLE_PIPE_WAIT || IDLE_READS.iter().any(|idle| f.contains(idle)))

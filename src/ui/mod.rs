@@ -77,8 +77,16 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
     }
     panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
     if let Some(w) = rows.writers {
-        separator(buf, area, w.y, "writers", app);
-        panels::writers(under_title(w), buf, app);
+        match panels::pipeline_of(app) {
+            Some(p) => {
+                separator(buf, area, w.y, "pipeline", app);
+                panels::stages(under_title(w), buf, app, &p);
+            }
+            None => {
+                separator(buf, area, w.y, "writers", app);
+                panels::writers(under_title(w), buf, app);
+            }
+        }
     }
     if let Some(ev) = rows.events {
         separator(buf, area, ev.y, "events", app);
@@ -277,7 +285,7 @@ struct Rows {
     speed_bar: Option<Rect>,
     progress_sep: Option<Rect>,
     progress: Rect,
-    /// A watch's writers panel (several writers).
+    /// A watch's writers panel (several writers), or its pipeline's stages.
     writers: Option<Rect>,
     events: Option<Rect>,
     kernel: Option<Rect>,
@@ -325,9 +333,10 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     };
     // Progress (2) and its separator (1) are never given up; the writers panel comes next.
     let mut left = rest.height.saturating_sub(3 + MIN_CHART_ROWS);
-    let writers_h = match panels::has_writers(app) {
-        true => (1 + (app.writers.len() as u16).min(panels::MAX_WRITER_ROWS)).min(left),
-        false => 0,
+    let writers_h = match (panels::pipeline_of(app), panels::has_writers(app)) {
+        (Some(p), _) => (1 + panels::stage_rows(&p)).min(left),
+        (None, true) => (1 + (app.writers.len() as u16).min(panels::MAX_WRITER_ROWS)).min(left),
+        (None, false) => 0,
     };
     let writers_h = if writers_h < 2 { 0 } else { writers_h };
     left -= writers_h;

@@ -183,6 +183,7 @@ pub fn built_recording(with_summary: bool) -> Recording {
             net_rx: None,
             exact: None,
             evidence: None,
+            pipeline: None,
             zfs: Some(ZfsSample {
                 pool: "tank".to_string(),
                 txgs,

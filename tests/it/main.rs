@@ -41,6 +41,7 @@ mod model_zfs_capture;
 mod one_format;
 mod one_voice;
 mod package_version;
+mod pipeline_stages;
 mod recording_bounds;
 mod recording_replay;
 mod recording_roundtrip;

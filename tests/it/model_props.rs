@@ -88,6 +88,7 @@ fn sample() -> impl Strategy<Value = (u64, Sample)> {
                     net_rx: None,
                     exact: None,
                     evidence: None,
+                    pipeline: None,
                     zfs: zfs.map(|(txgs, (dly, over), arc_anon, birth_offset_ns)| ZfsSample {
                         pool: "tank".into(),
                         txgs,

@@ -239,6 +239,7 @@ impl Scenario {
             net_rx: None,
             exact: None,
             evidence: None,
+            pipeline: None,
         };
         self.items.push(Item::Sample(Box::new(sample)));
     }

@@ -341,6 +341,7 @@ fn a_long_recording_streams_into_a_bounded_model() {
             net_rx: None,
             exact: None,
             evidence: None,
+            pipeline: None,
         })
         .expect("sample");
     }

@@ -1,0 +1,614 @@
+//! A pipeline's stages as the model reads them (`watch --pipeline`): each stage's read and
+//! write rates and the shares of time it spent busy, blocked on its input, on its output, on
+//! the disk … over the last seconds and over the run, and which stage limits the pipeline —
+//! the one doing its own work (busy, writing to disk, asleep on a timer) while every stage
+//! before it waits to write and every stage after it waits to read. Pure: time comes with
+//! the samples.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::present::format::{fmt_pct, fmt_rate};
+use crate::present::quote::quote;
+use crate::sample::pipeline::{PipelineSample, StageWait};
+
+/// The live figures span this much of the newest samples.
+pub const WINDOW_NS: u64 = 5_000_000_000;
+/// A stage limits when its own work (or, at an end of the pipeline, its wait on the outside)
+/// holds at least this share of its measured time …
+pub const OWN_SHARE: f64 = 0.5;
+/// … and each stage upstream of it waited to write, each one downstream to read, at least
+/// this share of theirs.
+pub const WAITING_SHARE: f64 = 0.5;
+/// A stage measured for less than this is not weighed yet: nothing is named before.
+pub const MIN_MEASURED_NS: u64 = 1_000_000_000;
+
+/// Nanoseconds per state, and time with no state (threads unreadable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    ns: [u64; StageWait::ALL.len()],
+    unread_ns: u64,
+}
+
+impl Tally {
+    fn add(&mut self, w: Option<StageWait>, dt: u64) {
+        match w {
+            Some(w) => self.ns[w.index()] = self.ns[w.index()].saturating_add(dt),
+            None => self.unread_ns = self.unread_ns.saturating_add(dt),
+        }
+    }
+
+    fn shares(&self) -> Shares {
+        let measured: u64 = self.ns.iter().sum();
+        let mut of = [0.0; StageWait::ALL.len()];
+        if measured > 0 {
+            for (s, n) in of.iter_mut().zip(self.ns) {
+                *s = n as f64 / measured as f64;
+            }
+        }
+        Shares {
+            of,
+            measured_ns: measured,
+        }
+    }
+}
+
+/// A stage's states as shares (0–1) of the time they were measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Shares {
+    pub of: [f64; StageWait::ALL.len()],
+    pub measured_ns: u64,
+}
+
+impl Shares {
+    pub fn get(&self, w: StageWait) -> f64 {
+        self.of[w.index()]
+    }
+
+    /// Its own work: busy, the disk, reading files, asleep on something else — and, at an end
+    /// of the pipeline, waiting on the outside (the first stage's input, the last one's
+    /// output, a poll there).
+    fn own(&self, first: bool, last: bool) -> f64 {
+        use StageWait::{Busy, Disk, Input, Other, Output, Poll, Reading};
+        let mut s = self.get(Busy) + self.get(Disk) + self.get(Reading) + self.get(Other);
+        if first {
+            s += self.get(Input);
+        }
+        if last {
+            s += self.get(Output);
+        }
+        if first || last {
+            s += self.get(Poll);
+        }
+        s
+    }
+
+    /// Waiting to write to the next stage (a poll may be that).
+    fn waits_out(&self) -> f64 {
+        self.get(StageWait::Output) + self.get(StageWait::Poll)
+    }
+
+    /// Waiting to read from the previous stage.
+    fn waits_in(&self) -> f64 {
+        self.get(StageWait::Input) + self.get(StageWait::Poll)
+    }
+
+    /// The state with the largest share (`None` before any was measured).
+    pub fn main(&self) -> Option<StageWait> {
+        (self.measured_ns > 0).then(|| {
+            StageWait::ALL
+                .into_iter()
+                .max_by(|a, b| self.get(*a).total_cmp(&self.get(*b)))
+                .unwrap_or(StageWait::Other)
+        })
+    }
+
+    /// The largest of its own states as a stage at that place (what it limits by).
+    fn own_main(&self, first: bool, last: bool) -> StageWait {
+        use StageWait::{Busy, Disk, Input, Other, Output, Poll, Reading};
+        let mut own = vec![Busy, Disk, Reading, Other];
+        if first {
+            own.push(Input);
+        }
+        if last {
+            own.push(Output);
+        }
+        if first || last {
+            own.push(Poll);
+        }
+        own.into_iter()
+            .max_by(|a, b| self.get(*a).total_cmp(&self.get(*b)))
+            .unwrap_or(Other)
+    }
+}
+
+/// Why no stage is named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unclear {
+    /// No stage was found, or none measured yet.
+    NoStages,
+    /// A stage was measured for less than [`MIN_MEASURED_NS`].
+    TooShort,
+    /// A pipeline of one stage has no neighbours to weigh it against.
+    OneStage,
+    /// Several stages each fit the rule (all busy, or all in poll).
+    Several,
+    /// No stage fits it: the waits do not point at one.
+    NoneFits,
+}
+
+/// Which stage limits the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limiter {
+    /// The stage at this index (upstream first), by its own state that held it most.
+    Stage {
+        index: usize,
+        by: StageWait,
+    },
+    Unknown {
+        why: Unclear,
+    },
+}
+
+/// One stage's figures over a span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageFigures {
+    pub pid: u32,
+    pub pids: Vec<u32>,
+    pub comm: String,
+    pub args: Vec<String>,
+    pub alive: bool,
+    /// Bytes/s it read and wrote over the span.
+    pub read_bps: f64,
+    pub written_bps: f64,
+    pub shares: Shares,
+    /// Its state at the newest sample, and the kernel function that showed it.
+    pub now: Option<StageWait>,
+    pub held_in: Option<String>,
+}
+
+/// The pipeline over a span: its stages upstream first and which one limits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineView {
+    pub stages: Vec<StageFigures>,
+    pub limiter: Limiter,
+    pub span_ns: u64,
+}
+
+/// The stage that fits the rule among `shares` (upstream first), or why none does.
+pub fn limiting(shares: &[Shares]) -> Limiter {
+    let measured: Vec<usize> = (0..shares.len())
+        .filter(|&i| shares[i].measured_ns > 0)
+        .collect();
+    match measured.len() {
+        0 => {
+            return Limiter::Unknown {
+                why: Unclear::NoStages,
+            };
+        }
+        1 => {
+            return Limiter::Unknown {
+                why: Unclear::OneStage,
+            };
+        }
+        _ => {}
+    }
+    if measured
+        .iter()
+        .any(|&i| shares[i].measured_ns < MIN_MEASURED_NS)
+    {
+        return Limiter::Unknown {
+            why: Unclear::TooShort,
+        };
+    }
+    let n = measured.len();
+    let fits: Vec<(usize, StageWait)> = (0..n)
+        .filter_map(|k| {
+            let s = &shares[measured[k]];
+            let (first, last) = (k == 0, k + 1 == n);
+            let own = s.own(first, last) >= OWN_SHARE;
+            let before = measured[..k]
+                .iter()
+                .all(|&j| shares[j].waits_out() >= WAITING_SHARE);
+            let after = measured[k + 1..]
+                .iter()
+                .all(|&j| shares[j].waits_in() >= WAITING_SHARE);
+            (own && before && after).then(|| (measured[k], s.own_main(first, last)))
+        })
+        .collect();
+    match fits.as_slice() {
+        [(index, by)] => Limiter::Stage {
+            index: *index,
+            by: *by,
+        },
+        [] => Limiter::Unknown {
+            why: Unclear::NoneFits,
+        },
+        _ => Limiter::Unknown {
+            why: Unclear::Several,
+        },
+    }
+}
+
+/// A stage's state in words ("blocked on output").
+pub fn state_words(w: StageWait) -> &'static str {
+    match w {
+        StageWait::Busy => "busy",
+        StageWait::Disk => "writing to disk",
+        StageWait::Reading => "reading files",
+        StageWait::Output => "blocked on output",
+        StageWait::Input => "blocked on input",
+        StageWait::Poll => "in poll",
+        StageWait::Other => "asleep",
+    }
+}
+
+/// What a limiting stage was doing, in words: at an end of the pipeline a wait on a pipe or
+/// socket is on the outside.
+fn limited_by_words(by: StageWait) -> &'static str {
+    match by {
+        StageWait::Output => "blocked on its output, outside the pipeline",
+        StageWait::Input => "blocked on its input, outside the pipeline",
+        StageWait::Poll => "in poll on its descriptors (its neighbour waiting: on the outside)",
+        StageWait::Other => "asleep on something other than its pipes (a timer, a lock)",
+        w => state_words(w),
+    }
+}
+
+/// "'perl' (pid 4242)".
+pub fn stage_name(s: &StageFigures) -> String {
+    format!("{} (pid {})", quote(&s.comm), s.pid)
+}
+
+impl PipelineView {
+    /// The limiting stage, or why none is named, in a few words: "'perl' (pid 4242), asleep
+    /// 97 %" or "unknown: every stage fits …".
+    pub fn limiter_words(&self) -> String {
+        match self.limiter {
+            Limiter::Stage { index, by } => {
+                let s = &self.stages[index];
+                format!(
+                    "{}, {} {}",
+                    stage_name(s),
+                    state_words(by),
+                    fmt_pct(s.shares.get(by) * 100.0)
+                )
+            }
+            Limiter::Unknown { why } => format!("unknown: {}", unclear_words(why)),
+        }
+    }
+
+    /// The limiting stage, when one is named.
+    pub fn limiting_stage(&self) -> Option<&StageFigures> {
+        match self.limiter {
+            Limiter::Stage { index, .. } => self.stages.get(index),
+            Limiter::Unknown { .. } => None,
+        }
+    }
+}
+
+fn unclear_words(why: Unclear) -> &'static str {
+    match why {
+        Unclear::NoStages => "no stage measured yet",
+        Unclear::TooShort => "measured for less than a second",
+        Unclear::OneStage => "one stage only, no neighbour to weigh it against",
+        Unclear::Several => {
+            "several stages do their own work while their neighbours wait (each could limit)"
+        }
+        Unclear::NoneFits => "the stages' waits do not point at one stage",
+    }
+}
+
+/// The verdict's paragraph for a pipeline over the run.
+pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
+    let Some(s) = v.limiting_stage() else {
+        return format!(
+            "Unknown: {} ({} stages).",
+            unclear_words(match v.limiter {
+                Limiter::Unknown { why } => why,
+                Limiter::Stage { .. } => Unclear::NoneFits,
+            }),
+            v.stages.len()
+        );
+    };
+    let Limiter::Stage { index, by } = v.limiter else {
+        return String::new();
+    };
+    let n = v.stages.len();
+    let mut text = format!(
+        "Limited by stage {} of {n}, {}, at {}: it was {} {} of the time",
+        index + 1,
+        stage_name(s),
+        fmt_rate(avg_bps),
+        limited_by_words(by),
+        fmt_pct(s.shares.get(by) * 100.0)
+    );
+    let waited = |w: &StageFigures, side: StageWait| {
+        format!(
+            "{} {} {}",
+            stage_name(w),
+            state_words(side),
+            fmt_pct((w.shares.get(side) + w.shares.get(StageWait::Poll)) * 100.0)
+        )
+    };
+    let before: Vec<String> = (v.stages[..index].iter())
+        .filter(|w| w.shares.measured_ns > 0)
+        .map(|w| waited(w, StageWait::Output))
+        .collect();
+    let after: Vec<String> = (v.stages[index + 1..].iter())
+        .filter(|w| w.shares.measured_ns > 0)
+        .map(|w| waited(w, StageWait::Input))
+        .collect();
+    if !before.is_empty() {
+        text.push_str(&format!("; before it {}", before.join(", ")));
+    }
+    if !after.is_empty() {
+        text.push_str(&format!("; after it {}", after.join(", ")));
+    }
+    text.push('.');
+    text
+}
+
+/// One tick of one stage: its state over the tick and its bytes at the tick's end.
+#[derive(Debug, Clone, Copy)]
+struct StageTick {
+    pid: u32,
+    wait: Option<StageWait>,
+    read: u64,
+    written: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Tick {
+    t1: u64,
+    dt: u64,
+    stages: Vec<StageTick>,
+}
+
+/// A stage's first reading: when, and its bytes then (for the run's rates).
+#[derive(Debug, Clone, Copy)]
+struct First {
+    t: u64,
+    read: u64,
+    written: u64,
+}
+
+/// The pipeline's samples: the newest [`WINDOW_NS`] of ticks and the run's tallies.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineTracker {
+    recent: VecDeque<Tick>,
+    run: BTreeMap<u32, Tally>,
+    first: BTreeMap<u32, First>,
+    latest: Option<(u64, PipelineSample)>,
+}
+
+impl PipelineTracker {
+    /// A sample at `t1`, the previous one at `t0`: each stage's state at `t1` stands for the
+    /// tick.
+    pub fn observe(&mut self, t0: u64, t1: u64, p: &PipelineSample) {
+        let dt = t1.saturating_sub(t0);
+        let mut stages = Vec::with_capacity(p.stages.len());
+        for s in &p.stages {
+            self.first.entry(s.pid).or_insert(First {
+                t: t1,
+                read: s.read,
+                written: s.written,
+            });
+            let wait = s.wait.filter(|_| s.alive);
+            if s.alive {
+                self.run.entry(s.pid).or_default().add(wait, dt);
+            }
+            stages.push(StageTick {
+                pid: s.pid,
+                wait: if s.alive { wait } else { None },
+                read: s.read,
+                written: s.written,
+            });
+        }
+        self.recent.push_back(Tick { t1, dt, stages });
+        while self
+            .recent
+            .front()
+            .is_some_and(|f| f.t1.saturating_sub(f.dt) + WINDOW_NS < t1)
+        {
+            self.recent.pop_front();
+        }
+        self.latest = Some((t1, p.clone()));
+    }
+
+    /// Whether a pipeline was sampled.
+    pub fn active(&self) -> bool {
+        self.latest.is_some()
+    }
+
+    /// The newest [`WINDOW_NS`].
+    pub fn window(&self) -> Option<PipelineView> {
+        let (t1, latest) = self.latest.as_ref()?;
+        let mut tallies: BTreeMap<u32, Tally> = BTreeMap::new();
+        for tick in &self.recent {
+            for s in &tick.stages {
+                tallies.entry(s.pid).or_default().add(s.wait, tick.dt);
+            }
+        }
+        // Each stage's bytes at its first tick in the window: the rate spans from there.
+        let mut start: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
+        for tick in &self.recent {
+            for s in &tick.stages {
+                start.entry(s.pid).or_insert((tick.t1, s.read, s.written));
+            }
+        }
+        Some(self.view(latest, *t1, &tallies, &start))
+    }
+
+    /// The whole run.
+    pub fn run(&self) -> Option<PipelineView> {
+        let (t1, latest) = self.latest.as_ref()?;
+        let start = (self.first.iter())
+            .map(|(p, f)| (*p, (f.t, f.read, f.written)))
+            .collect();
+        Some(self.view(latest, *t1, &self.run, &start))
+    }
+
+    fn view(
+        &self,
+        latest: &PipelineSample,
+        t1: u64,
+        tallies: &BTreeMap<u32, Tally>,
+        start: &BTreeMap<u32, (u64, u64, u64)>,
+    ) -> PipelineView {
+        let stages: Vec<StageFigures> = (latest.stages.iter())
+            .map(|s| {
+                let shares = tallies.get(&s.pid).map(Tally::shares).unwrap_or_default();
+                let (read_bps, written_bps) = match start.get(&s.pid) {
+                    Some((t, r, w)) if t1 > *t => {
+                        let secs = (t1 - t) as f64 / 1e9;
+                        (
+                            s.read.saturating_sub(*r) as f64 / secs,
+                            s.written.saturating_sub(*w) as f64 / secs,
+                        )
+                    }
+                    _ => (0.0, 0.0),
+                };
+                StageFigures {
+                    pid: s.pid,
+                    pids: if s.pids.is_empty() {
+                        vec![s.pid]
+                    } else {
+                        s.pids.clone()
+                    },
+                    comm: s.comm.clone(),
+                    args: s.args.clone(),
+                    alive: s.alive,
+                    read_bps,
+                    written_bps,
+                    shares,
+                    now: s.wait.filter(|_| s.alive),
+                    held_in: s.held_in.clone().filter(|_| s.alive),
+                }
+            })
+            .collect();
+        let shares: Vec<Shares> = stages.iter().map(|s| s.shares).collect();
+        let span_ns = tallies
+            .values()
+            .map(|t| t.ns.iter().sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        PipelineView {
+            limiter: limiting(&shares),
+            stages,
+            span_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use StageWait::{Busy, Input, Other, Output, Poll};
+
+    fn shares(pairs: &[(StageWait, f64)]) -> Shares {
+        let mut t = Tally::default();
+        for (w, s) in pairs {
+            t.add(Some(*w), (*s * 1e9) as u64);
+        }
+        t.shares()
+    }
+
+    #[test]
+    fn the_slow_consumer_limits_a_producer_blocked_on_output() {
+        let p = shares(&[(Output, 0.97), (Busy, 0.03)]);
+        let c = shares(&[(Other, 0.95), (Busy, 0.05)]);
+        assert_eq!(
+            limiting(&[p, c]),
+            Limiter::Stage {
+                index: 1,
+                by: Other
+            }
+        );
+    }
+
+    #[test]
+    fn the_slow_producer_limits_a_consumer_blocked_on_input() {
+        let p = shares(&[(Other, 0.9), (Busy, 0.1)]);
+        let c = shares(&[(Input, 0.99), (Busy, 0.01)]);
+        assert_eq!(
+            limiting(&[p, c]),
+            Limiter::Stage {
+                index: 0,
+                by: Other
+            }
+        );
+    }
+
+    #[test]
+    fn a_middle_stage_limits_with_its_neighbours_on_either_side() {
+        let up = shares(&[(Output, 0.8), (Busy, 0.2)]);
+        let mid = shares(&[(Busy, 0.9), (Input, 0.1)]);
+        let down = shares(&[(Input, 0.9), (Busy, 0.1)]);
+        assert_eq!(
+            limiting(&[up, mid, down]),
+            Limiter::Stage { index: 1, by: Busy }
+        );
+    }
+
+    #[test]
+    fn unclear_pipelines_say_unknown() {
+        let busy = shares(&[(Busy, 1.0)]);
+        let poll = shares(&[(Poll, 1.0)]);
+        assert_eq!(
+            limiting(&[busy, busy]),
+            Limiter::Unknown {
+                why: Unclear::NoneFits
+            }
+        );
+        assert_eq!(
+            limiting(&[poll, poll]),
+            Limiter::Unknown {
+                why: Unclear::Several
+            }
+        );
+        assert_eq!(
+            limiting(&[busy]),
+            Limiter::Unknown {
+                why: Unclear::OneStage
+            }
+        );
+        assert_eq!(
+            limiting(&[]),
+            Limiter::Unknown {
+                why: Unclear::NoStages
+            }
+        );
+        let brief = shares(&[(Busy, 0.3)]);
+        let out = shares(&[(Output, 1.0)]);
+        assert_eq!(
+            limiting(&[out, brief]),
+            Limiter::Unknown {
+                why: Unclear::TooShort
+            }
+        );
+        // A stage never measured (threads unreadable) does not count.
+        let none = Shares::default();
+        assert_eq!(
+            limiting(&[out, none, busy]),
+            Limiter::Stage { index: 2, by: Busy }
+        );
+    }
+
+    #[test]
+    fn the_last_stage_blocked_sending_to_the_network_limits() {
+        // `tar c d | ssh host …` with a slow link: tar waits to write, ssh to send.
+        let tar = shares(&[(Output, 0.9), (Busy, 0.1)]);
+        let ssh = shares(&[(Output, 0.7), (Poll, 0.2), (Busy, 0.1)]);
+        assert_eq!(
+            limiting(&[tar, ssh]),
+            Limiter::Stage {
+                index: 1,
+                by: Output
+            }
+        );
+    }
+}

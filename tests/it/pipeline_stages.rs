@@ -1,0 +1,274 @@
+//! `watch --pipeline` on fixture data: the stages found under a fixture tree from their fd
+//! links (`pipe:[N]`) and fdinfo flags, read through a tick, and fed as samples to the model,
+//! whose window, run figures and verdict name the stage that limits.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use copyscope::model::pipeline::Limiter;
+use copyscope::model::{Limit, Model, ModelConfig};
+use copyscope::sample::pipeline::{PipelineReader, PipelineSample, StageSample, StageWait};
+use copyscope::sample::{Sample, SysRoot};
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A process with fds 0 and 1 (`None`: not a pipe), as the kernel shows them.
+fn process(
+    root: &Path,
+    pid: u32,
+    ppid: u32,
+    comm: &str,
+    fd0: Option<u64>,
+    fd1: Option<u64>,
+    wchan: &str,
+) {
+    put(root, &format!("proc/{pid}/comm"), &format!("{comm}\n"));
+    put(
+        root,
+        &format!("proc/{pid}/cmdline"),
+        &format!("{comm}\0-x\0"),
+    );
+    put(
+        root,
+        &format!("proc/{pid}/stat"),
+        &format!("{pid} ({comm}) S {ppid} 1 1"),
+    );
+    put(
+        root,
+        &format!("proc/{pid}/io"),
+        "rchar: 0\nwchar: 0\nwrite_bytes: 0\n",
+    );
+    put(
+        root,
+        &format!("proc/{pid}/task/{pid}/stat"),
+        &format!("{pid} ({comm}) S {ppid} 1 1"),
+    );
+    put(root, &format!("proc/{pid}/task/{pid}/wchan"), wchan);
+    let fd_dir = root.join(format!("proc/{pid}/fd"));
+    std::fs::create_dir_all(&fd_dir).unwrap();
+    for (fd, pipe, flags) in [(0, fd0, "00"), (1, fd1, "01")] {
+        let target = pipe.map_or("/dev/pts/0".to_string(), |n| format!("pipe:[{n}]"));
+        symlink(target, fd_dir.join(fd.to_string())).unwrap();
+        put(
+            root,
+            &format!("proc/{pid}/fdinfo/{fd}"),
+            &format!(
+                "pos:\t0\nflags:\t{flags}\nmnt_id:\t15\nino:\t{}\n",
+                pipe.unwrap_or(3)
+            ),
+        );
+    }
+}
+
+#[test]
+fn the_stages_are_found_from_the_shell_and_read_in_order() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    // bash (100) running `cat /dev/zero | gzip | dd of=x`; another pipeline beside it.
+    process(r, 100, 1, "bash", None, None, "do_wait");
+    process(r, 101, 100, "cat", None, Some(7001), "anon_pipe_write");
+    process(
+        r,
+        102,
+        100,
+        "gzip",
+        Some(7001),
+        Some(7002),
+        "anon_pipe_write",
+    );
+    process(r, 103, 100, "dd", Some(7002), None, "balance_dirty_pages");
+    process(r, 200, 1, "yes", None, Some(8001), "anon_pipe_write");
+    process(r, 201, 1, "head", Some(8001), None, "anon_pipe_read");
+    let root = SysRoot::new(r);
+    for seeds in [vec![100], vec![102], vec![103]] {
+        let mut reader = PipelineReader::new(&root, &seeds, Vec::new());
+        let s = reader.read();
+        let names: Vec<&str> = s.stages.iter().map(|s| s.comm.as_str()).collect();
+        assert_eq!(names, ["cat", "gzip", "dd"], "from {seeds:?}");
+        assert_eq!(s.stages[0].args, ["cat", "-x"]);
+        let waits: Vec<Option<StageWait>> = s.stages.iter().map(|s| s.wait).collect();
+        assert_eq!(
+            waits,
+            [
+                Some(StageWait::Output),
+                Some(StageWait::Output),
+                Some(StageWait::Disk)
+            ],
+            "dd waits for the disk: its wait channel says so without a stack"
+        );
+    }
+    let mut reader = PipelineReader::new(&root, &[201], vec![200]);
+    assert_eq!(reader.read().stages.len(), 1, "a skipped pid is no stage");
+}
+
+fn stage(pid: u32, comm: &str, read: u64, written: u64, wait: StageWait) -> StageSample {
+    StageSample {
+        pid,
+        comm: comm.into(),
+        args: vec![comm.into()],
+        read,
+        written,
+        wait: Some(wait),
+        alive: true,
+        ..Default::default()
+    }
+}
+
+/// Ten seconds at 10 Hz of `zfs send | mbuffer | zfs recv`-like stages at 50 MB/s: the middle
+/// stage busy, the first blocked on output, the last on input (every tenth tick busy).
+fn samples() -> Vec<Sample> {
+    (0..=100u64)
+        .map(|i| {
+            let bytes = i * 5_000_000;
+            let side = |w| if i % 10 == 0 { StageWait::Busy } else { w };
+            Sample {
+                t_ns: i * 100_000_000,
+                engine: copyscope::copy::ProgressSnapshot {
+                    bytes_copied: bytes,
+                    ..Default::default()
+                },
+                pipeline: Some(PipelineSample {
+                    stages: vec![
+                        stage(11, "send", 0, bytes, side(StageWait::Output)),
+                        stage(12, "squash", bytes, bytes / 3, StageWait::Busy),
+                        stage(13, "recv", bytes / 3, 0, side(StageWait::Input)),
+                    ],
+                }),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_model_names_the_busy_middle_stage_live_and_in_the_verdict() {
+    let mut m = Model::new(ModelConfig::default(), Default::default());
+    for s in samples() {
+        m.apply(&s);
+    }
+    let live = m.pipeline().expect("a pipeline");
+    assert!(
+        live.span_ns <= 5_100_000_000,
+        "the newest seconds: {}",
+        live.span_ns
+    );
+    assert_eq!(
+        live.limiter,
+        Limiter::Stage {
+            index: 1,
+            by: StageWait::Busy
+        }
+    );
+    let send = &live.stages[0];
+    assert!(
+        (send.written_bps - 50e6).abs() < 1e6,
+        "{}",
+        send.written_bps
+    );
+    assert!(send.shares.get(StageWait::Output) >= 0.85);
+    let run = m.pipeline_run().unwrap();
+    assert!(run.span_ns >= 9_900_000_000);
+    let v = m.verdict();
+    assert_eq!(v.limit, Limit::Stage);
+    assert!(
+        v.text
+            .starts_with("Limited by stage 2 of 3, 'squash' (pid 12), at "),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text
+            .contains("before it 'send' (pid 11) blocked on output 9"),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text
+            .contains("after it 'recv' (pid 13) blocked on input 9"),
+        "{}",
+        v.text
+    );
+}
+
+#[test]
+fn an_ended_stage_keeps_its_row_and_leaves_the_judgment() {
+    let mut m = Model::new(ModelConfig::default(), Default::default());
+    let mut all = samples();
+    for s in &mut all[40..] {
+        let p = s.pipeline.as_mut().unwrap();
+        p.stages[0].alive = false;
+        p.stages[0].wait = None;
+    }
+    for s in &all {
+        m.apply(s);
+    }
+    let live = m.pipeline().unwrap();
+    assert_eq!(live.stages.len(), 3);
+    assert!(!live.stages[0].alive);
+    assert_eq!(
+        live.stages[0].shares.measured_ns, 0,
+        "not measured once ended"
+    );
+    // squash busy, recv waiting for it: squash still limits what is left.
+    assert_eq!(
+        live.limiter,
+        Limiter::Stage {
+            index: 1,
+            by: StageWait::Busy
+        }
+    );
+}
+
+#[test]
+fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
+    use copyscope::frontend::state::App;
+    use copyscope::present::units::Units;
+    use copyscope::ui::theme::Theme;
+    use copyscope::ui::view::{Header, RunState, UiOptions};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let mut model = Model::new(ModelConfig::default(), Default::default());
+    let mut all = samples();
+    // A name that would drive the terminal is quoted.
+    for s in &mut all {
+        let p = s.pipeline.as_mut().unwrap();
+        p.stages[2].comm = "re\u{1b}[2Jcv".into();
+        p.stages[2].args = vec!["recv".into(), "-F".into(), "pool/a b".into()];
+    }
+    for s in &all {
+        model.apply(s);
+    }
+    let opts = UiOptions {
+        theme: Theme::new(true, false),
+        units: Units::Decimal,
+        compact: false,
+        then: None,
+    };
+    let header = Header {
+        source: "pipeline of pid 11".into(),
+        dest: ".".into(),
+        fs: String::new(),
+    };
+    let mut app = App::new(model, header, opts);
+    app.state = RunState::Watching;
+    app.watch = true;
+    app.now_ns = 10_000_000_000;
+    let mut term = Terminal::new(TestBackend::new(120, 32)).unwrap();
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .unwrap();
+    let text = term.backend().to_string();
+    assert!(text.contains("pipeline"), "{text}");
+    assert!(
+        text.contains("limited by 'squash' (pid 12), busy 100 %"),
+        "{text}"
+    );
+    assert!(text.contains("*2/3 squash"), "{text}");
+    assert!(text.contains(" 1/3 send"), "{text}");
+    assert!(text.contains("blocked on output 90 %"), "{text}");
+    assert!(text.contains("recv -F 'pool/a b'"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
