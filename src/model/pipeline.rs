@@ -252,7 +252,7 @@ fn limited_by_words(by: StageWait) -> &'static str {
     match by {
         StageWait::Output => "blocked on its output, outside the pipeline",
         StageWait::Input => "blocked on its input, outside the pipeline",
-        StageWait::Poll => "in poll on its descriptors (its neighbour waiting: on the outside)",
+        StageWait::Poll => "waiting in poll for what lies outside the pipeline",
         StageWait::Other => "asleep on something other than its pipes (a timer, a lock)",
         w => state_words(w),
     }

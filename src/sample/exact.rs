@@ -366,13 +366,16 @@ impl PendingExact {
     }
 }
 
-/// Fills the sample's exact figures and evidence level from what this tick had.
+/// Fills the sample's exact figures and evidence level from what this tick had: the trace
+/// counts only for a tick that follows a writer's threads (a watch of the intake alone, or
+/// of a pipeline's stages, whose states are sampled, is not traced however the trace runs).
 /// `stacks_readable`: the thread sampler can read kernel stacks (root).
 pub fn fill(sample: &mut Sample, exact: Option<&mut ExactSource>, stacks_readable: bool) {
-    sample.exact = exact.and_then(|x| x.tick(sample.t_ns));
+    let figures = exact.and_then(|x| x.tick(sample.t_ns));
+    sample.exact = figures.filter(|_| sample.threads.is_some());
     sample.evidence = Some(if sample.exact.is_some() {
         EvidenceLevel::Exact
-    } else if sample.threads.is_none() {
+    } else if sample.threads.is_none() && sample.pipeline.is_none() {
         EvidenceLevel::Counters
     } else if stacks_readable {
         EvidenceLevel::Stacks
@@ -406,5 +409,17 @@ mod tests {
         let mut s = Sample::default();
         fill(&mut s, None, false);
         assert_eq!(s.evidence, Some(EvidenceLevel::Counters));
+    }
+
+    #[test]
+    fn a_pipeline_s_stages_rest_on_their_sampled_states() {
+        let mut s = Sample {
+            pipeline: Some(Default::default()),
+            ..Sample::default()
+        };
+        fill(&mut s, None, true);
+        assert_eq!(s.evidence, Some(EvidenceLevel::Stacks));
+        fill(&mut s, None, false);
+        assert_eq!(s.evidence, Some(EvidenceLevel::Wchan));
     }
 }
