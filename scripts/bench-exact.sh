@@ -7,18 +7,24 @@
 # final syncfs writes the whole GiB back in copyscope's own context, and how much of that
 # lands there rather than in the kernel's flusher threads varies by a factor of 5 from run
 # to run, drowning the figure); each destination is removed and synced away before the next.
+# Each run starts after the instance of the one before is gone: its removal (an rmdir child
+# that outlives copyscope, ~0.1–0.2 s in the kernel) would otherwise overlap the next run and
+# be charged to it. --ext4 copies onto a fresh ext4 file system for every run (a loop image
+# in /dev/shm, made and mounted outside the timing): on this VM's disk a file system that
+# has seen deletes writes up to 10x slower.
 #
-# Usage: scripts/bench-exact.sh [--runs 7] [--size 1G] [--dir /var/tmp]   (root)
+# Usage: scripts/bench-exact.sh [--runs 7] [--size 1G] [--dir /var/tmp] [--ext4]   (root)
 # Env: COPYSCOPE_BIN (default $CARGO_TARGET_DIR/release/copyscope or target/release/copyscope).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-RUNS=7 SIZE=1G DIR=/var/tmp
+RUNS=7 SIZE=1G DIR=/var/tmp EXT4=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --ext4) EXT4=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "bench-exact: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -26,19 +32,41 @@ BIN=${COPYSCOPE_BIN:-${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope}
 [ -x "$BIN" ] || { echo "bench-exact: $BIN missing (cargo build --release)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "bench-exact: the trace needs root" >&2; exit 2; }
 WORK=$(mktemp -d "$DIR/copyscope-bench-exact.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+trap 'umount "$WORK/mnt" 2>/dev/null; rm -rf "$WORK" /dev/shm/copyscope-bench-exact-$$.img' EXIT
 head -c "$SIZE" /dev/urandom > "$WORK/src"
 cat "$WORK/src" > /dev/null
 
-python3 - "$BIN" "$WORK" "$RUNS" <<'PY'
-import os, statistics, subprocess, sys, time
-bin_, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-src, dst = f"{work}/src", f"{work}/dst"
+python3 - "$BIN" "$WORK" "$RUNS" "$EXT4" "/dev/shm/copyscope-bench-exact-$$.img" <<'PY'
+import glob, os, statistics, subprocess, sys, time
+bin_, work, runs, ext4, img = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
+src = f"{work}/src"
+mnt = f"{work}/mnt"
+dst = f"{mnt}/dst" if ext4 else f"{work}/dst"
+
+def fresh_destination():
+    """The destination removed, or a new ext4 file system mounted for it."""
+    if not ext4:
+        if os.path.exists(dst):
+            os.remove(dst)
+        return
+    subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+    if os.path.exists(img):
+        os.remove(img)
+    os.makedirs(mnt, exist_ok=True)
+    subprocess.run(["truncate", "-s", "3G", img], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
+    subprocess.run(["mount", "-o", "loop", img, mnt], check=True)
+
+def settle(pid):
+    """Waits (at most 5 s) until the run's trace instance has been removed."""
+    for _ in range(500):
+        if not glob.glob(f"/sys/kernel/tracing/instances/copyscope-{pid}-*"):
+            return
+        time.sleep(0.01)
 
 def one(exact):
     """One copy: (wall s, user + system s of copyscope and its children, evidence)."""
-    if os.path.exists(dst):
-        os.remove(dst)
+    fresh_destination()
     subprocess.run(["sync"], check=True)
     env = dict(os.environ, COPYSCOPE_EXACT="1" if exact else "0")
     out = open(f"{work}/out", "w")
@@ -47,6 +75,7 @@ def one(exact):
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
+    settle(p.pid)
     out.close()
     text = open(f"{work}/out").read()
     ev = text.split("evidence: ", 1)[1].split("\n", 1)[0] if "evidence: " in text else "?"
