@@ -191,9 +191,15 @@ impl Instance {
                 .join(" || ")
         };
         // A switch away from one of them while it blocks (not a preemption: that wait is
-        // the run queue's), with the kernel stack it blocked in.
-        let blocking = format!("({}) && prev_state & 3", any("prev_pid"));
-        self.write("events/sched/sched_switch/filter", &blocking)?;
+        // the run queue's), with the kernel stack it blocked in; and its last switch, as it
+        // exits (`X`/`Z`, 16/32; `x`, 64, before 4.14), without a stack: that ends its time
+        // without a `sched_process_exit`, one tracepoint fewer to enable and disable.
+        let pids = any("prev_pid");
+        let blocking = format!("({pids}) && prev_state & 3");
+        self.write(
+            "events/sched/sched_switch/filter",
+            &format!("({pids}) && prev_state & 115"),
+        )?;
         let first = self.named.is_empty();
         if !first {
             let _ = self.write("events/sched/sched_switch/trigger", "!stacktrace");
@@ -203,13 +209,11 @@ impl Instance {
             &format!("stacktrace if {blocking}"),
         )?;
         self.write("events/sched/sched_wakeup/filter", &any("pid"))?;
-        self.write("events/sched/sched_process_exit/filter", &any("pid"))?;
         let own = any("common_pid");
         let _ = self.write("events/writeback/balance_dirty_pages/filter", &own);
         if first {
             self.write("events/sched/sched_switch/enable", "1")?;
             self.write("events/sched/sched_wakeup/enable", "1")?;
-            let _ = self.write("events/sched/sched_process_exit/enable", "1");
             let _ = self.write("events/writeback/balance_dirty_pages/enable", "1");
             let pipe = OpenOptions::new()
                 .read(true)
