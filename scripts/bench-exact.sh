@@ -33,7 +33,7 @@ BIN=${COPYSCOPE_BIN:-${CARGO_TARGET_DIR:-$HERE/target}/release/copyscope}
 [ -x "$BIN" ] || { echo "bench-exact: $BIN missing (cargo build --release)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "bench-exact: the trace needs root" >&2; exit 2; }
 WORK=$(mktemp -d "$DIR/copyscope-bench-exact.XXXXXX")
-trap 'umount "$WORK/mnt" 2>/dev/null; rm -rf "$WORK" /dev/shm/copyscope-bench-exact-$$.img' EXIT
+trap 'while mountpoint -q "$WORK/mnt" 2>/dev/null; do umount "$WORK/mnt" || umount -l "$WORK/mnt" || break; done; rm -rf "$WORK" /dev/shm/copyscope-bench-exact-$$.img' EXIT
 head -c "$SIZE" /dev/urandom > "$WORK/src"
 cat "$WORK/src" > /dev/null
 
@@ -50,7 +50,13 @@ def fresh_destination():
         if os.path.exists(dst):
             os.remove(dst)
         return
-    subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+    # Every mount of the run before (an umount refused while the kernel still holds the
+    # file system would leave them stacked).
+    for _ in range(200):
+        if subprocess.run(["mountpoint", "-q", mnt]).returncode != 0:
+            break
+        if subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL).returncode != 0:
+            time.sleep(0.05)
     if os.path.exists(img):
         os.remove(img)
     os.makedirs(mnt, exist_ok=True)
