@@ -194,8 +194,8 @@ impl ExactSource {
     }
 
     /// [`ExactSource::start`] on a thread of its own: making and configuring an instance waits
-    /// for the kernel (setting its `trace_clock` and `buffer_size_kb` wait for RCU grace
-    /// periods: 40–45 ms measured under `strace -T`), which would hold the sampler's first
+    /// for the kernel (setting its `trace_clock` waits for RCU grace periods: 21–27 ms
+    /// measured under `strace -T`), which would hold the sampler's first
     /// samples back and, for a copy shorter than that, its end. `start` is the instant the
     /// sampler's `t_ns` counts from.
     pub fn start_in_background(root: &SysRoot, start: Instant) -> PendingExact {

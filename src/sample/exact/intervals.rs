@@ -99,7 +99,7 @@ impl Accounts {
             TraceEvent::SwitchOut { tid, ts_ns, state } => {
                 let next = if state == 'R' {
                     State::Running
-                } else if matches!(state, 'X' | 'Z') {
+                } else if matches!(state, 'X' | 'Z' | 'x') {
                     State::Unknown
                 } else {
                     let (class, _) = classify(state, "", "");
@@ -260,6 +260,20 @@ mod tests {
         a.close_tick(200 * MS);
         assert_eq!(a.totals.off_cpu_ns[&WaitClass::Sleeping], 70 * MS);
         assert_eq!(a.totals.traced_ns, 200 * MS);
+    }
+
+    #[test]
+    fn the_switch_of_an_exiting_thread_ends_its_time() {
+        let mut a = Accounts::default();
+        a.add(7, 0, true);
+        a.apply(&TraceEvent::SwitchOut {
+            tid: 7,
+            ts_ns: 30 * MS,
+            state: 'X',
+        });
+        a.close_tick(100 * MS);
+        assert_eq!(a.totals.traced_ns, 30 * MS);
+        assert!(a.totals.off_cpu_ns.is_empty());
     }
 
     #[test]
