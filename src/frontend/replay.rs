@@ -58,13 +58,22 @@ pub fn replay_state_streamed(
         )
     })?;
     let shell = Recording::new(header);
-    let app = App::new(
+    let app = replay_app(
         Model::new(shell.model_config(cfg), shell.header.environment.clone()),
+        &shell.header,
         header_line(&shell.header),
         opts,
     );
     let timeline = Timeline::Stream(Box::new(cursor));
     Ok((State::replay(app, timeline, total_ns, speed), shell.header))
+}
+
+/// The replay screen over `model`: a watch's recording is drawn as the watch was (its intake
+/// row, its writers or its pipeline's stages), not as a copy of unknown size.
+fn replay_app(model: Model, rec: &RecHeader, header: Header, opts: UiOptions) -> App {
+    let mut app = App::new(model, header, opts);
+    app.watch = rec.watch.is_some();
+    app
 }
 
 /// A model fed with the whole recording: what `replay --plain` and `export` summarise.
@@ -74,8 +83,9 @@ pub fn replay_model(rec: &Recording, cfg: ModelConfig) -> Model {
 
 /// The replay's state at its start: the app on the recording's model, and the timeline.
 pub fn replay_state(rec: &Recording, cfg: ModelConfig, opts: UiOptions, speed: f64) -> State {
-    let app = App::new(
+    let app = replay_app(
         Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
+        &rec.header,
         header_of(rec),
         opts,
     );
@@ -85,8 +95,9 @@ pub fn replay_state(rec: &Recording, cfg: ModelConfig, opts: UiOptions, speed: f
 /// The replay screen's state at `t_ns` into the recording, as a live screen showed it then
 /// (tests use it).
 pub fn app_at(rec: &Recording, cfg: ModelConfig, opts: UiOptions, t_ns: u64) -> App {
-    let mut app = App::new(
+    let mut app = replay_app(
         Model::new(for_recording(rec, cfg), rec.header.environment.clone()),
+        &rec.header,
         header_of(rec),
         opts,
     );

@@ -267,3 +267,23 @@ fn modified_keys_are_not_the_plain_keys() {
         Action::None
     );
 }
+
+/// The screen of a replayed watch at `t_ns` (the lab's Samba watch onto ZFS), 100×32.
+fn replayed_watch_screen(t_ns: u64) -> String {
+    let rec = Recording::load(Path::new("assets/zfs-watch-samba.jsonl")).expect("recording");
+    assert!(rec.header.watch.is_some(), "a watch's recording");
+    let app = app_at(&rec, ModelConfig::default(), opts(), t_ns);
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 32)).expect("terminal");
+    term.draw(|f| copyscope::ui::render(f, &app.view()))
+        .expect("draw");
+    term.backend().to_string()
+}
+
+#[test]
+fn a_replayed_watch_is_drawn_as_the_watch_was_not_as_a_copy_of_unknown_size() {
+    let s = replayed_watch_screen(20_000_000_000);
+    assert!(s.contains("intake "), "the watch's intake row:\n{s}");
+    assert!(!s.contains("estimating"), "no copy progress bar:\n{s}");
+    assert!(!s.contains("files 0 / 0"), "no file counts:\n{s}");
+}
