@@ -506,6 +506,7 @@ fn prometheus_scrapes_the_drop_counter_of_a_watch() {
         }
         std::thread::sleep(Duration::from_millis(500));
     };
+    dashboard_panels_return_data(web);
     let child = watch.take();
     terminate(&child);
     let out = child.wait_with_output().unwrap();
@@ -567,6 +568,41 @@ fn the_grafana_dashboard_queries_only_exported_metrics() {
         }
     }
     assert!(queried >= 8, "the dashboard shows the main figures");
+}
+
+/// Every panel of the Grafana dashboard that a watch on this machine feeds gets data from the
+/// real Prometheus scraping it: its queries as Grafana sends them (`$instance` any,
+/// `$__rate_interval` a minute). The ZFS panels need a pool, and the copy's progress a copy.
+fn dashboard_panels_return_data(web: u16) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/grafana/copyscope.json");
+    let dash: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for p in dash["panels"].as_array().expect("panels") {
+        let title = p["title"].as_str().unwrap_or_default();
+        let exprs: Vec<String> = p["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["expr"].as_str())
+            .map(|e| {
+                e.replace("$instance", ".*")
+                    .replace("$__rate_interval", "1m")
+            })
+            .collect();
+        if exprs.is_empty() || title.starts_with("ZFS") || title == "Copy progress" {
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while exprs.iter().all(|e| prom_query(web, e).is_empty()) {
+            assert!(
+                Instant::now() < deadline,
+                "the dashboard's panel {title:?} gets no data from Prometheus: {exprs:?}"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} panels checked");
 }
 
 /// Sockets among a process's descriptors now (0 once it has gone).
