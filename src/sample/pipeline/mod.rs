@@ -99,6 +99,46 @@ struct Stage {
     alive: bool,
 }
 
+/// Where a stage goes after a discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The known stage `old`, now the group `group` (the first found holding one of its
+    /// processes), or ended (None).
+    Known { old: usize, group: Option<usize> },
+    /// A group no known stage is in.
+    New(usize),
+}
+
+/// The stages' order after a discovery: every known stage keeps its place, ended or not (the
+/// last stage still writing after the others have gone stays last); a new group goes before
+/// the first known stage found downstream of it, else last. `known`: each stage's
+/// processes, upstream first; `groups`: what the discovery found, upstream first.
+fn placement(known: &[Vec<u32>], groups: &[graph::Group]) -> Vec<Slot> {
+    let mut claimed = vec![false; groups.len()];
+    let mut slots: Vec<Slot> = known
+        .iter()
+        .enumerate()
+        .map(|(i, pids)| {
+            let group = groups
+                .iter()
+                .enumerate()
+                .position(|(g, grp)| !claimed[g] && grp.pids.iter().any(|p| pids.contains(p)));
+            if let Some(g) = group {
+                claimed[g] = true;
+            }
+            Slot::Known { old: i, group }
+        })
+        .collect();
+    for g in (0..groups.len()).filter(|g| !claimed[*g]) {
+        let at = slots
+            .iter()
+            .position(|s| matches!(s, Slot::Known { group: Some(k), .. } if *k > g))
+            .unwrap_or(slots.len());
+        slots.insert(at, Slot::New(g));
+    }
+    slots
+}
+
 /// Finds a pipeline's stages and reads them each tick.
 #[derive(Debug)]
 pub struct PipelineReader {
@@ -161,27 +201,29 @@ impl PipelineReader {
             .collect()
     }
 
-    /// Takes the groups found: a group holding a known stage's process is that stage (its
-    /// processes now those found), a new one joins in its place upstream→downstream; stages
-    /// not found again have ended and go last.
+    /// Takes the groups found (see [`placement`]): a known stage keeps its place, its
+    /// processes now those found, or ended; a new group joins in its place.
     fn merge(&mut self, groups: &[graph::Group]) {
-        let mut old = std::mem::take(&mut self.stages);
-        let mut next = Vec::with_capacity(groups.len());
-        for g in groups {
-            let known = old
-                .iter()
-                .position(|s| s.pids.iter().any(|p| g.pids.contains(p)));
-            let mut st = match known {
-                Some(i) => old.remove(i),
-                None => self.new_stage(g.pids[0]),
+        let known: Vec<Vec<u32>> = self.stages.iter().map(|s| s.pids.clone()).collect();
+        let mut old: Vec<Option<Stage>> = std::mem::take(&mut self.stages)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut next = Vec::with_capacity(old.len() + groups.len());
+        for slot in placement(&known, groups) {
+            let (st, group) = match slot {
+                Slot::Known { old: i, group } => (old[i].take(), group),
+                Slot::New(g) => (Some(self.new_stage(groups[g].pids[0])), Some(g)),
             };
-            st.pids.clone_from(&g.pids);
-            st.alive = true;
+            let Some(mut st) = st else { continue };
+            match group {
+                Some(g) => {
+                    st.pids.clone_from(&groups[g].pids);
+                    st.alive = true;
+                }
+                None => st.alive = false,
+            }
             next.push(st);
-        }
-        for mut s in old {
-            s.alive = false;
-            next.push(s);
         }
         self.stages = next;
     }
@@ -327,6 +369,80 @@ impl PipelineReader {
 mod tests {
     use super::graph::Ends;
     use super::*;
+
+    fn group(pids: &[u32]) -> graph::Group {
+        graph::Group {
+            ends: Ends::default(),
+            pids: pids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_stage_keeps_its_place_when_the_ones_before_it_end() {
+        // `zfs send | gzip | gunzip | zfs recv`: the receiver still writes after the rest ended.
+        let known = vec![vec![393], vec![394], vec![395], vec![396]];
+        let slots = placement(&known, &[group(&[396])]);
+        assert_eq!(
+            slots,
+            vec![
+                Slot::Known {
+                    old: 0,
+                    group: None
+                },
+                Slot::Known {
+                    old: 1,
+                    group: None
+                },
+                Slot::Known {
+                    old: 2,
+                    group: None
+                },
+                Slot::Known {
+                    old: 3,
+                    group: Some(0)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_stage_joins_where_the_pipes_put_it() {
+        let known = vec![vec![1], vec![3]];
+        let slots = placement(
+            &known,
+            &[group(&[1]), group(&[2]), group(&[3]), group(&[4])],
+        );
+        assert_eq!(
+            slots,
+            vec![
+                Slot::Known {
+                    old: 0,
+                    group: Some(0)
+                },
+                Slot::New(1),
+                Slot::Known {
+                    old: 1,
+                    group: Some(2)
+                },
+                Slot::New(3),
+            ]
+        );
+        // Two known stages that became one: the first holds it, the other has ended.
+        let slots = placement(&[vec![5], vec![6]], &[group(&[5, 6])]);
+        assert_eq!(
+            slots,
+            vec![
+                Slot::Known {
+                    old: 0,
+                    group: Some(0)
+                },
+                Slot::Known {
+                    old: 1,
+                    group: None
+                },
+            ]
+        );
+    }
 
     fn put(root: &std::path::Path, rel: &str, text: &str) {
         let p = root.join(rel);
