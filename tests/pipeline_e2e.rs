@@ -8,13 +8,14 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod sshd;
 mod util;
 
 /// How long a condition may take to show under a loaded machine.
@@ -291,66 +292,9 @@ fn a_pid_in_no_pipeline_is_refused() {
     );
 }
 
-/// sshd on 127.0.0.1 with throwaway keys (as tests/ssh_e2e.rs sets it up).
-struct Sshd {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen");
-    assert!(st.success());
-}
-
-fn start_sshd(sshd: &str, dir: &Path) -> Sshd {
-    fs::create_dir_all("/run/sshd").unwrap();
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("client_key"));
-    fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
-    let port = util::free_port();
-    let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
-         PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\n\
-         UsePAM no\nPidFile {d}/sshd.pid\nPrintMotd no\nPrintLastLog no\n",
-        d = dir.display()
-    );
-    fs::write(dir.join("sshd_config"), config).unwrap();
-    let child = Command::new(sshd)
-        .args(["-D", "-f"])
-        .arg(dir.join("sshd_config"))
-        .arg("-E")
-        .arg(dir.join("sshd.log"))
-        .spawn()
-        .expect("start sshd");
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "sshd did not start: {}",
-            fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Sshd { child, port }
-}
-
 #[test]
 fn tar_into_ssh_to_localhost_is_two_stages_and_the_verdict_says_which_limits() {
-    let Some(sshd) = ["/usr/sbin/sshd", "/usr/bin/sshd"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-    else {
+    let Some(sshd) = sshd::binary() else {
         eprintln!("skipped: sshd is not installed");
         return;
     };
@@ -361,7 +305,7 @@ fn tar_into_ssh_to_localhost_is_two_stages_and_the_verdict_says_which_limits() {
     let t = tempfile::tempdir().unwrap();
     let keys = t.path().join("keys");
     fs::create_dir(&keys).unwrap();
-    let d = start_sshd(sshd, &keys);
+    let d = sshd::start(sshd, &keys);
     let (src, dst): (PathBuf, PathBuf) = (t.path().join("src"), t.path().join("dst"));
     fs::create_dir(&src).unwrap();
     fs::create_dir(&dst).unwrap();

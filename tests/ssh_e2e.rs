@@ -5,75 +5,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod sshd;
 mod util;
-use util::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_copyscope");
-
-struct Sshd {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen");
-    assert!(st.success());
-}
-
-fn start_sshd(dir: &Path) -> Sshd {
-    let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("sshd installed");
-    fs::create_dir_all("/run/sshd").unwrap();
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("client_key"));
-    fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
-    let port = free_port();
-    let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
-         PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\n\
-         UsePAM no\nPidFile {d}/sshd.pid\nPrintMotd no\nPrintLastLog no\nAcceptEnv COPYSCOPE_*\n",
-        d = dir.display()
-    );
-    fs::write(dir.join("sshd_config"), config).unwrap();
-    let child = Command::new(sshd)
-        .args(["-D", "-f"])
-        .arg(dir.join("sshd_config"))
-        .arg("-E")
-        .arg(dir.join("sshd.log"))
-        .spawn()
-        .expect("start sshd");
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "sshd did not start: {}",
-            fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Sshd {
-        child,
-        dir: dir.to_path_buf(),
-        port,
-    }
-}
 
 fn temps_and_files(dst: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut temps, mut files) = (Vec::new(), Vec::new());
@@ -163,7 +101,7 @@ fn ssh_drop_mid_copy_loses_nothing() {
         panic!("this test starts sshd and needs root (CI runs as root)");
     }
     let tmp = tempfile::tempdir().unwrap();
-    let sshd = start_sshd(tmp.path());
+    let sshd = sshd::start(sshd::binary().expect("sshd installed"), tmp.path());
     let src = tmp.path().join("src");
     let dst = tmp.path().join("dst-dropped");
     fs::create_dir_all(&src).unwrap();
@@ -267,7 +205,7 @@ fn ssh_drop_with_streaming_input_twenty_times() {
         panic!("this test starts sshd and needs root (CI runs as root)");
     }
     let tmp = tempfile::tempdir().unwrap();
-    let sshd = start_sshd(tmp.path());
+    let sshd = sshd::start(sshd::binary().expect("sshd installed"), tmp.path());
     let src = tmp.path().join("src");
     fs::create_dir_all(&src).unwrap();
     let data: Vec<u8> = (0..8u32 << 20)
