@@ -122,33 +122,43 @@ fn cpu_times<'a>(fields: impl Iterator<Item = &'a str>) -> Option<CpuTimes> {
     })
 }
 
-/// Busy share in percent of `now` since `prev`; `None` when no tick passed.
-fn busy_pct(now: &CpuTimes, prev: &CpuTimes) -> Option<f32> {
-    let (busy, idle) = now.since(prev);
-    let total = busy + idle;
-    (total > 0).then(|| (busy as f64 * 100.0 / total as f64) as f32)
-}
-
 /// Usage from `prev` to `now`, or `None` when the window is shorter than
 /// [`MIN_WINDOW_TICKS`] per core or no core is in both readings.
+///
+/// The machine's share is summed from the same per-core differences as the busiest core's,
+/// not read from the `cpu` line: the kernel sums that line at another instant than the core
+/// lines (each idle figure includes the sleep in progress when it is read), so on a busy
+/// machine the two disagreed by a tick and the mean came out above the busiest core.
 pub fn usage(prev: &Stat, now: &Stat) -> Option<Cpu> {
-    let (busy, idle) = now.all.since(&prev.all);
-    let cores = u64::try_from(now.cores.len()).unwrap_or(u64::MAX).max(1);
-    if (busy + idle) / cores < MIN_WINDOW_TICKS {
-        return None;
-    }
-    let max_core_pct = now
+    let per_core: Vec<(u64, u64)> = now
         .cores
         .iter()
         .filter_map(|(n, t)| {
             let (_, before) = prev.cores.iter().find(|(m, _)| m == n)?;
-            busy_pct(t, before)
+            Some(t.since(before))
         })
+        .collect();
+    let cores = u64::try_from(per_core.len()).ok().filter(|&c| c > 0)?;
+    let (busy, idle) = per_core
+        .iter()
+        .fold((0, 0), |(b, i), &(cb, ci)| (b + cb, i + ci));
+    if (busy + idle) / cores < MIN_WINDOW_TICKS {
+        return None;
+    }
+    let max_core_pct = per_core
+        .iter()
+        .filter_map(|&(b, i)| share(b, i))
         .reduce(f32::max)?;
     Some(Cpu {
-        busy_pct: busy_pct(&now.all, &prev.all)?,
+        busy_pct: share(busy, idle)?,
         max_core_pct,
     })
+}
+
+/// `busy` as a percentage of `busy + idle`; `None` when no tick passed.
+fn share(busy: u64, idle: u64) -> Option<f32> {
+    let total = busy + idle;
+    (total > 0).then(|| (busy as f64 * 100.0 / total as f64) as f32)
 }
 
 /// Keeps /proc/stat open and the reading that starts the current window.
@@ -215,6 +225,12 @@ impl CpuMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Busy share in percent of `now` since `prev`; `None` when no tick passed.
+    fn busy_pct(now: &CpuTimes, prev: &CpuTimes) -> Option<f32> {
+        let (busy, idle) = now.since(prev);
+        share(busy, idle)
+    }
 
     /// This machine's /proc/stat, read twice one second apart (tests/fixtures/linux-host).
     const T0: &str = include_str!("../../tests/fixtures/linux-host/proc/stat");
@@ -292,6 +308,20 @@ mod tests {
         assert_eq!(u.max_core_pct, 75.0);
     }
 
+    /// The `cpu` line summed a tick later than the core lines (one more busy tick than the
+    /// cores show): the mean comes from the cores and stays under the busiest one.
+    #[test]
+    fn a_cpu_line_read_at_another_instant_never_puts_the_mean_over_the_busiest_core() {
+        let a = parse_stat("cpu  0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
+        let b = parse_stat("cpu  23 0 0 21\ncpu0 11 0 0 11\ncpu1 11 0 0 11\n").unwrap();
+        let u = usage(&a, &b).unwrap();
+        assert_eq!((u.busy_pct, u.max_core_pct), (50.0, 50.0));
+        let c = parse_stat("cpu  30 0 0 14\ncpu0 22 0 0 0\ncpu1 7 0 0 15\n").unwrap();
+        let u = usage(&a, &c).unwrap();
+        assert!(u.busy_pct <= u.max_core_pct, "{u:?}");
+        assert_eq!(u.busy_pct, 29.0 * 100.0 / 44.0);
+    }
+
     #[test]
     fn an_unchanged_file_never_gives_a_figure() {
         let s = parse_stat(T0).unwrap();
@@ -303,10 +333,15 @@ mod tests {
         let (a, b) = (parse_stat(T0).unwrap(), parse_stat(T1).unwrap());
         let u = usage(&a, &b).unwrap();
         let expect = |pa: &CpuTimes, pb: &CpuTimes| busy_pct(pb, pa).unwrap();
-        assert_eq!(u.busy_pct, expect(&a.all, &b.all));
         let cores: Vec<f32> = (0..2)
             .map(|i| expect(&a.cores[i].1, &b.cores[i].1))
             .collect();
+        let whole = expect(&a.all, &b.all);
+        assert!(
+            (u.busy_pct - whole).abs() < 1.0,
+            "{} vs the cpu line's {whole}",
+            u.busy_pct
+        );
         assert_eq!(u.max_core_pct, cores[0].max(cores[1]));
         assert!(u.busy_pct <= u.max_core_pct);
     }
