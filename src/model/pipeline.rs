@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::present::format::{fmt_pct, fmt_rate};
+use crate::present::format::{fmt_pct, fmt_rate, fmt_secs};
 use crate::present::quote::quote;
 use crate::sample::pipeline::{PipelineSample, StageWait};
 
@@ -24,11 +24,13 @@ pub const WAITING_SHARE: f64 = 0.5;
 /// A stage measured for less than this is not weighed yet: nothing is named before.
 pub const MIN_MEASURED_NS: u64 = 1_000_000_000;
 
-/// Nanoseconds per state, and time with no state (threads unreadable).
+/// Nanoseconds per state, time with no state (threads unreadable), and time after the stage
+/// ended while others still ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Tally {
     ns: [u64; StageWait::ALL.len()],
     unread_ns: u64,
+    ended_ns: u64,
 }
 
 impl Tally {
@@ -37,6 +39,10 @@ impl Tally {
             Some(w) => self.ns[w.index()] = self.ns[w.index()].saturating_add(dt),
             None => self.unread_ns = self.unread_ns.saturating_add(dt),
         }
+    }
+
+    fn add_ended(&mut self, dt: u64) {
+        self.ended_ns = self.ended_ns.saturating_add(dt);
     }
 
     fn shares(&self) -> Shares {
@@ -50,15 +56,18 @@ impl Tally {
         Shares {
             of,
             measured_ns: measured,
+            ended_ns: self.ended_ns,
         }
     }
 }
 
-/// A stage's states as shares (0–1) of the time they were measured.
+/// A stage's states as shares (0–1) of the time they were measured, and how long it had
+/// ended while other stages still ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Shares {
     pub of: [f64; StageWait::ALL.len()],
     pub measured_ns: u64,
+    pub ended_ns: u64,
 }
 
 impl Shares {
@@ -92,6 +101,29 @@ impl Shares {
     /// Waiting to read from the previous stage.
     fn waits_in(&self) -> f64 {
         self.get(StageWait::Input) + self.get(StageWait::Poll)
+    }
+
+    /// The time it lived and was measured, and the time after its end while others ran.
+    fn span_ns(&self) -> u64 {
+        self.measured_ns.saturating_add(self.ended_ns)
+    }
+
+    /// A share of the measured time as a share of the whole span: the rule weighs every
+    /// stage over the same stretch of the pipeline's life.
+    fn of_span(&self, share: f64) -> f64 {
+        match self.span_ns() {
+            0 => 0.0,
+            span => share * self.measured_ns as f64 / span as f64,
+        }
+    }
+
+    /// The share of the span after it ended: a stage that has handed on all it had holds
+    /// no neighbour back, so that time counts as waiting on either side.
+    fn ended_share(&self) -> f64 {
+        match self.span_ns() {
+            0 => 0.0,
+            span => self.ended_ns as f64 / span as f64,
+        }
     }
 
     /// The state with the largest share (`None` before any was measured).
@@ -178,10 +210,13 @@ pub struct PipelineView {
     pub span_ns: u64,
 }
 
-/// The stage that fits the rule among `shares` (upstream first), or why none does.
+/// The stage that fits the rule among `shares` (upstream first), or why none does. Each
+/// stage is weighed over the span it lived plus the time after its end while others ran:
+/// once `zfs send` has handed all its data on, the `zfs recv` still writing it limits.
 pub fn limiting(shares: &[Shares]) -> Limiter {
+    // Stages seen alive or ended; one never read (another user's threads) is left out.
     let measured: Vec<usize> = (0..shares.len())
-        .filter(|&i| shares[i].measured_ns > 0)
+        .filter(|&i| shares[i].span_ns() > 0)
         .collect();
     match measured.len() {
         0 => {
@@ -198,7 +233,7 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
     }
     if measured
         .iter()
-        .any(|&i| shares[i].measured_ns < MIN_MEASURED_NS)
+        .any(|&i| shares[i].span_ns() < MIN_MEASURED_NS)
     {
         return Limiter::Unknown {
             why: Unclear::TooShort,
@@ -209,14 +244,17 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
         .filter_map(|k| {
             let s = &shares[measured[k]];
             let (first, last) = (k == 0, k + 1 == n);
-            let own = s.own(first, last) >= OWN_SHARE;
-            let before = measured[..k]
-                .iter()
-                .all(|&j| shares[j].waits_out() >= WAITING_SHARE);
-            let after = measured[k + 1..]
-                .iter()
-                .all(|&j| shares[j].waits_in() >= WAITING_SHARE);
-            (own && before && after).then(|| (measured[k], s.own_main(first, last)))
+            let own = s.of_span(s.own(first, last)) >= OWN_SHARE;
+            let before = measured[..k].iter().all(|&j| {
+                let up = &shares[j];
+                up.of_span(up.waits_out()) + up.ended_share() >= WAITING_SHARE
+            });
+            let after = measured[k + 1..].iter().all(|&j| {
+                let down = &shares[j];
+                down.of_span(down.waits_in()) + down.ended_share() >= WAITING_SHARE
+            });
+            let alive = s.measured_ns > 0;
+            (alive && own && before && after).then(|| (measured[k], s.own_main(first, last)))
         })
         .collect();
     match fits.as_slice() {
@@ -327,12 +365,17 @@ pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
         fmt_pct(s.shares.get(by) * 100.0)
     );
     let waited = |w: &StageFigures, side: StageWait| {
-        format!(
-            "{} {} {}",
-            stage_name(w),
-            state_words(side),
-            fmt_pct((w.shares.get(side) + w.shares.get(StageWait::Poll)) * 100.0)
-        )
+        let pct = fmt_pct((w.shares.get(side) + w.shares.get(StageWait::Poll)) * 100.0);
+        match w.shares.main().filter(|_| w.shares.ended_ns > 0) {
+            Some(main) => format!(
+                "{} ended after {} ({} {} until then)",
+                stage_name(w),
+                fmt_secs(w.shares.measured_ns as f64 / 1e9),
+                state_words(main),
+                fmt_pct(w.shares.get(main) * 100.0)
+            ),
+            None => format!("{} {} {pct}", stage_name(w), state_words(side)),
+        }
     };
     let before: Vec<String> = (v.stages[..index].iter())
         .filter(|w| w.shares.measured_ns > 0)
@@ -356,6 +399,7 @@ pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
 #[derive(Debug, Clone, Copy)]
 struct StageTick {
     pid: u32,
+    alive: bool,
     wait: Option<StageWait>,
     read: u64,
     written: u64,
@@ -398,12 +442,16 @@ impl PipelineTracker {
                 written: s.written,
             });
             let wait = s.wait.filter(|_| s.alive);
+            let tally = self.run.entry(s.pid).or_default();
             if s.alive {
-                self.run.entry(s.pid).or_default().add(wait, dt);
+                tally.add(wait, dt);
+            } else {
+                tally.add_ended(dt);
             }
             stages.push(StageTick {
                 pid: s.pid,
-                wait: if s.alive { wait } else { None },
+                alive: s.alive,
+                wait,
                 read: s.read,
                 written: s.written,
             });
@@ -430,7 +478,12 @@ impl PipelineTracker {
         let mut tallies: BTreeMap<u32, Tally> = BTreeMap::new();
         for tick in &self.recent {
             for s in &tick.stages {
-                tallies.entry(s.pid).or_default().add(s.wait, tick.dt);
+                let tally = tallies.entry(s.pid).or_default();
+                if s.alive {
+                    tally.add(s.wait, tick.dt);
+                } else {
+                    tally.add_ended(tick.dt);
+                }
             }
         }
         // Each stage's bytes at its first tick in the window: the rate spans from there.
@@ -595,6 +648,40 @@ mod tests {
         assert_eq!(
             limiting(&[out, none, busy]),
             Limiter::Stage { index: 2, by: Busy }
+        );
+    }
+
+    /// `shares` of a stage that lived `alive_s` and had ended for `ended_s` more.
+    fn ended_after(pairs: &[(StageWait, f64)], alive_s: f64, ended_s: f64) -> Shares {
+        let mut t = Tally::default();
+        for (w, share) in pairs {
+            t.add(Some(*w), (share * alive_s * 1e9) as u64);
+        }
+        t.add_ended((ended_s * 1e9) as u64);
+        t.shares()
+    }
+
+    /// `zfs send | zfs recv` onto a throttled pool, as in the ZFS lab: the sender busy for
+    /// 2 s, then ended; the receiver writing to disk for 12 s more. Weighed only over the
+    /// time each lived, the sender (busy, not blocked on output) hid the receiver.
+    #[test]
+    fn the_stage_left_working_after_its_upstream_ended_limits() {
+        let send = ended_after(&[(Busy, 0.73), (Output, 0.27)], 2.0, 12.0);
+        let recv = ended_after(&[(StageWait::Disk, 0.85), (Input, 0.15)], 14.0, 0.0);
+        assert_eq!(
+            limiting(&[send, recv]),
+            Limiter::Stage {
+                index: 1,
+                by: StageWait::Disk
+            }
+        );
+        // A producer that held the pipeline for 10 s stays named when the consumer drains
+        // the pipe for a second after its end.
+        let producer = ended_after(&[(Busy, 1.0)], 10.0, 1.0);
+        let consumer = ended_after(&[(Input, 0.9), (Busy, 0.1)], 11.0, 0.0);
+        assert_eq!(
+            limiting(&[producer, consumer]),
+            Limiter::Stage { index: 0, by: Busy }
         );
     }
 

@@ -89,6 +89,7 @@ pub fn pipeline_json(v: &PipelineView) -> serde_json::Value {
                 "written_bps": s.written_bps.round(),
                 "state_pct": shares,
                 "measured_s": s.shares.measured_ns as f64 / 1e9,
+                "ended_s": s.shares.ended_ns as f64 / 1e9,
                 "now": s.now,
                 "held_in": s.held_in,
             })

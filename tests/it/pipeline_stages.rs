@@ -272,3 +272,58 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
     assert!(text.contains("recv -F 'pool/a b'"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text}");
 }
+
+/// `zfs send | zfs recv` onto a throttled pool as the ZFS lab showed it: the sender pushes
+/// 143 MB through the pipe in 2 s, busy, and ends; the receiver writes to disk for 12 s more.
+/// The receiver, left working, limits the run (the model said "unknown" while it weighed
+/// each stage only over the time it lived).
+#[test]
+fn a_receiver_left_writing_after_the_sender_ended_limits_the_run() {
+    let mut m = Model::new(ModelConfig::default(), Default::default());
+    for i in 0..=140u64 {
+        let sent = (i.min(20)) * 7_150_000;
+        let mut send = stage(11, "send", 0, sent, StageWait::Busy);
+        if i >= 20 {
+            send.alive = false;
+            send.wait = None;
+        }
+        let recv_wait = if i < 20 && i % 2 == 0 {
+            StageWait::Input
+        } else {
+            StageWait::Disk
+        };
+        let s = Sample {
+            t_ns: i * 100_000_000,
+            engine: copyscope::copy::ProgressSnapshot {
+                bytes_copied: i * 1_020_000,
+                ..Default::default()
+            },
+            pipeline: Some(PipelineSample {
+                stages: vec![send, stage(13, "recv", sent, i * 1_020_000, recv_wait)],
+            }),
+            ..Default::default()
+        };
+        m.apply(&s);
+    }
+    let run = m.pipeline_run().unwrap();
+    assert_eq!(
+        run.limiter,
+        Limiter::Stage {
+            index: 1,
+            by: StageWait::Disk
+        }
+    );
+    let live = m.pipeline().unwrap();
+    assert_eq!(live.limiter, run.limiter, "the newest seconds say the same");
+    let v = m.verdict();
+    assert_eq!(v.limit, Limit::Stage);
+    assert!(
+        v.text
+            .starts_with("Limited by stage 2 of 2, 'recv' (pid 13), at ")
+            && v.text.contains("writing to disk 9")
+            && v.text
+                .contains("before it 'send' (pid 11) ended after 1.9 s (busy 100 % until then)"),
+        "{}",
+        v.text
+    );
+}
