@@ -378,6 +378,10 @@ fn compact_layout(inner: Rect, app: &View) -> Rows {
     let bar_h = (h - progress_h).min(2);
     let speeds_h = (h - progress_h - bar_h).min(1);
     let mut left = h - progress_h - bar_h - speeds_h;
+    // A pipeline's stages are what a pipeline watch is for: they come before the events.
+    let writers_h = panels::pipeline_of(app).map_or(0, |p| (1 + panels::stage_rows(&p)).min(left));
+    let writers_h = if writers_h < 2 { 0 } else { writers_h };
+    left -= writers_h;
     let events_h = if app.view.show_events && left >= 3 {
         // With room for both, the kernel panel gets a separator and two lines.
         if app.view.show_kernel && left >= 6 {
@@ -398,6 +402,7 @@ fn compact_layout(inner: Rect, app: &View) -> Rows {
     let speeds = take(&mut rest, speeds_h);
     let speed_bar = (bar_h > 0).then(|| take(&mut rest, bar_h));
     let progress = take(&mut rest, progress_h);
+    let writers = (writers_h > 0).then(|| take(&mut rest, writers_h));
     let events = (events_h > 0).then(|| take(&mut rest, events_h));
     let kernel = (kernel_h > 0).then(|| take(&mut rest, kernel_h));
     Rows {
@@ -406,7 +411,7 @@ fn compact_layout(inner: Rect, app: &View) -> Rows {
         speed_bar,
         progress_sep: None,
         progress,
-        writers: None,
+        writers,
         events,
         kernel,
     }

@@ -223,8 +223,8 @@ fn an_ended_stage_keeps_its_row_and_leaves_the_judgment() {
     );
 }
 
-#[test]
-fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
+/// The screen of a pipeline watch at `width` × `height`, `compact` or not.
+fn pipeline_screen(all: &[Sample], width: u16, height: u16, compact: bool) -> String {
     use copyscope::frontend::state::App;
     use copyscope::present::units::Units;
     use copyscope::ui::theme::Theme;
@@ -232,20 +232,13 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     let mut model = Model::new(ModelConfig::default(), Default::default());
-    let mut all = samples();
-    // A name that would drive the terminal is quoted.
-    for s in &mut all {
-        let p = s.pipeline.as_mut().unwrap();
-        p.stages[2].comm = "re\u{1b}[2Jcv".into();
-        p.stages[2].args = vec!["recv".into(), "-F".into(), "pool/a b".into()];
-    }
-    for s in &all {
+    for s in all {
         model.apply(s);
     }
     let opts = UiOptions {
         theme: Theme::new(true, false),
         units: Units::Decimal,
-        compact: false,
+        compact,
         then: None,
     };
     let header = Header {
@@ -257,10 +250,38 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
     app.state = RunState::Watching;
     app.watch = true;
     app.now_ns = 10_000_000_000;
-    let mut term = Terminal::new(TestBackend::new(120, 32)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(width, height)).unwrap();
     term.draw(|f| copyscope::ui::render(f, &app.view()))
         .unwrap();
-    let text = term.backend().to_string();
+    term.backend().to_string()
+}
+
+/// Below 18 rows, or with --compact, the chart goes but the stages stay, before the events.
+#[test]
+fn a_compact_screen_keeps_the_stages() {
+    for (w, h, compact) in [(80, 15, false), (80, 24, true), (60, 10, false)] {
+        let text = pipeline_screen(&samples(), w, h, compact);
+        assert!(
+            text.contains("limited by 'squash' (pid 12), busy 100 %"),
+            "{w}x{h}: {text}"
+        );
+        assert!(text.contains("*2/3 squash"), "{w}x{h}: {text}");
+        if h >= 15 {
+            assert!(text.contains(" 3/3 recv"), "{w}x{h}: {text}");
+        }
+    }
+}
+
+#[test]
+fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
+    let mut all = samples();
+    // A name that would drive the terminal is quoted.
+    for s in &mut all {
+        let p = s.pipeline.as_mut().unwrap();
+        p.stages[2].comm = "re\u{1b}[2Jcv".into();
+        p.stages[2].args = vec!["recv".into(), "-F".into(), "pool/a b".into()];
+    }
+    let text = pipeline_screen(&all, 120, 32, false);
     assert!(text.contains("pipeline"), "{text}");
     assert!(
         text.contains("limited by 'squash' (pid 12), busy 100 %"),

@@ -46,6 +46,30 @@ fn row_text(i: usize, n: usize, s: &StageFigures, limiting: bool, app: &View) ->
     )
 }
 
+/// The stages that get a row in `room` rows, upstream first: all when they fit, else the
+/// first ones with a row left to count the rest, the limiting stage always among them (alone
+/// in one row, where its "2/3" tells how many there are).
+fn shown_stages(p: &PipelineView, room: usize) -> Vec<usize> {
+    let n = p.stages.len();
+    if n <= room {
+        return (0..n).collect();
+    }
+    let limiting = match p.limiter {
+        crate::model::pipeline::Limiter::Stage { index, .. } => Some(index),
+        crate::model::pipeline::Limiter::Unknown { .. } => None,
+    };
+    let mut shown: Vec<usize> = (0..room.saturating_sub(1)).collect();
+    if let Some(l) = limiting.filter(|l| !shown.contains(l)) {
+        if room == 1 || shown.is_empty() {
+            shown = vec![l];
+        } else {
+            shown.pop();
+            shown.push(l);
+        }
+    }
+    shown
+}
+
 /// Draws the panel for `p` into `area`.
 pub fn stages(area: Rect, buf: &mut Buffer, app: &View, p: &PipelineView) {
     let t = app.opts.theme;
@@ -69,9 +93,10 @@ pub fn stages(area: Rect, buf: &mut Buffer, app: &View, p: &PipelineView) {
     );
     let limiting = p.limiting_stage().map(|s| s.pid);
     let room = usize::from(area.height.saturating_sub(1));
-    let many = p.stages.len() > room;
-    let shown = if many { room.saturating_sub(1) } else { room };
-    for (i, s) in p.stages.iter().take(shown).enumerate() {
+    let shown = shown_stages(p, room);
+    let many = shown.len() < p.stages.len() && shown.len() < room;
+    for (k, &i) in shown.iter().enumerate() {
+        let s = &p.stages[i];
         let text = row_text(i, p.stages.len(), s, limiting == Some(s.pid), app);
         let args = command_line(&s.args, width.saturating_sub(text.chars().count()));
         let args = if t.ascii() {
@@ -81,13 +106,13 @@ pub fn stages(area: Rect, buf: &mut Buffer, app: &View, p: &PipelineView) {
         };
         let style = if s.alive { t.label() } else { t.dim() };
         let line = Line::from(vec![Span::styled(text, style), Span::styled(args, t.dim())]);
-        render_fitted(line, row(1 + i as u16), buf, t.glyphs.ellipsis);
+        render_fitted(line, row(1 + k as u16), buf, t.glyphs.ellipsis);
     }
     if many {
-        let rest = p.stages.len() - shown;
+        let rest = p.stages.len() - shown.len();
         render_fitted(
             Line::from(Span::styled(format!("  … and {rest} more"), t.dim())),
-            row(1 + shown as u16),
+            row(1 + shown.len() as u16),
             buf,
             t.glyphs.ellipsis,
         );
