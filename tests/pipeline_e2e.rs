@@ -223,12 +223,17 @@ fn a_slow_consumer_limits_and_its_producer_is_blocked_on_output() {
     assert!(perl["read_bps"].as_f64().unwrap() > 0.0, "{perl}");
     let summary = w.stop();
     assert_eq!(summary["pipeline"]["limiting"]["comm"], "perl", "{summary}");
+    // The pipe between them, read from outside, was full while cat waited on it.
+    let cat = stage(&summary["pipeline"], "cat").unwrap();
+    assert!(cat["pipe_full_pct"].as_f64().unwrap() >= 50.0, "{cat}");
+    assert!(stage(&summary["pipeline"], "perl").unwrap()["pipe_full_pct"].is_null());
     let verdict = summary["verdict"].to_string();
     assert!(
         verdict.contains("Limited by stage 2 of 2, 'perl'"),
         "{verdict}"
     );
     assert!(verdict.contains("'cat'"), "{verdict}");
+    assert!(verdict.contains("(its pipe full "), "{verdict}");
 }
 
 #[test]
@@ -264,6 +269,9 @@ fn a_slow_producer_limits_and_its_consumer_is_blocked_on_input() {
     assert_eq!(p["limiting"]["stage"], 1);
     let summary = w.stop();
     assert_eq!(summary["pipeline"]["limiting"]["comm"], "perl", "{summary}");
+    // cat takes each piece at once: the pipe was almost never full.
+    let perl = stage(&summary["pipeline"], "perl").unwrap();
+    assert!(perl["pipe_full_pct"].as_f64().unwrap() < 10.0, "{perl}");
 }
 
 #[test]

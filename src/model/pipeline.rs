@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::present::format::{fmt_pct, fmt_rate, fmt_secs};
 use crate::present::quote::quote;
-use crate::sample::pipeline::{PipelineSample, StageWait};
+use crate::sample::pipeline::{PipeFill, PipelineSample, StageWait};
 
 /// The live figures span this much of the newest samples.
 pub const WINDOW_NS: u64 = 5_000_000_000;
@@ -31,6 +31,9 @@ struct Tally {
     ns: [u64; StageWait::ALL.len()],
     unread_ns: u64,
     ended_ns: u64,
+    /// Time its output pipe's fill was read, and of that the time it was full.
+    pipe_read_ns: u64,
+    pipe_full_ns: u64,
 }
 
 impl Tally {
@@ -38,6 +41,15 @@ impl Tally {
         match w {
             Some(w) => self.ns[w.index()] = self.ns[w.index()].saturating_add(dt),
             None => self.unread_ns = self.unread_ns.saturating_add(dt),
+        }
+    }
+
+    fn add_pipe(&mut self, fill: Option<PipeFill>, dt: u64) {
+        if let Some(f) = fill {
+            self.pipe_read_ns = self.pipe_read_ns.saturating_add(dt);
+            if f.full() {
+                self.pipe_full_ns = self.pipe_full_ns.saturating_add(dt);
+            }
         }
     }
 
@@ -57,6 +69,8 @@ impl Tally {
             of,
             measured_ns: measured,
             ended_ns: self.ended_ns,
+            pipe_full: (self.pipe_read_ns > 0)
+                .then(|| self.pipe_full_ns as f64 / self.pipe_read_ns as f64),
         }
     }
 }
@@ -68,6 +82,8 @@ pub struct Shares {
     pub of: [f64; StageWait::ALL.len()],
     pub measured_ns: u64,
     pub ended_ns: u64,
+    /// The share of the time its output pipe was full, when its fill could be read.
+    pub pipe_full: Option<f64>,
 }
 
 impl Shares {
@@ -200,6 +216,8 @@ pub struct StageFigures {
     /// Its state at the newest sample, and the kernel function that showed it.
     pub now: Option<StageWait>,
     pub held_in: Option<String>,
+    /// Its output pipe at the newest sample.
+    pub output_pipe: Option<PipeFill>,
 }
 
 /// The pipeline over a span: its stages upstream first and which one limits.
@@ -374,7 +392,16 @@ pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
                 state_words(main),
                 fmt_pct(w.shares.get(main) * 100.0)
             ),
-            None => format!("{} {} {pct}", stage_name(w), state_words(side)),
+            None => format!(
+                "{} {} {pct}{}",
+                stage_name(w),
+                state_words(side),
+                match (side, w.shares.pipe_full) {
+                    (StageWait::Output, Some(f)) =>
+                        format!(" (its pipe full {})", fmt_pct(f * 100.0)),
+                    _ => String::new(),
+                }
+            ),
         }
     };
     let before: Vec<String> = (v.stages[..index].iter())
@@ -401,6 +428,7 @@ struct StageTick {
     pid: u32,
     alive: bool,
     wait: Option<StageWait>,
+    output_pipe: Option<PipeFill>,
     read: u64,
     written: u64,
 }
@@ -445,6 +473,7 @@ impl PipelineTracker {
             let tally = self.run.entry(s.pid).or_default();
             if s.alive {
                 tally.add(wait, dt);
+                tally.add_pipe(s.output_pipe, dt);
             } else {
                 tally.add_ended(dt);
             }
@@ -452,6 +481,7 @@ impl PipelineTracker {
                 pid: s.pid,
                 alive: s.alive,
                 wait,
+                output_pipe: s.output_pipe,
                 read: s.read,
                 written: s.written,
             });
@@ -481,6 +511,7 @@ impl PipelineTracker {
                 let tally = tallies.entry(s.pid).or_default();
                 if s.alive {
                     tally.add(s.wait, tick.dt);
+                    tally.add_pipe(s.output_pipe, tick.dt);
                 } else {
                     tally.add_ended(tick.dt);
                 }
@@ -540,6 +571,7 @@ impl PipelineTracker {
                     shares,
                     now: s.wait.filter(|_| s.alive),
                     held_in: s.held_in.clone().filter(|_| s.alive),
+                    output_pipe: s.output_pipe.filter(|_| s.alive),
                 }
             })
             .collect();

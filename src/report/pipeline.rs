@@ -45,8 +45,11 @@ pub fn stage_lines(v: &PipelineView, binary: bool) -> Vec<String> {
         .map(|(i, s)| {
             let mark = if limiting == Some(i) { '*' } else { ' ' };
             let ended = if s.alive { "" } else { " (ended)" };
+            let pipe = s.shares.pipe_full.map_or_else(String::new, |f| {
+                format!("; its pipe full {}", fmt_pct(f * 100.0))
+            });
             format!(
-                "{mark} stage {}/{n} {} (pid {}){ended} {}: read {}, wrote {}; {}",
+                "{mark} stage {}/{n} {} (pid {}){ended} {}: read {}, wrote {}; {}{pipe}",
                 i + 1,
                 shell_escape(&s.comm),
                 s.pid,
@@ -92,6 +95,8 @@ pub fn pipeline_json(v: &PipelineView) -> serde_json::Value {
                 "ended_s": s.shares.ended_ns as f64 / 1e9,
                 "now": s.now,
                 "held_in": s.held_in,
+                "output_pipe": s.output_pipe,
+                "pipe_full_pct": s.shares.pipe_full.map(|f| (f * 1000.0).round() / 10.0),
             })
         })
         .collect();

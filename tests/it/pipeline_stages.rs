@@ -7,7 +7,9 @@ use std::path::Path;
 
 use copyscope::model::pipeline::Limiter;
 use copyscope::model::{Limit, Model, ModelConfig};
-use copyscope::sample::pipeline::{PipelineReader, PipelineSample, StageSample, StageWait};
+use copyscope::sample::pipeline::{
+    PipeFill, PipelineReader, PipelineSample, StageSample, StageWait,
+};
 use copyscope::sample::{Sample, SysRoot};
 
 fn put(root: &Path, rel: &str, text: &str) {
@@ -133,7 +135,13 @@ fn samples() -> Vec<Sample> {
                 },
                 pipeline: Some(PipelineSample {
                     stages: vec![
-                        stage(11, "send", 0, bytes, side(StageWait::Output)),
+                        StageSample {
+                            output_pipe: Some(PipeFill {
+                                bytes: if i % 10 == 0 { 0 } else { 65536 },
+                                capacity: 65536,
+                            }),
+                            ..stage(11, "send", 0, bytes, side(StageWait::Output))
+                        },
                         stage(12, "squash", bytes, bytes / 3, StageWait::Busy),
                         stage(13, "recv", bytes / 3, 0, side(StageWait::Input)),
                     ],
@@ -182,7 +190,7 @@ fn the_model_names_the_busy_middle_stage_live_and_in_the_verdict() {
     );
     assert!(
         v.text
-            .contains("before it 'send' (pid 11) blocked on output 9"),
+            .contains("before it 'send' (pid 11) blocked on output 90 % (its pipe full 90 %)"),
         "{}",
         v.text
     );
@@ -221,6 +229,48 @@ fn an_ended_stage_keeps_its_row_and_leaves_the_judgment() {
             by: StageWait::Busy
         }
     );
+}
+
+/// The pipe on a process's standard output, read from outside: full behind a writer
+/// nobody reads, empty behind one that writes nothing.
+#[test]
+fn a_pipe_s_fill_is_read_from_outside() {
+    use copyscope::sample::pipeline::pipe_fill;
+    use std::process::{Command, Stdio};
+    let root = SysRoot::default();
+    let mut stuck = Command::new("head")
+        .args(["-c", "1000000", "/dev/zero"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut idle = Command::new("sleep")
+        .arg("30")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let full = loop {
+        let f = pipe_fill(&root, stuck.id()).expect("the pipe opens");
+        if f.full() || std::time::Instant::now() > deadline {
+            break f;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(full.full() && full.capacity >= 4096, "{full:?}");
+    assert_eq!(full.bytes, full.capacity, "{full:?}");
+    let empty = pipe_fill(&root, idle.id()).unwrap();
+    assert_eq!(empty.bytes, 0);
+    assert!(!empty.full());
+    // The writer still sees its reader go: reading the fill kept no reader alive.
+    drop(stuck.stdout.take());
+    let status = stuck.wait().unwrap();
+    assert!(
+        !status.success(),
+        "head ended by the broken pipe: {status:?}"
+    );
+    idle.kill().unwrap();
+    idle.wait().unwrap();
+    assert!(pipe_fill(&root, std::process::id()).is_none_or(|f| f.capacity > 0));
 }
 
 /// The screen of a pipeline watch at `width` × `height`, `compact` or not.
@@ -281,7 +331,7 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
         p.stages[2].comm = "re\u{1b}[2Jcv".into();
         p.stages[2].args = vec!["recv".into(), "-F".into(), "pool/a b".into()];
     }
-    let text = pipeline_screen(&all, 120, 32, false);
+    let text = pipeline_screen(&all, 132, 32, false);
     assert!(text.contains("pipeline"), "{text}");
     assert!(
         text.contains("limited by 'squash' (pid 12), busy 100 %"),
@@ -289,7 +339,10 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
     );
     assert!(text.contains("*2/3 squash"), "{text}");
     assert!(text.contains(" 1/3 send"), "{text}");
-    assert!(text.contains("blocked on output 90 %"), "{text}");
+    assert!(
+        text.contains("blocked on output 90 %  pipe full 90 %"),
+        "{text}"
+    );
     assert!(text.contains("recv -F 'pool/a b'"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text}");
 }

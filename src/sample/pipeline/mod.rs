@@ -53,6 +53,43 @@ pub struct StageSample {
     pub held_in: Option<String>,
     /// False once every process of the stage has ended.
     pub alive: bool,
+    /// The pipe on its standard output at this tick: how full it was (`None` for the last
+    /// stage, or when the pipe could not be opened: another user's, without root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_pipe: Option<PipeFill>,
+}
+
+/// A pipe's bytes waiting to be read and its capacity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeFill {
+    pub bytes: u64,
+    pub capacity: u64,
+}
+
+impl PipeFill {
+    /// Full to within one page: the writer must wait for the reader.
+    pub fn full(&self) -> bool {
+        self.capacity > 0 && self.bytes + 4096 >= self.capacity
+    }
+}
+
+/// How full the pipe on `pid`'s fd 1 is. The pipe is opened again through
+/// `/proc/PID/fd/1` (read-only, non-blocking) for `FIONREAD` and `F_GETPIPE_SZ`, and closed
+/// at once: while open it is one more reader, which at most delays a writer's EPIPE by the
+/// microseconds it is held (closing it wakes a writer waiting on the pipe).
+pub fn pipe_fill(root: &SysRoot, pid: u32) -> Option<PipeFill> {
+    let path = root.join(format!("proc/{pid}/fd/1"));
+    let link = std::fs::read_link(&path).ok()?;
+    graph::parse_pipe_link(link.to_str()?)?;
+    let fd = rustix::fs::open(
+        &path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let bytes = rustix::io::ioctl_fionread(&fd).ok()?;
+    let capacity = rustix::pipe::fcntl_getpipe_size(&fd).ok()? as u64;
+    Some(PipeFill { bytes, capacity })
 }
 
 impl PipelineSample {
@@ -282,6 +319,7 @@ impl PipelineReader {
             io_now.insert(*pid, io);
             threads.extend(self.thread_waits(*pid));
         }
+        let last = i + 1 == self.stages.len();
         let st = &mut self.stages[i];
         // A process reaped by another of the stage adds its counters to its parent's: in a
         // tick where one ended, the stage's bytes are not added (a tick's bytes of its own).
@@ -303,6 +341,9 @@ impl PipelineReader {
             st.alive = false;
         }
         let state = wait::stage_wait(&threads);
+        let output_pipe = (st.alive && !last)
+            .then(|| st.pids.iter().find_map(|&pid| pipe_fill(&self.root, pid)))
+            .flatten();
         StageSample {
             pid: st.pid,
             pids: if st.pids.len() > 1 {
@@ -317,6 +358,7 @@ impl PipelineReader {
             wait: state.as_ref().map(|s| s.0),
             held_in: state.and_then(|s| s.1),
             alive: st.alive,
+            output_pipe,
         }
     }
 

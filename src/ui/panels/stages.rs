@@ -27,16 +27,29 @@ pub fn stage_rows(p: &PipelineView) -> u16 {
     1 + (p.stages.len() as u16).min(MAX_STAGE_ROWS)
 }
 
-/// "* 2/2 perl         4242  r 3.24 MB/s  w    0 B/s  asleep 95 %   perl -e …".
-fn row_text(i: usize, n: usize, s: &StageFigures, limiting: bool, app: &View) -> String {
+/// "* 2/2 perl         4242  r 3.24 MB/s  w    0 B/s  asleep 95 %   perl -e …", with
+/// "pipe full 93 %" before the command line when the panel has a `pipe` column.
+fn row_text(
+    i: usize,
+    n: usize,
+    s: &StageFigures,
+    limiting: bool,
+    pipe: bool,
+    app: &View,
+) -> String {
     let u = app.opts.units;
     let mark = if limiting { '*' } else { ' ' };
     let state = s.shares.main().map_or_else(
         || "state n/a".to_string(),
         |w| format!("{} {}", state_words(w), fmt_pct(s.shares.get(w) * 100.0)),
     );
+    let pipe = match s.shares.pipe_full {
+        Some(f) if pipe => format!("pipe full {:<5} ", fmt_pct(f * 100.0)),
+        _ if pipe => " ".repeat(16),
+        _ => String::new(),
+    };
     format!(
-        "{mark}{}/{n} {:<10} {:>7}  r {:>9}  w {:>9}  {:<23} ",
+        "{mark}{}/{n} {:<10} {:>7}  r {:>9}  w {:>9}  {:<23} {pipe}",
         i + 1,
         shell_escape(&s.comm),
         s.pid,
@@ -94,10 +107,11 @@ pub fn stages(area: Rect, buf: &mut Buffer, app: &View, p: &PipelineView) {
     let limiting = p.limiting_stage().map(|s| s.pid);
     let room = usize::from(area.height.saturating_sub(1));
     let shown = shown_stages(p, room);
+    let pipe = p.stages.iter().any(|s| s.shares.pipe_full.is_some());
     let many = shown.len() < p.stages.len() && shown.len() < room;
     for (k, &i) in shown.iter().enumerate() {
         let s = &p.stages[i];
-        let text = row_text(i, p.stages.len(), s, limiting == Some(s.pid), app);
+        let text = row_text(i, p.stages.len(), s, limiting == Some(s.pid), pipe, app);
         let args = command_line(&s.args, width.saturating_sub(text.chars().count()));
         let args = if t.ascii() {
             crate::present::text::asciify(&args)
