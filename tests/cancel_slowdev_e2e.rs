@@ -361,6 +361,25 @@ impl Writers {
             .collect();
         Writers { children, files }
     }
+
+    /// Waits (up to 60 s) until the kernel holds one of the writers in balance_dirty_pages:
+    /// the page cache is then at its limit and the copy started next is paced too. A fixed
+    /// wait was not enough on a loaded machine: the copy fitted under the limit, finished
+    /// copying in two seconds and was flushing, with no copy thread left to hold.
+    fn wait_until_throttled(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let held = self.children.iter().any(|c| {
+                fs::read_to_string(format!("/proc/{}/wchan", c.id()))
+                    .is_ok_and(|w| w == "balance_dirty_pages")
+            });
+            if held {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no writer was held in balance_dirty_pages within 60 s");
+    }
 }
 
 impl Drop for Writers {
@@ -567,7 +586,7 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
     // 1. The TUI, recording: four writers fill the page cache for the disk first, so the
     // kernel paces the copy far below the disk's speed; q, q once the copier is held.
     let load = Writers::start(&disk.mnt, 4, WRITERS_MB);
-    std::thread::sleep(Duration::from_secs(4));
+    load.wait_until_throttled();
     let dst = disk.mnt.join("loaded-copy.bin");
     let exit = work.path().join("exit-tui");
     let stty = work.path().join("stty-after");
@@ -617,7 +636,7 @@ fn cancel_answers_within_a_second_while_other_writers_load_the_disk() {
 
     // 2. --json, SIGTERM: the same, and the stream ends with its summary object.
     let load = Writers::start(&disk.mnt, 4, WRITERS_MB);
-    std::thread::sleep(Duration::from_secs(4));
+    load.wait_until_throttled();
     let dst = disk.mnt.join("json-copy.bin");
     let out = fs::File::create(work.path().join("json.out")).unwrap();
     let mut child = Command::new(BIN)
