@@ -14,7 +14,7 @@ inst=$tfs/instances/capture-$$
 mkdir "$inst"
 cleanup() { echo 0 > "$inst/tracing_on" 2>/dev/null || true; rmdir "$inst" 2>/dev/null || true; }
 trap cleanup EXIT
-echo 0 > "$inst/tracing_on"; echo mono > "$inst/trace_clock"; echo 1 > "$inst/options/event-fork"
+echo 0 > "$inst/tracing_on"; echo mono > "$inst/trace_clock"
 
 COPYSCOPE_EXACT=0 "$bin" --plain "$src" "$dest" > "$out.copy.log" 2>&1 &
 pid=$!
@@ -27,14 +27,14 @@ done
 sleep 0.2; tids=$(list)   # the workers start just after the engine
 [ -n "$tids" ] || { echo "no copy threads" >&2; exit 1; }
 any() { local f=$1 s= t; for t in $tids; do s="${s:+$s || }$f == $t"; done; echo "$s"; }
+# As the product: the filters alone select the threads (no set_event_pid, no event-fork); a
+# blocking switch carries its stack, a thread's last switch (prev_state X/Z/x) ends its time.
 blocking="($(any prev_pid)) && prev_state & 3"
-echo "$tids" > "$inst/set_event_pid"
-echo "$blocking" > "$inst/events/sched/sched_switch/filter"
+echo "($(any prev_pid)) && prev_state & 115" > "$inst/events/sched/sched_switch/filter"
 echo "stacktrace if $blocking" > "$inst/events/sched/sched_switch/trigger"
 any pid > "$inst/events/sched/sched_wakeup/filter"
-any pid > "$inst/events/sched/sched_process_exit/filter"
 any common_pid > "$inst/events/writeback/balance_dirty_pages/filter"
-for e in sched/sched_switch sched/sched_wakeup sched/sched_process_exit writeback/balance_dirty_pages; do
+for e in sched/sched_switch sched/sched_wakeup writeback/balance_dirty_pages; do
   echo 1 > "$inst/events/$e/enable"
 done
 echo 1 > "$inst/tracing_on"
