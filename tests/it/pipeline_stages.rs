@@ -317,6 +317,11 @@ fn a_compact_screen_keeps_the_stages() {
         );
         assert!(text.contains("*2/3 squash"), "{w}x{h}: {text}");
         if h >= 15 {
+            assert!(text.contains("blocked on output 90 %"), "{w}x{h}: {text}");
+        }
+        // No room for the pipe column: the state stays whole.
+        assert!(!text.contains("pipe full"), "{w}x{h}: {text}");
+        if h >= 15 {
             assert!(text.contains(" 3/3 recv"), "{w}x{h}: {text}");
         }
     }

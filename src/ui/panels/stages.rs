@@ -13,6 +13,9 @@ use crate::present::format::fmt_pct;
 use crate::present::quote::{command_line, shell_escape};
 use crate::ui::view::View;
 
+/// The narrowest panel that shows how full each stage's output pipe was.
+const PIPE_COLUMN_FROM: usize = 100;
+
 /// Stage rows the panel shows at most; the rest are counted on the last one.
 pub const MAX_STAGE_ROWS: u16 = 8;
 
@@ -107,7 +110,8 @@ pub fn stages(area: Rect, buf: &mut Buffer, app: &View, p: &PipelineView) {
     let limiting = p.limiting_stage().map(|s| s.pid);
     let room = usize::from(area.height.saturating_sub(1));
     let shown = shown_stages(p, room);
-    let pipe = p.stages.iter().any(|s| s.shares.pipe_full.is_some());
+    // The pipe column only where it leaves the state and some of the command line whole.
+    let pipe = width >= PIPE_COLUMN_FROM && p.stages.iter().any(|s| s.shares.pipe_full.is_some());
     let many = shown.len() < p.stages.len() && shown.len() < room;
     for (k, &i) in shown.iter().enumerate() {
         let s = &p.stages[i];
