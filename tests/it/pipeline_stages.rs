@@ -406,3 +406,38 @@ fn a_receiver_left_writing_after_the_sender_ended_limits_the_run() {
         v.text
     );
 }
+
+/// The pictures and the Markdown of a pipeline watch say what the figures are of and list
+/// the stages, the limiting one marked.
+#[test]
+fn the_exports_of_a_pipeline_watch_list_its_stages() {
+    use copyscope::report::export::{ChartData, render_markdown, render_svg};
+    let mut model = Model::new(ModelConfig::default(), Default::default());
+    for s in samples() {
+        model.apply(&s);
+    }
+    let data = ChartData {
+        watch: Some("pipeline's first stage wchar".into()),
+        pipeline: model.pipeline_run(),
+        verdict: Some(model.verdict()),
+        ..Default::default()
+    };
+    let md = render_markdown(&data);
+    assert!(md.contains("| through the pipeline |"), "{md}");
+    assert!(!md.contains("copy (to"), "{md}");
+    assert!(
+        md.contains("| 2 (limits) | 12 | `squash` | 50.0 | 16.7 | busy 100 % |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| 1 | 11 | `send` | 0 | 50.0 | blocked on output 90 %, busy 10 %; its pipe full 90 % |"
+        ),
+        "{md}"
+    );
+    let svg = render_svg(&data, 1600, 900);
+    assert!(svg.contains(">average (pipeline)<"), "{svg}");
+    assert!(svg.contains(">Stages<"), "{svg}");
+    assert!(svg.contains(">*2 squash  busy 100 %<"), "{svg}");
+    assert!(svg.contains("> 3 recv  blocked on input 90 %<"), "{svg}");
+}

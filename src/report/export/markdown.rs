@@ -79,15 +79,15 @@ pub fn render_markdown_titled(data: &ChartData, title: Option<&str>) -> String {
     };
     o.push_str("| what | MB/s | time | drops | time lost |\n");
     o.push_str("|:--|--:|--:|--:|:--|\n");
-    // ZFS holds written data in the ARC, not in the page cache.
-    let cache = if t.fs == "zfs" || t.fs.starts_with("zfs ") {
-        "ARC"
-    } else {
-        "page cache"
+    // ZFS holds written data in the ARC, not in the page cache; a watch's or a pipe's
+    // figures are what it saw written, not a copy's.
+    let what = match data.speed_of() {
+        s @ ("to page cache" | "to ARC") => format!("copy ({s})"),
+        s => s.to_string(),
     };
     let _ = writeln!(
         o,
-        "| copy (to {cache}) | {} | {} | {} | {} |",
+        "| {what} | {} | {} | {} | {} |",
         fmt_mbps(st.avg_bps),
         fmt_secs(st.elapsed_s),
         st.drops,
@@ -125,6 +125,7 @@ pub fn render_markdown_titled(data: &ChartData, title: Option<&str>) -> String {
     }
     o.push('\n');
     verdict(data, &mut o);
+    stages(data, &mut o);
 
     let drops: Vec<_> = data.drops().collect();
     if drops.is_empty() {
@@ -197,6 +198,39 @@ fn verdict(data: &ChartData, o: &mut String) {
     let _ = writeln!(o, "|{}", "--:|".repeat(shares.len()));
     let row: Vec<String> = shares.iter().map(|(_, v)| fmt_pct(v * 100.0)).collect();
     let _ = writeln!(o, "| {} |", row.join(" | "));
+    o.push('\n');
+}
+
+/// A pipeline watch's stages over the run: a row each, upstream first, the limiting one
+/// marked.
+fn stages(data: &ChartData, o: &mut String) {
+    let Some(p) = &data.pipeline else {
+        return;
+    };
+    let limiting = p.limiting_stage().map(|s| s.pid);
+    o.push_str("| stage | pid | command | read MB/s | wrote MB/s | over the run |\n");
+    o.push_str("|:--|--:|:--|--:|--:|:--|\n");
+    for (i, s) in p.stages.iter().enumerate() {
+        let mark = if limiting == Some(s.pid) {
+            " (limits)"
+        } else {
+            ""
+        };
+        let mut state = crate::report::pipeline::shares_text(s);
+        if let Some(f) = s.shares.pipe_full {
+            state.push_str(&format!("; its pipe full {}", fmt_pct(f * 100.0)));
+        }
+        let _ = writeln!(
+            o,
+            "| {}{mark} | {} | `{}` | {} | {} | {} |",
+            i + 1,
+            s.pid,
+            cell(&crate::report::pipeline::args_text(s, 60)).replace('`', "'"),
+            fmt_mbps(s.read_bps),
+            fmt_mbps(s.written_bps),
+            cell(&state)
+        );
+    }
     o.push('\n');
 }
 

@@ -145,6 +145,8 @@ pub struct ChartData {
     pub pipe: bool,
     /// `watch --net IFACE`: the interface whose receive rate is drawn (`net_bps`).
     pub net_iface: Option<String>,
+    /// `watch --pipeline`: the stages over the run, the model's.
+    pub pipeline: Option<crate::model::pipeline::PipelineView>,
 }
 
 pub use crate::present::markers::MarkerKind;
@@ -233,6 +235,23 @@ impl ChartData {
             watch: header.watch.as_ref().map(|w| w.intake.clone()),
             pipe: header.environment.pipe.is_some(),
             net_iface: header.watch.as_ref().and_then(|w| w.net.clone()),
+            pipeline: model.pipeline_run(),
+        }
+    }
+
+    /// What the average speed is of, in a few words: "to page cache", "to ARC", "intake",
+    /// "through the pipeline" or "through the pipe".
+    pub fn speed_of(&self) -> &'static str {
+        if self.pipeline.is_some() {
+            "through the pipeline"
+        } else if self.pipe {
+            "through the pipe"
+        } else if self.watch.is_some() {
+            "intake"
+        } else if self.title.fs == "zfs" || self.title.fs.starts_with("zfs ") {
+            "to ARC"
+        } else {
+            "to page cache"
         }
     }
 

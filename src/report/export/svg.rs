@@ -963,10 +963,13 @@ fn stats_panel(o: &mut String, data: &ChartData, l: &Layout) {
         row_gap: 24.0 * s,
         head_y: y0 + 28.0 * s,
     };
-    speed_stats(o, &g, &data.stats);
+    speed_stats(o, &g, data);
     run_stats(o, &g, data);
     lost_stats(o, &g, &data.stats);
-    largest_drops(o, &g, data);
+    match &data.pipeline {
+        Some(p) if data.drops().next().is_none() => stages_column(o, &g, p),
+        _ => largest_drops(o, &g, data),
+    }
 }
 
 /// The stats panel's four columns: a heading, then rows of a label and its figure.
@@ -1020,10 +1023,21 @@ impl StatsGrid {
     }
 }
 
+/// "average (to cache)", or what a watch's or a pipe's average is of.
+fn average_label(data: &ChartData) -> &'static str {
+    match data.speed_of() {
+        "through the pipeline" => "average (pipeline)",
+        "through the pipe" => "average (through)",
+        "intake" => "average (intake)",
+        _ => "average (to cache)",
+    }
+}
+
 /// Speed: average, min / peak, durable (or a watch's network average), drops.
-fn speed_stats(o: &mut String, g: &StatsGrid, st: &ChartStats) {
+fn speed_stats(o: &mut String, g: &StatsGrid, data: &ChartData) {
+    let st = &data.stats;
     g.heading(o, 0, "Speed");
-    g.pair(o, 0, 0, "average (to cache)", &fmt_rate(st.avg_bps));
+    g.pair(o, 0, 0, average_label(data), &fmt_rate(st.avg_bps));
     g.pair(
         o,
         0,
@@ -1143,6 +1157,44 @@ fn lost_stats(o: &mut String, g: &StatsGrid, st: &ChartStats) {
             r#"<text x="{:.1}" y="{y:.1}" font-size="{row:.1}" font-weight="bold" fill="{INK}">{}</text>"#,
             bx + bw.max(2.0 * s) + 8.0 * s,
             fmt_secs(*secs)
+        );
+    }
+}
+
+/// A pipeline watch without drops: its stages in the drops' column, upstream first (four at
+/// most), each with its main state over the run, the limiting one marked.
+fn stages_column(o: &mut String, g: &StatsGrid, p: &crate::model::pipeline::PipelineView) {
+    g.heading(o, 3, "Stages");
+    let limiting = p.limiting_stage().map(|s| s.pid);
+    let max_chars = ((g.col_w - 24.0 * g.s) / (g.row * 0.6)) as usize;
+    for (i, s) in p.stages.iter().take(4).enumerate() {
+        let mark = if limiting == Some(s.pid) { "*" } else { " " };
+        let state = s.shares.main().map_or_else(
+            || "state n/a".to_string(),
+            |w| {
+                format!(
+                    "{} {}",
+                    crate::model::pipeline::state_words(w),
+                    fmt_pct(s.shares.get(w) * 100.0)
+                )
+            },
+        );
+        let text = format!(
+            "{mark}{} {}  {state}",
+            i + 1,
+            crate::present::quote::shell_escape(&s.comm)
+        );
+        let text = if text.chars().count() > max_chars {
+            let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+            format!("{cut}…")
+        } else {
+            text
+        };
+        let (cx, y, row) = (g.col_x(3), g.row_y(i), g.row);
+        let _ = writeln!(
+            o,
+            r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{INK}">{}</text>"#,
+            esc(&text)
         );
     }
 }
