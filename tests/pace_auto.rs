@@ -44,13 +44,14 @@ fn a_paced_copy_is_never_held_by_the_page_cache() {
         .prefix("copyscope-pace-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let disk = match slowdev::slow_disk(&work.path().join("disk"), &[]) {
+    let mut disk = match slowdev::slow_disk(&work.path().join("disk"), &[]) {
         Ok(d) => d,
         Err(why) => {
             eprintln!("SKIPPED a_paced_copy_is_never_held_by_the_page_cache: {why}");
             return;
         }
     };
+    disk.limit_dirty(150 << 20);
     let src = work.path().join("src.bin");
     let body = data(600 << 20, 5);
     std::fs::write(&src, &body).unwrap();

@@ -13,10 +13,17 @@ use crate::tmux::have;
 pub struct SlowDisk {
     dir: PathBuf,
     pub mnt: PathBuf,
+    /// The loop device's bdi directory and its settings before [`SlowDisk::limit_dirty`].
+    bdi: Option<(PathBuf, String, String)>,
 }
 
 impl Drop for SlowDisk {
     fn drop(&mut self) {
+        // The loop devices outlive the disk: the next user of this one gets its defaults.
+        if let Some((bdi, ratio, strict)) = self.bdi.take() {
+            let _ = std::fs::write(bdi.join("strict_limit"), strict);
+            let _ = std::fs::write(bdi.join("max_ratio"), ratio);
+        }
         // An abandoned flush (the `sync` child of a cancel during the flush) holds the mount
         // until the kernel has written the data back: retry until it lets go.
         let start = Instant::now();
@@ -35,6 +42,24 @@ impl Drop for SlowDisk {
 }
 
 impl SlowDisk {
+    /// Holds this disk's writers once `bytes` of its data are dirty, whatever the rest of the
+    /// machine holds (the bdi's `max_bytes` with `strict_limit`, as the kernel sets for FUSE
+    /// and some USB disks). Without it a copy under the machine's limits (a fifth of the
+    /// memory: 4.3 GB here) is never paced at all.
+    pub fn limit_dirty(&mut self, bytes: u64) {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(&self.mnt).unwrap().dev();
+        let bdi = PathBuf::from(format!(
+            "/sys/class/bdi/{}:{}",
+            rustix::fs::major(dev),
+            rustix::fs::minor(dev)
+        ));
+        let read = |f: &str| std::fs::read_to_string(bdi.join(f)).unwrap().trim().to_string();
+        self.bdi = Some((bdi.clone(), read("max_ratio"), read("strict_limit")));
+        std::fs::write(bdi.join("max_bytes"), bytes.to_string()).unwrap();
+        std::fs::write(bdi.join("strict_limit"), "1").unwrap();
+    }
+
     /// Changes the disk's write speed while it runs (slowdev.sh set): a real, timed drop.
     pub fn set_mbps(&self, mbps: u32) {
         let st = Command::new("bash")
@@ -82,6 +107,7 @@ pub fn slow_disk_of(size: &str, dir: &Path, more_tools: &[&str]) -> Result<SlowD
     let disk = SlowDisk {
         dir: dir.to_path_buf(),
         mnt: dir.join("mnt"),
+        bdi: None,
     };
     if !out.status.success() {
         return Err(format!(
