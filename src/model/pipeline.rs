@@ -21,6 +21,8 @@ pub const OWN_SHARE: f64 = 0.5;
 /// … and each stage upstream of it waited to write, each one downstream to read, at least
 /// this share of theirs.
 pub const WAITING_SHARE: f64 = 0.5;
+/// A stage that ended this share of the span before the others is said to have ended.
+pub const ENDED_EARLY_SHARE: f64 = 0.1;
 /// A stage measured for less than this is not weighed yet: nothing is named before.
 pub const MIN_MEASURED_NS: u64 = 1_000_000_000;
 
@@ -117,6 +119,12 @@ impl Shares {
     /// Waiting to read from the previous stage.
     fn waits_in(&self) -> f64 {
         self.get(StageWait::Input) + self.get(StageWait::Poll)
+    }
+
+    /// It ended while others ran on for a tenth of the span or more: worth saying (stages
+    /// that end together at the pipeline's end are not).
+    pub fn ended_early(&self) -> bool {
+        self.ended_share() >= ENDED_EARLY_SHARE
     }
 
     /// The time it lived and was measured, and the time after its end while others ran.
@@ -384,7 +392,7 @@ pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
     );
     let waited = |w: &StageFigures, side: StageWait| {
         let pct = fmt_pct((w.shares.get(side) + w.shares.get(StageWait::Poll)) * 100.0);
-        match w.shares.main().filter(|_| w.shares.ended_ns > 0) {
+        match w.shares.main().filter(|_| w.shares.ended_early()) {
             Some(main) => format!(
                 "{} ended after {} ({} {} until then)",
                 stage_name(w),

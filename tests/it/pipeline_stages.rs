@@ -441,3 +441,33 @@ fn the_exports_of_a_pipeline_watch_list_its_stages() {
     assert!(svg.contains(">*2 squash  busy 100 %<"), "{svg}");
     assert!(svg.contains("> 3 recv  blocked on input 90 %<"), "{svg}");
 }
+
+/// Stages that end together at the pipeline's end are not said to have ended; one that ended
+/// early is.
+#[test]
+fn only_a_stage_that_ended_early_is_said_to_have_ended() {
+    let verdict_with_send_ended_from = |tick: usize| {
+        let mut m = Model::new(ModelConfig::default(), Default::default());
+        let mut all = samples();
+        for s in &mut all[tick..] {
+            let p = s.pipeline.as_mut().unwrap();
+            p.stages[0].alive = false;
+            p.stages[0].wait = None;
+        }
+        for s in &all {
+            m.apply(s);
+        }
+        m.verdict().text
+    };
+    let late = verdict_with_send_ended_from(98);
+    assert!(
+        late.contains("before it 'send' (pid 11) blocked on output 9"),
+        "{late}"
+    );
+    assert!(!late.contains("ended"), "{late}");
+    let early = verdict_with_send_ended_from(60);
+    assert!(
+        early.contains("before it 'send' (pid 11) ended after 5.9 s"),
+        "{early}"
+    );
+}

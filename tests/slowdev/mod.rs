@@ -54,7 +54,12 @@ impl SlowDisk {
             rustix::fs::major(dev),
             rustix::fs::minor(dev)
         ));
-        let read = |f: &str| std::fs::read_to_string(bdi.join(f)).unwrap().trim().to_string();
+        let read = |f: &str| {
+            std::fs::read_to_string(bdi.join(f))
+                .unwrap()
+                .trim()
+                .to_string()
+        };
         self.bdi = Some((bdi.clone(), read("max_ratio"), read("strict_limit")));
         std::fs::write(bdi.join("max_bytes"), bytes.to_string()).unwrap();
         std::fs::write(bdi.join("strict_limit"), "1").unwrap();
