@@ -85,8 +85,9 @@ pub fn final_summary_as(
         )),
         // A watch has no files and no flush of its own: its figures are the intake's.
         None if data.watch.is_some() => {
-            s.push_str(&speeds_text(
+            s.push_str(&crate::report::plain::speeds_text_as(
                 &model.stats(),
+                watch_speed_words(model),
                 "durable: n/a (watch)",
                 units == Units::Binary,
             ));
@@ -197,6 +198,16 @@ pub fn tui_summary(
     s
 }
 
+/// What a watch's average is of: what it saw written (its intake), or what went through the
+/// pipeline, not necessarily into a cache.
+fn watch_speed_words(model: &crate::model::Model) -> &'static str {
+    if model.pipeline_run().is_some() {
+        "speed through the pipeline"
+    } else {
+        "intake speed"
+    }
+}
+
 /// The summary of a `--plain` run: its figures (a watch's: what it watched and the intake's
 /// speeds), the writer's time budget, the verdict, the evidence level and the notes.
 pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
@@ -205,7 +216,12 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
     let mut text = match (&end.header.watch, &end.header.environment.pipe) {
         (Some(w), _) => {
             let mut t = crate::report::watch::summary_line(w, outcome, binary);
-            t.push_str(&speeds_text(&st, "durable: n/a (watch)", binary));
+            t.push_str(&crate::report::plain::speeds_text_as(
+                &st,
+                watch_speed_words(model),
+                "durable: n/a (watch)",
+                binary,
+            ));
             t
         }
         (None, Some(ends)) => pipe_figures(end, ends, binary),

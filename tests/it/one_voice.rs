@@ -120,8 +120,14 @@ fn check(path: &Path) {
     // Plain summary (printed after the TUI and by replay --plain).
     let plain = final_summary(&data, &model, false, u, None, 100);
     let rate = |v| copyscope::present::format::fmt_rate_with(v, false);
+    // A watch's average is its intake's, not a copy's into the cache.
+    let what = if rec.header.watch.is_some() {
+        "intake speed"
+    } else {
+        "speed to cache"
+    };
     let want = format!(
-        "speed to cache {} (min {}, peak {})",
+        "{what} {} (min {}, peak {})",
         rate(st.avg_bps),
         rate(st.min_bps),
         rate(st.peak_bps)
