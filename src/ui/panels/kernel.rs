@@ -72,12 +72,19 @@ pub fn kernel_lines(app: &View, with_note: bool) -> Vec<Line<'static>> {
     lines
 }
 
-/// "this copy: to flush 120 MB   system: dirty 1.20 GB  writeback …  limit …".
+/// "this copy: to flush 120 MB   system: dirty 1.20 GB  writeback …  limit …" ("watched:"
+/// in a watch).
 fn page_cache_line(app: &View, k: &KernelView) -> Line<'static> {
     let t = app.opts.theme;
     let u = app.opts.units;
     let on_zfs = k.zfs.is_some();
-    let mut pc = vec![Span::styled("this copy: ", t.label())];
+    // A watch has no copy of its own: its backlog is the watched writers'.
+    let whose = if app.watch {
+        "watched: "
+    } else {
+        "this copy: "
+    };
+    let mut pc = vec![Span::styled(whose, t.label())];
     match k.this_copy_backlog {
         Some(b) if b.scope == BacklogScope::ThisCopy => pc.push(Span::styled(
             format!("to flush {}", u.size(b.bytes)),
