@@ -1184,12 +1184,7 @@ fn stages_column(o: &mut String, g: &StatsGrid, p: &crate::model::pipeline::Pipe
             i + 1,
             crate::present::quote::shell_escape(&s.comm)
         );
-        let text = if text.chars().count() > max_chars {
-            let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-            format!("{cut}…")
-        } else {
-            text
-        };
+        let text = cut_end(text, max_chars);
         let (cx, y, row) = (g.col_x(3), g.row_y(i), g.row);
         let _ = writeln!(
             o,
@@ -1197,6 +1192,15 @@ fn stages_column(o: &mut String, g: &StatsGrid, p: &crate::model::pipeline::Pipe
             esc(&text)
         );
     }
+}
+
+/// `text` cut to `max` characters, the last one an ellipsis when cut.
+fn cut_end(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
+    }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
 }
 
 /// Largest drops: the four that cost the most, each with its length, rates and cause.
@@ -1241,12 +1245,7 @@ fn largest_drops(o: &mut String, g: &StatsGrid, data: &ChartData) {
             cause
         );
         let max_chars = ((col_w - 24.0 * s) / (row * 0.6)) as usize;
-        let text = if text.chars().count() > max_chars {
-            let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-            format!("{cut}…")
-        } else {
-            text
-        };
+        let text = cut_end(text, max_chars);
         let _ = writeln!(
             o,
             r#"<text x="{cx:.1}" y="{y:.1}" font-size="{row:.1}" fill="{INK}">{}</text>"#,
