@@ -108,8 +108,18 @@ pub(crate) fn pin(dir: BorrowedFd<'_>, name: &OsStr, want: &Expect) -> Result<Pi
 }
 
 /// The owner a new file gets in `dir` when it is not our euid (NFS with root_squash maps
-/// root to nobody): a probe file made with `O_EXCL` (certainly ours) and removed at once.
+/// root to nobody): an unnamed probe file (`O_TMPFILE`), which nobody can see or move and
+/// which goes when closed; where the filesystem has no unnamed files (NFS), a probe made
+/// with `O_EXCL` (certainly ours) and removed at once. Only the named probe can be left
+/// behind, by someone who renames it away before it is removed.
 fn new_node_owner(dir: BorrowedFd<'_>, near: &OsStr) -> Result<u32, Errno> {
+    let unnamed = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC;
+    match rfs::openat(dir, c".", unnamed, Mode::from_raw_mode(0o600)) {
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        Ok(fd) => return rfs::fstat(&fd).map(|s| s.st_uid as u32),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => {}
+        Err(e) => return Err(e),
+    }
     let mut probe = near.to_os_string();
     probe.push(format!(".probe{:08x}", rand::random::<u32>()));
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;

@@ -76,8 +76,9 @@ impl Stage {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = match rfs::openat(parent, &name, flags, Mode::empty()) {
             Ok(fd) => fd,
-            // A symlink or a file took the stage's name between the mkdir and the open.
-            Err(Errno::LOOP | Errno::NOTDIR) => return Err(NodeErr::Replaced),
+            // A symlink or a file took the stage's name between the mkdir and the open, or
+            // the stage was renamed away (the directory is others' to rename in).
+            Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) => return Err(NodeErr::Replaced),
             Err(e) => return Err(NodeErr::Io(e)),
         };
         let mode = nofollow::check_made_dir(parent, &name, &fd)?;
@@ -270,6 +271,18 @@ mod tests {
         std::fs::rename(t.path().join("ours"), t.path().join(&name)).unwrap();
         assert!(matches!(
             Stage::open_made(d.as_fd(), name, &made),
+            Err(NodeErr::Replaced)
+        ));
+    }
+
+    #[test]
+    fn a_stage_renamed_away_before_it_is_opened_is_refused_as_replaced() {
+        let t = tempfile::tempdir().unwrap();
+        let d = open(t.path());
+        // As if the racer moved the stage away between the mkdir and the open.
+        let name = OsString::from(format!("{STAGE_MARKER}00000002"));
+        assert!(matches!(
+            Stage::open_made(d.as_fd(), name, &MadeDirs::default()),
             Err(NodeErr::Replaced)
         ));
     }

@@ -808,10 +808,13 @@ fn special_file_chmod_race() {
                         && m.mode() & 0o7777 == 0o700
                         && (contains(name, STAGE_MARKER)
                             || name.starts_with(b".racer-stage-away-")),
-                    "round {round}: unexpected {rel:?} {:?} {:o} uid {}",
+                    "round {round}: unexpected {rel:?} {:?} {:o} uid {} size {} holds {:?}",
                     m.file_type(),
                     m.mode(),
-                    m.uid()
+                    m.uid(),
+                    m.len(),
+                    fs::read(dst.join(rel))
+                        .map(|b| String::from_utf8_lossy(&b[..b.len().min(80)]).to_string())
                 );
                 assert_eq!(fs::read_dir(dst.join(rel)).unwrap().count(), 0, "{rel:?}");
             }
