@@ -121,6 +121,12 @@ impl Shares {
         self.get(StageWait::Input) + self.get(StageWait::Poll)
     }
 
+    /// "its pipe full 93 %": how much of the time its output pipe was full, when read.
+    pub fn pipe_full_words(&self) -> Option<String> {
+        self.pipe_full
+            .map(|f| format!("its pipe full {}", fmt_pct(f * 100.0)))
+    }
+
     /// It ended while others ran on for a tenth of the span or more: worth saying (stages
     /// that end together at the pipeline's end are not).
     pub fn ended_early(&self) -> bool {
@@ -241,10 +247,10 @@ pub struct PipelineView {
 /// once `zfs send` has handed all its data on, the `zfs recv` still writing it limits.
 pub fn limiting(shares: &[Shares]) -> Limiter {
     // Stages seen alive or ended; one never read (another user's threads) is left out.
-    let measured: Vec<usize> = (0..shares.len())
+    let seen: Vec<usize> = (0..shares.len())
         .filter(|&i| shares[i].span_ns() > 0)
         .collect();
-    match measured.len() {
+    match seen.len() {
         0 => {
             return Limiter::Unknown {
                 why: Unclear::NoStages,
@@ -257,30 +263,27 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
         }
         _ => {}
     }
-    if measured
-        .iter()
-        .any(|&i| shares[i].span_ns() < MIN_MEASURED_NS)
-    {
+    if seen.iter().any(|&i| shares[i].span_ns() < MIN_MEASURED_NS) {
         return Limiter::Unknown {
             why: Unclear::TooShort,
         };
     }
-    let n = measured.len();
+    let n = seen.len();
     let fits: Vec<(usize, StageWait)> = (0..n)
         .filter_map(|k| {
-            let s = &shares[measured[k]];
+            let s = &shares[seen[k]];
             let (first, last) = (k == 0, k + 1 == n);
             let own = s.of_span(s.own(first, last)) >= OWN_SHARE;
-            let before = measured[..k].iter().all(|&j| {
+            let before = seen[..k].iter().all(|&j| {
                 let up = &shares[j];
                 up.of_span(up.waits_out()) + up.ended_share() >= WAITING_SHARE
             });
-            let after = measured[k + 1..].iter().all(|&j| {
+            let after = seen[k + 1..].iter().all(|&j| {
                 let down = &shares[j];
                 down.of_span(down.waits_in()) + down.ended_share() >= WAITING_SHARE
             });
             let alive = s.measured_ns > 0;
-            (alive && own && before && after).then(|| (measured[k], s.own_main(first, last)))
+            (alive && own && before && after).then(|| (seen[k], s.own_main(first, last)))
         })
         .collect();
     match fits.as_slice() {
@@ -400,16 +403,12 @@ pub fn verdict_text(v: &PipelineView, avg_bps: f64) -> String {
                 state_words(main),
                 fmt_pct(w.shares.get(main) * 100.0)
             ),
-            None => format!(
-                "{} {} {pct}{}",
-                stage_name(w),
-                state_words(side),
-                match (side, w.shares.pipe_full) {
-                    (StageWait::Output, Some(f)) =>
-                        format!(" (its pipe full {})", fmt_pct(f * 100.0)),
-                    _ => String::new(),
-                }
-            ),
+            None => {
+                let pipe = (w.shares.pipe_full_words())
+                    .filter(|_| side == StageWait::Output)
+                    .map_or_else(String::new, |p| format!(" ({p})"));
+                format!("{} {} {pct}{pipe}", stage_name(w), state_words(side))
+            }
         }
     };
     let before: Vec<String> = (v.stages[..index].iter())

@@ -45,9 +45,7 @@ pub fn stage_lines(v: &PipelineView, binary: bool) -> Vec<String> {
         .map(|(i, s)| {
             let mark = if limiting == Some(i) { '*' } else { ' ' };
             let ended = if s.alive { "" } else { " (ended)" };
-            let pipe = s.shares.pipe_full.map_or_else(String::new, |f| {
-                format!("; its pipe full {}", fmt_pct(f * 100.0))
-            });
+            let pipe = (s.shares.pipe_full_words()).map_or_else(String::new, |p| format!("; {p}"));
             format!(
                 "{mark} stage {}/{n} {} (pid {}){ended} {}: read {}, wrote {}; {}{pipe}",
                 i + 1,

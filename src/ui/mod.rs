@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
+use crate::model::pipeline::PipelineView;
 use crate::present::format::fmt_clock;
 use crate::ui::chart::{SpeedBar, SpeedChart, YScale};
 use crate::ui::view::{RunState, View};
@@ -65,10 +66,12 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
     } else {
         Vec::new()
     };
+    // Built once per frame too: the layout needs its stage count, the panel draws it.
+    let pipeline = panels::pipeline_of(app);
     let rows = if compact {
-        compact_layout(inner, app)
+        compact_layout(inner, app, pipeline.as_ref())
     } else {
-        full_layout(inner, app, kernel_lines.len() as u16)
+        full_layout(inner, app, kernel_lines.len() as u16, pipeline.as_ref())
     };
     panels::speeds(rows.speeds, buf, app);
     let next = charts(&rows, buf, app, held);
@@ -77,10 +80,10 @@ pub fn render_after(area: Rect, buf: &mut Buffer, app: &View, held: Held) -> Hel
     }
     panels::progress(rows.progress, buf, app, rows.speed_bar.is_none());
     if let Some(w) = rows.writers {
-        match panels::pipeline_of(app) {
+        match &pipeline {
             Some(p) => {
                 separator(buf, area, w.y, "pipeline", app);
-                panels::stages(under_title(w), buf, app, &p);
+                panels::stages(under_title(w), buf, app, p);
             }
             None => {
                 separator(buf, area, w.y, "writers", app);
@@ -315,7 +318,12 @@ const MIN_CHART_ROWS: u16 = 6;
 /// The full layout, by priority: speeds and progress always; then the chart (at least
 /// [`MIN_CHART_ROWS`]); then the events; then the kernel panel, which gives up its lines
 /// first when the terminal is short.
-fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
+fn full_layout(
+    inner: Rect,
+    app: &View,
+    kernel_lines: u16,
+    pipeline: Option<&PipelineView>,
+) -> Rows {
     let mut rest = inner;
     let speeds = take(&mut rest, 1);
     let mut kernel_h = if app.view.show_kernel {
@@ -333,8 +341,8 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
     };
     // Progress (2) and its separator (1) are never given up; the writers panel comes next.
     let mut left = rest.height.saturating_sub(3 + MIN_CHART_ROWS);
-    let writers_h = match (panels::pipeline_of(app), panels::has_writers(app)) {
-        (Some(p), _) => (1 + panels::stage_rows(&p)).min(left),
+    let writers_h = match (pipeline, panels::has_writers(app)) {
+        (Some(p), _) => (1 + panels::stage_rows(p)).min(left),
         (None, true) => (1 + (app.writers.len() as u16).min(panels::MAX_WRITER_ROWS)).min(left),
         (None, false) => 0,
     };
@@ -372,14 +380,14 @@ fn full_layout(inner: Rect, app: &View, kernel_lines: u16) -> Rows {
 /// The compact layout (the chart inside a two-row bar), by priority: progress and ETA; then
 /// the speed bar; then the speeds line; then the events (a separator and two lines at
 /// least); the kernel panel only with what is left after that.
-fn compact_layout(inner: Rect, app: &View) -> Rows {
+fn compact_layout(inner: Rect, app: &View, pipeline: Option<&PipelineView>) -> Rows {
     let h = inner.height;
     let progress_h = h.min(2);
     let bar_h = (h - progress_h).min(2);
     let speeds_h = (h - progress_h - bar_h).min(1);
     let mut left = h - progress_h - bar_h - speeds_h;
     // A pipeline's stages are what a pipeline watch is for: they come before the events.
-    let writers_h = panels::pipeline_of(app).map_or(0, |p| (1 + panels::stage_rows(&p)).min(left));
+    let writers_h = pipeline.map_or(0, |p| (1 + panels::stage_rows(p)).min(left));
     let writers_h = if writers_h < 2 { 0 } else { writers_h };
     left -= writers_h;
     let events_h = if app.view.show_events && left >= 3 {

@@ -79,12 +79,7 @@ pub fn render_markdown_titled(data: &ChartData, title: Option<&str>) -> String {
     };
     o.push_str("| what | MB/s | time | drops | time lost |\n");
     o.push_str("|:--|--:|--:|--:|:--|\n");
-    // ZFS holds written data in the ARC, not in the page cache; a watch's or a pipe's
-    // figures are what it saw written, not a copy's.
-    let what = match data.speed_of() {
-        s @ ("to page cache" | "to ARC") => format!("copy ({s})"),
-        s => s.to_string(),
-    };
+    let what = data.speed_of().row_words();
     let _ = writeln!(
         o,
         "| {what} | {} | {} | {} | {} |",
@@ -217,8 +212,8 @@ fn stages(data: &ChartData, o: &mut String) {
             ""
         };
         let mut state = crate::report::pipeline::shares_text(s);
-        if let Some(f) = s.shares.pipe_full {
-            state.push_str(&format!("; its pipe full {}", fmt_pct(f * 100.0)));
+        if let Some(p) = s.shares.pipe_full_words() {
+            state.push_str(&format!("; {p}"));
         }
         let _ = writeln!(
             o,

@@ -151,6 +151,41 @@ pub struct ChartData {
 
 pub use crate::present::markers::MarkerKind;
 
+/// What a run's average speed is of: a copy into the cache (ZFS holds written data in the
+/// ARC, not in the page cache), a watch's intake, or what passed through a pipeline or a
+/// pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeedOf {
+    CopyToPageCache,
+    CopyToArc,
+    Intake,
+    Pipeline,
+    Pipe,
+}
+
+impl SpeedOf {
+    /// The Markdown table's row: "copy (to page cache)", "intake", "through the pipeline" …
+    pub fn row_words(self) -> &'static str {
+        match self {
+            SpeedOf::CopyToPageCache => "copy (to page cache)",
+            SpeedOf::CopyToArc => "copy (to ARC)",
+            SpeedOf::Intake => "intake",
+            SpeedOf::Pipeline => "through the pipeline",
+            SpeedOf::Pipe => "through the pipe",
+        }
+    }
+
+    /// The pictures' stats label: "average (to cache)", "average (intake)" …
+    pub fn average_label(self) -> &'static str {
+        match self {
+            SpeedOf::CopyToPageCache | SpeedOf::CopyToArc => "average (to cache)",
+            SpeedOf::Intake => "average (intake)",
+            SpeedOf::Pipeline => "average (pipeline)",
+            SpeedOf::Pipe => "average (through)",
+        }
+    }
+}
+
 impl ChartData {
     /// The chart of a recording in memory: the recording replayed through the model (the one
     /// interpreter; nothing here re-derives speeds, events or figures from raw samples).
@@ -239,19 +274,18 @@ impl ChartData {
         }
     }
 
-    /// What the average speed is of, in a few words: "to page cache", "to ARC", "intake",
-    /// "through the pipeline" or "through the pipe".
-    pub fn speed_of(&self) -> &'static str {
+    /// What the average speed is of.
+    pub fn speed_of(&self) -> SpeedOf {
         if self.pipeline.is_some() {
-            "through the pipeline"
+            SpeedOf::Pipeline
         } else if self.pipe {
-            "through the pipe"
+            SpeedOf::Pipe
         } else if self.watch.is_some() {
-            "intake"
+            SpeedOf::Intake
         } else if self.title.fs == "zfs" || self.title.fs.starts_with("zfs ") {
-            "to ARC"
+            SpeedOf::CopyToArc
         } else {
-            "to page cache"
+            SpeedOf::CopyToPageCache
         }
     }
 

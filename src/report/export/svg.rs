@@ -1023,21 +1023,17 @@ impl StatsGrid {
     }
 }
 
-/// "average (to cache)", or what a watch's or a pipe's average is of.
-fn average_label(data: &ChartData) -> &'static str {
-    match data.speed_of() {
-        "through the pipeline" => "average (pipeline)",
-        "through the pipe" => "average (through)",
-        "intake" => "average (intake)",
-        _ => "average (to cache)",
-    }
-}
-
 /// Speed: average, min / peak, durable (or a watch's network average), drops.
 fn speed_stats(o: &mut String, g: &StatsGrid, data: &ChartData) {
     let st = &data.stats;
     g.heading(o, 0, "Speed");
-    g.pair(o, 0, 0, average_label(data), &fmt_rate(st.avg_bps));
+    g.pair(
+        o,
+        0,
+        0,
+        data.speed_of().average_label(),
+        &fmt_rate(st.avg_bps),
+    );
     g.pair(
         o,
         0,
