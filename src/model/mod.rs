@@ -1532,13 +1532,17 @@ impl Model {
     /// The time the average divides by. A copy: from its start to the end of its copy phase.
     /// A watch: the time the writer was active, from its first byte to its last (the wait
     /// before the first write and the idle tail after the last are not the writer's; a stall
-    /// between two writes is, and is shown as a drop). A function of the samples alone, so
+    /// between two writes is, and is shown as a drop; a pipeline's is active while a stage
+    /// still works on what it was handed). A function of the samples alone, so
     /// every output says the same average at every instant, live or replayed.
     fn active_span(&self, elapsed_ns: u64) -> u64 {
         if !self.cfg.stopped_tail_is_end {
             return self.time.copy_end.unwrap_or(elapsed_ns);
         }
-        match (self.time.first_byte_t, self.time.last_byte_t) {
+        // A pipeline's bytes are through it only when its last working stage is done with
+        // them: `zfs recv` still writing what `zfs send` handed on long ago.
+        let last = self.time.last_byte_t.max(self.pipeline.working_until());
+        match (self.time.first_byte_t, last) {
             (Some(first), Some(last)) => last.saturating_sub(first),
             _ => 0,
         }

@@ -462,6 +462,9 @@ pub struct PipelineTracker {
     run: BTreeMap<u32, Tally>,
     first: BTreeMap<u32, First>,
     latest: Option<(u64, PipelineSample)>,
+    /// The end of the newest tick in which a stage still had work of its own (anything but
+    /// waiting for its input): the pipeline carries its bytes until then.
+    working_until: Option<u64>,
 }
 
 impl PipelineTracker {
@@ -477,6 +480,9 @@ impl PipelineTracker {
                 written: s.written,
             });
             let wait = s.wait.filter(|_| s.alive);
+            if s.alive && !matches!(wait, Some(StageWait::Input | StageWait::Poll)) {
+                self.working_until = Some(t1);
+            }
             let tally = self.run.entry(s.pid).or_default();
             if s.alive {
                 tally.add(wait, dt);
@@ -502,6 +508,13 @@ impl PipelineTracker {
             self.recent.pop_front();
         }
         self.latest = Some((t1, p.clone()));
+    }
+
+    /// Until when the pipeline carried bytes: the end of the newest tick in which a stage was
+    /// alive and not merely waiting for its input (a stage whose threads could not be read
+    /// counts as working). The bytes the first stage wrote are through the pipeline only then.
+    pub fn working_until(&self) -> Option<u64> {
+        self.working_until
     }
 
     /// Whether a pipeline was sampled.

@@ -407,6 +407,53 @@ fn a_receiver_left_writing_after_the_sender_ended_limits_the_run() {
     );
 }
 
+/// The same pipeline watched as `watch --pipeline` does (the intake is the sender's writes):
+/// 143 MB went through in 13.9 s (the receiver's last tick of work), not in the 2 s the sender took to hand them on. The average,
+/// the verdict and the summary all say 10.3 MB/s (they said the sender's 71.5 MB/s).
+#[test]
+fn a_pipeline_s_average_runs_until_its_last_working_stage_is_done() {
+    let cfg = ModelConfig {
+        stopped_tail_is_end: true,
+        ..Default::default()
+    };
+    let mut m = Model::new(cfg, Default::default());
+    for i in 0..=160u64 {
+        let sent = (i.min(20)) * 7_150_000;
+        let mut send = stage(11, "send", 0, sent, StageWait::Busy);
+        if i >= 20 {
+            send.alive = false;
+            send.wait = None;
+        }
+        // The receiver writes to disk until 14 s, then waits on its input (the shell still
+        // holds the pipe): that tail is not the pipeline's.
+        let recv_wait = if i < 140 {
+            StageWait::Disk
+        } else {
+            StageWait::Input
+        };
+        m.apply(&Sample {
+            t_ns: i * 100_000_000,
+            engine: copyscope::copy::ProgressSnapshot {
+                bytes_copied: sent,
+                ..Default::default()
+            },
+            pipeline: Some(PipelineSample {
+                stages: vec![send, stage(13, "recv", sent, sent, recv_wait)],
+            }),
+            ..Default::default()
+        });
+    }
+    let st = m.stats();
+    assert!(
+        (st.avg_bps - 143e6 / 13.9).abs() < 0.1e6,
+        "average {} over {} s",
+        st.avg_bps,
+        st.copy_secs
+    );
+    let v = m.verdict();
+    assert!(v.text.contains("at 10.3 MB/s"), "{}", v.text);
+}
+
 /// The pictures and the Markdown of a pipeline watch say what the figures are of and list
 /// the stages, the limiting one marked.
 #[test]
