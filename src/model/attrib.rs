@@ -354,7 +354,9 @@ impl Evidence {
                 let share = self.runq_share()?;
                 return Some((share * self.thread_ns as f64) as u64);
             }
-            Cause::NetworkReceive { .. } | Cause::Unknown => return None,
+            Cause::NetworkReceive { .. } | Cause::PipelineStage { .. } | Cause::Unknown => {
+                return None;
+            }
         };
         Some(
             classes

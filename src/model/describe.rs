@@ -40,6 +40,7 @@ impl Cause {
             Cause::DeviceSaturated { .. } => "disk busy",
             Cause::SourceStall { .. } => "source stall",
             Cause::PipeReader { .. } => "pipe reader",
+            Cause::PipelineStage { .. } => "pipeline stage",
             Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => "cpu",
             Cause::ZilCommit { .. } => "sync writes",
             Cause::JournalWait { .. } => "journal",
@@ -197,6 +198,17 @@ impl Cause {
             } => format!(
                 "the reader of the pipe stopped taking data: waited for room in the pipe {} of the time",
                 fmt_pct(held_pct.unwrap_or(write_share * 100.0).min(100.0))
+            ),
+            Cause::PipelineStage {
+                stage,
+                of,
+                name,
+                by,
+                held_pct,
+            } => format!(
+                "stage {stage} of {of}, {name}, held the pipeline: {} {} of the time",
+                super::pipeline::limited_by_words(*by),
+                fmt_pct(held_pct.min(100.0))
             ),
             Cause::CpuSaturated { busy_pct } => format!("CPU {} busy", fmt_pct(*busy_pct)),
             Cause::CpuStarved {

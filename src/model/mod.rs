@@ -224,6 +224,18 @@ pub enum Cause {
         /// Share of the drop spent in write calls (the engine's count).
         write_share: f64,
     },
+    /// `watch --pipeline`: the stage that held the pipeline through the drop, by the rule
+    /// that names the run's limiting stage, applied to the drop's ticks.
+    PipelineStage {
+        /// Its place (1-based) and the pipeline's length.
+        stage: usize,
+        of: usize,
+        /// "'ssh' (pid 4242)".
+        name: String,
+        /// What held it, and its share of the drop, percent.
+        by: crate::sample::pipeline::StageWait,
+        held_pct: f64,
+    },
     /// Recordings before the copier's threads were sampled: all-core CPU busy. No longer
     /// produced (the all-core average never showed that the writer waited for a CPU).
     CpuSaturated {
@@ -524,7 +536,7 @@ fn cause_index(c: &Cause) -> usize {
         Cause::JournalWait { .. } => 8,
         Cause::DeviceSaturated { .. } => 9,
         Cause::SourceStall { .. } => 10,
-        Cause::PipeReader { .. } => 11,
+        Cause::PipeReader { .. } | Cause::PipelineStage { .. } => 11,
         Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 12,
         Cause::NetworkReceive { .. } => 13,
         Cause::Unknown => 14,
@@ -1029,7 +1041,13 @@ impl Model {
         reference: f64,
         lost_without_rate: f64,
     ) -> Option<(Vec<Cause>, f64)> {
-        let causes = attrib::decide(e, &self.context(start, end, now));
+        let mut causes = attrib::decide(e, &self.context(start, end, now));
+        // A pipeline's stages say what held its intake: the rule that names the run's
+        // limiting stage, over the drop's ticks.
+        if let Some(c) = (self.pipeline.during(start, end)).and_then(|v| v.drop_cause()) {
+            causes.retain(|c| !matches!(c, Cause::Unknown));
+            causes.insert(0, c);
+        }
         let secs = end.saturating_sub(start) as f64 / 1e9;
         // The disks wrote other writers' data meanwhile: only the rest of the backlog can
         // have been this copy's.

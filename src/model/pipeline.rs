@@ -25,6 +25,10 @@ pub const WAITING_SHARE: f64 = 0.5;
 pub const ENDED_EARLY_SHARE: f64 = 0.1;
 /// A stage measured for less than this is not weighed yet: nothing is named before.
 pub const MIN_MEASURED_NS: u64 = 1_000_000_000;
+/// Over a drop, a stage is weighed from three ticks of it.
+pub const DROP_MIN_MEASURED_NS: u64 = 300_000_000;
+/// Ticks are kept this long, for the drops that end within it.
+pub const KEEP_NS: u64 = 120_000_000_000;
 
 /// Nanoseconds per state, time with no state (threads unreadable), and time after the stage
 /// ended while others still ran.
@@ -246,6 +250,11 @@ pub struct PipelineView {
 /// stage is weighed over the span it lived plus the time after its end while others ran:
 /// once `zfs send` has handed all its data on, the `zfs recv` still writing it limits.
 pub fn limiting(shares: &[Shares]) -> Limiter {
+    limiting_from(shares, MIN_MEASURED_NS)
+}
+
+/// [`limiting`], every stage weighed once measured for `min_measured_ns`.
+fn limiting_from(shares: &[Shares], min_measured_ns: u64) -> Limiter {
     // Stages seen alive or ended; one never read (another user's threads) is left out.
     let seen: Vec<usize> = (0..shares.len())
         .filter(|&i| shares[i].span_ns() > 0)
@@ -263,7 +272,7 @@ pub fn limiting(shares: &[Shares]) -> Limiter {
         }
         _ => {}
     }
-    if seen.iter().any(|&i| shares[i].span_ns() < MIN_MEASURED_NS) {
+    if seen.iter().any(|&i| shares[i].span_ns() < min_measured_ns) {
         return Limiter::Unknown {
             why: Unclear::TooShort,
         };
@@ -315,7 +324,7 @@ pub fn state_words(w: StageWait) -> &'static str {
 
 /// What a limiting stage was doing, in words: at an end of the pipeline a wait on a pipe or
 /// socket is on the outside.
-fn limited_by_words(by: StageWait) -> &'static str {
+pub fn limited_by_words(by: StageWait) -> &'static str {
     match by {
         StageWait::Output => "blocked on its output, outside the pipeline",
         StageWait::Input => "blocked on its input, outside the pipeline",
@@ -346,6 +355,21 @@ impl PipelineView {
             }
             Limiter::Unknown { why } => format!("unknown: {}", unclear_words(why)),
         }
+    }
+
+    /// A drop's cause when this view is of the drop's ticks and names the stage that held it.
+    pub fn drop_cause(&self) -> Option<super::Cause> {
+        let Limiter::Stage { index, by } = self.limiter else {
+            return None;
+        };
+        let s = self.stages.get(index)?;
+        Some(super::Cause::PipelineStage {
+            stage: index + 1,
+            of: self.stages.len(),
+            name: stage_name(s),
+            by,
+            held_pct: s.shares.get(by) * 100.0,
+        })
     }
 
     /// The limiting stage, when one is named.
@@ -455,6 +479,14 @@ struct First {
     written: u64,
 }
 
+/// A stage's bytes at the first and the last tick of a stretch, and when the first was.
+#[derive(Debug, Clone, Copy)]
+struct ByteSpan {
+    from_t: u64,
+    read: (u64, u64),
+    written: (u64, u64),
+}
+
 /// The pipeline's samples: the newest [`WINDOW_NS`] of ticks and the run's tallies.
 #[derive(Debug, Clone, Default)]
 pub struct PipelineTracker {
@@ -503,7 +535,7 @@ impl PipelineTracker {
         while self
             .recent
             .front()
-            .is_some_and(|f| f.t1.saturating_sub(f.dt) + WINDOW_NS < t1)
+            .is_some_and(|f| f.t1.saturating_sub(f.dt) + KEEP_NS < t1)
         {
             self.recent.pop_front();
         }
@@ -524,9 +556,25 @@ impl PipelineTracker {
 
     /// The newest [`WINDOW_NS`].
     pub fn window(&self) -> Option<PipelineView> {
-        let (t1, latest) = self.latest.as_ref()?;
+        let t1 = self.latest.as_ref()?.0;
+        self.between(t1.saturating_sub(WINDOW_NS), t1, MIN_MEASURED_NS)
+    }
+
+    /// The ticks of a drop from `t0` to `t1`: which stage held the pipeline through it.
+    pub fn during(&self, t0: u64, t1: u64) -> Option<PipelineView> {
+        self.between(t0, t1, DROP_MIN_MEASURED_NS)
+    }
+
+    /// The ticks that lie within [`t0`, `t1`], each stage weighed once measured for
+    /// `min_measured_ns`; the stages as the newest sample has them.
+    fn between(&self, t0: u64, t1: u64, min_measured_ns: u64) -> Option<PipelineView> {
+        let (now, latest) = self.latest.as_ref()?;
+        let ticks: Vec<&Tick> = (self.recent.iter())
+            .filter(|t| t.t1.saturating_sub(t.dt) >= t0 && t.t1 <= t1)
+            .collect();
+        let end = ticks.last().map_or(*now, |t| t.t1);
         let mut tallies: BTreeMap<u32, Tally> = BTreeMap::new();
-        for tick in &self.recent {
+        for tick in &ticks {
             for s in &tick.stages {
                 let tally = tallies.entry(s.pid).or_default();
                 if s.alive {
@@ -537,23 +585,37 @@ impl PipelineTracker {
                 }
             }
         }
-        // Each stage's bytes at its first tick in the window: the rate spans from there.
-        let mut start: BTreeMap<u32, (u64, u64, u64)> = BTreeMap::new();
-        for tick in &self.recent {
+        // Each stage's bytes at its first and last tick in the stretch: the rate spans them.
+        let mut spans: BTreeMap<u32, ByteSpan> = BTreeMap::new();
+        for tick in &ticks {
             for s in &tick.stages {
-                start.entry(s.pid).or_insert((tick.t1, s.read, s.written));
+                let span = spans.entry(s.pid).or_insert(ByteSpan {
+                    from_t: tick.t1,
+                    read: (s.read, s.read),
+                    written: (s.written, s.written),
+                });
+                span.read.1 = s.read;
+                span.written.1 = s.written;
             }
         }
-        Some(self.view(latest, *t1, &tallies, &start))
+        Some(self.view(latest, end, &tallies, &spans, min_measured_ns))
     }
 
     /// The whole run.
     pub fn run(&self) -> Option<PipelineView> {
         let (t1, latest) = self.latest.as_ref()?;
-        let start = (self.first.iter())
-            .map(|(p, f)| (*p, (f.t, f.read, f.written)))
+        let spans = (latest.stages.iter())
+            .filter_map(|s| {
+                let f = self.first.get(&s.pid)?;
+                let span = ByteSpan {
+                    from_t: f.t,
+                    read: (f.read, s.read),
+                    written: (f.written, s.written),
+                };
+                Some((s.pid, span))
+            })
             .collect();
-        Some(self.view(latest, *t1, &self.run, &start))
+        Some(self.view(latest, *t1, &self.run, &spans, MIN_MEASURED_NS))
     }
 
     fn view(
@@ -561,17 +623,18 @@ impl PipelineTracker {
         latest: &PipelineSample,
         t1: u64,
         tallies: &BTreeMap<u32, Tally>,
-        start: &BTreeMap<u32, (u64, u64, u64)>,
+        spans: &BTreeMap<u32, ByteSpan>,
+        min_measured_ns: u64,
     ) -> PipelineView {
         let stages: Vec<StageFigures> = (latest.stages.iter())
             .map(|s| {
                 let shares = tallies.get(&s.pid).map(Tally::shares).unwrap_or_default();
-                let (read_bps, written_bps) = match start.get(&s.pid) {
-                    Some((t, r, w)) if t1 > *t => {
-                        let secs = (t1 - t) as f64 / 1e9;
+                let (read_bps, written_bps) = match spans.get(&s.pid) {
+                    Some(b) if t1 > b.from_t => {
+                        let secs = (t1 - b.from_t) as f64 / 1e9;
                         (
-                            s.read.saturating_sub(*r) as f64 / secs,
-                            s.written.saturating_sub(*w) as f64 / secs,
+                            b.read.1.saturating_sub(b.read.0) as f64 / secs,
+                            b.written.1.saturating_sub(b.written.0) as f64 / secs,
                         )
                     }
                     _ => (0.0, 0.0),
@@ -602,7 +665,7 @@ impl PipelineTracker {
             .max()
             .unwrap_or(0);
         PipelineView {
-            limiter: limiting(&shares),
+            limiter: limiting_from(&shares, min_measured_ns),
             stages,
             span_ns,
         }

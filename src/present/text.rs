@@ -77,6 +77,40 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
         .collect()
 }
 
+/// Every line of `text` longer than `width` chars wrapped at spaces, its continuation lines
+/// indented two more than the line itself: a terminal would cut them mid-word.
+pub fn fit_lines(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let lead = body.len() - body.trim_start_matches(' ').len();
+        let indent = " ".repeat(lead + 2);
+        let room = width.saturating_sub(lead + 2).max(20);
+        let mut rest = body.trim_start_matches(' ');
+        let first = wrap_words(rest, width.saturating_sub(lead).max(20));
+        let head = first.first().cloned().unwrap_or_default();
+        out.push_str(&" ".repeat(lead));
+        out.push_str(&head);
+        rest = rest.get(head.len()..).unwrap_or("").trim_start_matches(' ');
+        if !rest.is_empty() {
+            for l in wrap_words(rest, room) {
+                out.push('\n');
+                out.push_str(&indent);
+                out.push_str(&l);
+            }
+        }
+        out.push_str(nl);
+    }
+    out
+}
+
 /// Shortens `s` to at most `max` characters, keeping both ends ("/tank/…/file.iso").
 pub fn ellipsize_middle(s: &str, max: usize) -> String {
     let n = s.chars().count();
@@ -94,6 +128,18 @@ pub fn ellipsize_middle(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lines_wrap_at_spaces_under_their_own_indent() {
+        let text = "short\n  speed through the pipeline 28.6 MB/s (min 16.4 MB/s, peak 90.1 MB/s), durable: n/a (watch)\nend";
+        let fit = fit_lines(text, 40);
+        assert_eq!(
+            fit,
+            "short\n  speed through the pipeline 28.6 MB/s\n    (min 16.4 MB/s, peak 90.1 MB/s),\n    durable: n/a (watch)\nend"
+        );
+        assert!(fit.lines().all(|l| l.chars().count() <= 40));
+        assert_eq!(fit_lines("fits\n", 40), "fits\n");
+    }
 
     #[test]
     fn wrap_words_splits_at_spaces_and_cuts_long_words() {

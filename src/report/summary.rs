@@ -162,9 +162,13 @@ fn chart_and_drops(data: &ChartData, model: &Model, ascii: bool, width: usize) -
     s
 }
 
-/// The TUI's after-exit summary of a finished run, `width` columns wide: a watch's ends with
-/// what it watched instead of a copy's figures.
-pub fn tui_summary(
+/// The TUI's after-exit summary of a finished run, `width` columns wide (every longer line
+/// wrapped at its spaces): a watch's ends with what it watched instead of a copy's figures.
+pub fn tui_summary(end: &RunEnd, data: &ChartData, looks: (bool, Units), width: usize) -> String {
+    crate::present::text::fit_lines(&tui_summary_lines(end, data, looks, width), width)
+}
+
+fn tui_summary_lines(
     end: &RunEnd,
     data: &ChartData,
     (ascii, units): (bool, Units),

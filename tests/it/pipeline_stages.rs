@@ -454,6 +454,56 @@ fn a_pipeline_s_average_runs_until_its_last_working_stage_is_done() {
     assert!(v.text.contains("at 10.3 MB/s"), "{}", v.text);
 }
 
+/// A drop of a pipeline's intake names the stage that held it over the drop's ticks: the
+/// sender blocked on its full pipe while the receiver wrote to disk (it read "no signal
+/// explains it": a pipeline watch follows no writer's threads of its own).
+#[test]
+fn a_pipeline_s_drop_names_the_stage_that_held_it() {
+    let cfg = ModelConfig {
+        stopped_tail_is_end: true,
+        ..Default::default()
+    };
+    let mut m = Model::new(cfg, Default::default());
+    let mut sent = 0u64;
+    for i in 0..=200u64 {
+        let stalled = (100..120).contains(&i);
+        if !stalled && i > 0 {
+            sent += 3_000_000;
+        }
+        let (send_wait, recv_wait) = if stalled {
+            (StageWait::Output, StageWait::Disk)
+        } else {
+            (StageWait::Busy, StageWait::Input)
+        };
+        m.apply(&Sample {
+            t_ns: i * 100_000_000,
+            engine: copyscope::copy::ProgressSnapshot {
+                bytes_copied: sent,
+                ..Default::default()
+            },
+            pipeline: Some(PipelineSample {
+                stages: vec![
+                    stage(11, "tar", 0, sent, send_wait),
+                    stage(13, "recv", sent, sent, recv_wait),
+                ],
+            }),
+            ..Default::default()
+        });
+    }
+    let drops: Vec<String> = (m.events().iter())
+        .filter(|e| matches!(e.kind, copyscope::model::EventKind::Drop(_)))
+        .map(|e| e.describe())
+        .collect();
+    assert_eq!(drops.len(), 1, "{drops:?}");
+    assert!(
+        drops[0].contains(
+            "stage 2 of 2, 'recv' (pid 13), held the pipeline: writing to disk 100 % of the time"
+        ),
+        "{}",
+        drops[0]
+    );
+}
+
 /// The pictures and the Markdown of a pipeline watch say what the figures are of and list
 /// the stages, the limiting one marked.
 #[test]
