@@ -473,7 +473,7 @@ pub enum ReplayItem<'a> {
 }
 
 /// Causes by their slot in the per-cause totals (see `cause_index`).
-pub(crate) const CAUSE_LABELS: [&str; 15] = [
+pub(crate) const CAUSE_LABELS: [&str; 16] = [
     "disk slowed",
     "nearly full",
     "another writer",
@@ -486,6 +486,7 @@ pub(crate) const CAUSE_LABELS: [&str; 15] = [
     "disk busy",
     "source stall",
     "pipe reader",
+    "pipeline stage",
     "cpu",
     "network",
     "unknown",
@@ -506,6 +507,7 @@ pub const CAUSE_NAMES: [&str; CAUSE_LABELS.len()] = [
     "device_saturated",
     "source_stall",
     "pipe_reader",
+    "pipeline_stage",
     "cpu_starved",
     "network_receive",
     "unknown",
@@ -536,10 +538,11 @@ fn cause_index(c: &Cause) -> usize {
         Cause::JournalWait { .. } => 8,
         Cause::DeviceSaturated { .. } => 9,
         Cause::SourceStall { .. } => 10,
-        Cause::PipeReader { .. } | Cause::PipelineStage { .. } => 11,
-        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 12,
-        Cause::NetworkReceive { .. } => 13,
-        Cause::Unknown => 14,
+        Cause::PipeReader { .. } => 11,
+        Cause::PipelineStage { .. } => 12,
+        Cause::CpuSaturated { .. } | Cause::CpuStarved { .. } => 13,
+        Cause::NetworkReceive { .. } => 14,
+        Cause::Unknown => 15,
     }
 }
 

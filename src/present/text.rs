@@ -49,11 +49,34 @@ fn glyph_ascii(c: char) -> Option<&'static str> {
     })
 }
 
-/// Splits `text` into lines of at most `width` chars at spaces (long words are cut).
+/// Units that stay on the line of the number before them ("97 %", "30.0 MB/s").
+const UNITS: [&str; 18] = [
+    "%", "s", "ms", "min", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "B/s", "kB/s", "MB/s",
+    "GB/s", "KiB/s", "MiB/s",
+];
+
+/// The words of `text` split at spaces, a unit kept with the number before it.
+fn words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if UNITS.contains(&w) && last.ends_with(|c: char| c.is_ascii_digit()) => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+    }
+    words
+}
+
+/// Splits `text` into lines of at most `width` chars at spaces, never between a number and
+/// its unit (long words are cut).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = vec![String::new()];
-    for word in text.split(' ') {
+    for word in words(text) {
+        let word = word.as_str();
         let cur = lines.last_mut().expect("one line");
         let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
         if need <= width || cur.is_empty() {
@@ -130,6 +153,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_number_keeps_its_unit_on_its_line() {
+        assert_eq!(wrap_words("held 97 % of it", 8), ["held", "97 % of", "it"]);
+        assert_eq!(
+            wrap_words("at 30.0 MB/s now", 9),
+            ["at", "30.0 MB/s", "now"]
+        );
+        assert_eq!(wrap_words("the s key", 5), ["the s", "key"]);
+    }
+
+    #[test]
     fn long_lines_wrap_at_spaces_under_their_own_indent() {
         let text = "short\n  speed through the pipeline 28.6 MB/s (min 16.4 MB/s, peak 90.1 MB/s), durable: n/a (watch)\nend";
         let fit = fit_lines(text, 40);
@@ -145,7 +178,7 @@ mod tests {
     fn wrap_words_splits_at_spaces_and_cuts_long_words() {
         assert_eq!(
             wrap_words("drop 118 → 3 MB/s for 1.4 s", 12),
-            vec!["drop 118 → 3", "MB/s for 1.4", "s"]
+            vec!["drop 118 →", "3 MB/s for", "1.4 s"]
         );
         assert_eq!(wrap_words("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
     }
