@@ -60,7 +60,7 @@ def fresh_destination():
     if os.path.exists(img):
         os.remove(img)
     os.makedirs(mnt, exist_ok=True)
-    subprocess.run(["truncate", "-s", "3G", img], check=True)
+    subprocess.run(["truncate", "-s", "8G", img], check=True)
     subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
     subprocess.run(["mount", "-o", "loop", img, mnt], check=True)
 

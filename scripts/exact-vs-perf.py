@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The copy worker's time by cause from `perf script` of `sched:sched_switch` (with kernel
+callchains) and `sched:sched_wakeup`, recorded system-wide by perf's own buffers beside the
+copy: every interval of each `copyscope-copy*` thread is running (switched in), waiting for a
+CPU (woken or preempted, not yet switched in), or asleep (switched out blocking, until its
+wakeup) in the class its switch-out stack names, with the same signatures as the lab's
+writer-truth sampler (scripts/exact-vs-truth.py). Idle sleeps (futex, poll, a pipe) are left
+out, as copyscope's budget leaves them out. Prints the copy phase's shares beside copyscope's
+budget (its `--json` summary, flush and pauses left out).
+
+    exact-vs-perf.py PERF_SCRIPT.txt RUN.jsonl
+"""
+import json, re, sys
+
+SIG = [("ext4_nonda_switch", "disk_wait"), ("balance_dirty_pages", "dirty_throttle"),
+       ("jbd2_", "journal"), ("start_this_handle", "journal"), ("do_get_write_access", "journal"),
+       ("folio_wait_writeback", "disk_wait"), ("wait_on_page_writeback", "disk_wait"),
+       ("folio_wait_stable", "disk_wait"), ("rq_qos_wait", "disk_wait"), ("blk_mq_get_tag", "disk_wait"),
+       ("file_write_and_wait_range", "sync_writes"), ("filemap_read", "source_read"),
+       ("filemap_get_pages", "source_read"), ("ksys_read", "source_read")]
+IDLE = ("futex_wait", "do_sys_poll", "do_select", "ep_poll", "pipe_read", "pipe_write",
+        "hrtimer_nanosleep", "do_nanosleep")
+
+HEAD = re.compile(r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[\d+\]\s+(?P<t>\d+\.\d+):\s+sched:(?P<ev>\w+):\s*(?P<rest>.*)$")
+
+
+def events(path):
+    """(t, event, fields, stack) for each event of the perf script text."""
+    cur = None
+    for line in open(path, errors="replace"):
+        m = HEAD.match(line)
+        if m:
+            if cur:
+                yield cur
+            fields = dict(re.findall(r"(\w+)=(\S+)", m.group("rest")))
+            cur = (float(m.group("t")), m.group("ev"), fields, [])
+        elif cur and line.strip():
+            parts = line.split()
+            if len(parts) >= 2:
+                cur[3].append(parts[1].split("+")[0])
+    if cur:
+        yield cur
+
+
+def classify(stack):
+    joined = " ".join(stack)
+    for sig, cls in SIG:
+        if sig in joined:
+            return cls
+    if any(f in joined for f in IDLE):
+        return None
+    return "other"
+
+
+def main():
+    perf, run = sys.argv[1], sys.argv[2]
+    lines = [json.loads(l) for l in open(run) if l.strip()]
+    summ = lines[-1]
+    # Each copy thread: since when, and in what (running / cpu_wait / a class / idle).
+    state, acc = {}, {}
+    first = last = None
+
+    def add(tid, t):
+        since, what = state[tid]
+        if what is not None and t > since:
+            acc[what] = acc.get(what, 0.0) + (t - since)
+        state[tid] = (t, what)
+
+    for t, ev, f, stack in events(perf):
+        if ev == "sched_switch":
+            prev, nxt = int(f.get("prev_pid", -1)), int(f.get("next_pid", -1))
+            if f.get("prev_comm", "").startswith("copyscope-copy"):
+                first = t if first is None else first
+                last = t
+                if prev in state:
+                    add(prev, t)
+                st = f.get("prev_state", "R")
+                if st.startswith("R"):
+                    state[prev] = (t, "cpu_wait")
+                elif st[0] in "XZ":
+                    state.pop(prev, None)
+                else:
+                    state[prev] = (t, classify(stack))
+            if f.get("next_comm", "").startswith("copyscope-copy"):
+                first = t if first is None else first
+                last = t
+                if nxt in state:
+                    add(nxt, t)
+                state[nxt] = (t, "running")
+        elif ev == "sched_wakeup" and f.get("comm", "").startswith("copyscope-copy"):
+            pid = int(f.get("pid", -1))
+            if pid in state and state[pid][1] not in ("running", "cpu_wait"):
+                add(pid, t)
+                state[pid] = (t, "cpu_wait")
+    total = sum(acc.values())
+    truth = {k: v / total for k, v in acc.items()} if total else {}
+    sl = {s["slice"]: s["secs"] for s in summ["budget"]["slices"] if s["slice"] not in ("flushing", "paused")}
+    ct = sum(sl.values())
+    cs = {("running" if k == "writing" else k): v / ct for k, v in sl.items()}
+    print(f"{'slice':16} {'copyscope':>10} {'perf':>10} {'diff':>6}")
+    worst = 0.0
+    for k in sorted(set(cs) | set(truth), key=lambda k: -max(cs.get(k, 0), truth.get(k, 0))):
+        d = (cs.get(k, 0) - truth.get(k, 0)) * 100
+        worst = max(worst, abs(d))
+        print(f"{k:16} {cs.get(k, 0) * 100:9.1f}% {truth.get(k, 0) * 100:9.1f}% {d:+6.1f}")
+    span = (last - first) if first is not None else 0
+    print(f"perf: copy threads traced {span:.1f} s ({total:.1f} s of thread time not idle); "
+          f"copyscope copying {ct:.1f} s; evidence {summ.get('evidence')}; worst difference {worst:.1f} points")
+
+
+main()
