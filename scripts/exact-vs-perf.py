@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """The copy worker's time by cause from `perf script` of `sched:sched_switch` (with kernel
 callchains) and `sched:sched_wakeup`, recorded system-wide by perf's own buffers beside the
-copy: every interval of each `copyscope-copy*` thread is running (switched in), waiting for a
+copy: every interval of each of the copy's threads (`copyscope-copy*`, the engine `copyscope-engi*`: the ones
+copyscope's budget weighs) is running (switched in), waiting for a
 CPU (woken or preempted, not yet switched in), or asleep (switched out blocking, until its
 wakeup) in the class its switch-out stack names, with the same signatures as the lab's
-writer-truth sampler (scripts/exact-vs-truth.py). Idle sleeps (futex, poll, a pipe) are left
+writer-truth sampler (scripts/exact-vs-truth.py) and, on ZFS, the txg waits. Idle sleeps (futex, poll, a pipe) are left
 out, as copyscope's budget leaves them out. Prints the copy phase's shares beside copyscope's
 budget (its `--json` summary, flush and pauses left out).
 
     exact-vs-perf.py PERF_SCRIPT.txt RUN.jsonl
 """
 import json, re, sys
+
+COPY_THREADS = ("copyscope-copy", "copyscope-engi")
 
 SIG = [("ext4_nonda_switch", "disk_wait"), ("balance_dirty_pages", "dirty_throttle"),
        ("jbd2_", "journal"), ("start_this_handle", "journal"), ("do_get_write_access", "journal"),
@@ -42,8 +45,20 @@ def events(path):
         yield cur
 
 
+# ZFS: a whole txg sync waited for on the writer's own behalf (an O_TMPFILE's link, syncfs,
+# an fsync the intent log cannot serve) is a sync write; the pool's pace otherwise.
+ZFS_OWN_SYNC = ("zfs_link", "zpl_link", "zfs_sync", "zpl_sync_fs", "zfs_fsync")
+ZFS_TXG = ("txg_wait_synced", "txg_wait_open", "dmu_tx_wait", "dmu_tx_delay", "dmu_tx_assign")
+
+
 def classify(stack):
     joined = " ".join(stack)
+    if "zil_commit" in joined:
+        return "sync_writes"
+    if any(f in joined for f in ZFS_TXG):
+        return "sync_writes" if any(f in stack for f in ZFS_OWN_SYNC) else "txg_wait"
+    if "zfs_read" in joined:
+        return "source_read"
     for sig, cls in SIG:
         if sig in joined:
             return cls
@@ -59,17 +74,26 @@ def main():
     # Each copy thread: since when, and in what (running / cpu_wait / a class / idle).
     state, acc = {}, {}
     first = last = None
+    # The copy phase: from the copy workers' first event to their last (the flush after it,
+    # which the comparison leaves out, has only the engine thread).
+    window = [None, None]
+    for t, ev, f, _ in events(perf):
+        if ev == "sched_switch" and (f.get("prev_comm", "").startswith("copyscope-copy")
+                                     or f.get("next_comm", "").startswith("copyscope-copy")):
+            window[0] = t if window[0] is None else window[0]
+            window[1] = t
 
     def add(tid, t):
         since, what = state[tid]
-        if what is not None and t > since:
-            acc[what] = acc.get(what, 0.0) + (t - since)
+        lo, hi = max(since, window[0]), min(t, window[1])
+        if what is not None and hi > lo:
+            acc[what] = acc.get(what, 0.0) + (hi - lo)
         state[tid] = (t, what)
 
     for t, ev, f, stack in events(perf):
         if ev == "sched_switch":
             prev, nxt = int(f.get("prev_pid", -1)), int(f.get("next_pid", -1))
-            if f.get("prev_comm", "").startswith("copyscope-copy"):
+            if f.get("prev_comm", "").startswith(COPY_THREADS):
                 first = t if first is None else first
                 last = t
                 if prev in state:
@@ -81,13 +105,13 @@ def main():
                     state.pop(prev, None)
                 else:
                     state[prev] = (t, classify(stack))
-            if f.get("next_comm", "").startswith("copyscope-copy"):
+            if f.get("next_comm", "").startswith(COPY_THREADS):
                 first = t if first is None else first
                 last = t
                 if nxt in state:
                     add(nxt, t)
                 state[nxt] = (t, "running")
-        elif ev == "sched_wakeup" and f.get("comm", "").startswith("copyscope-copy"):
+        elif ev == "sched_wakeup" and f.get("comm", "").startswith(COPY_THREADS):
             pid = int(f.get("pid", -1))
             if pid in state and state[pid][1] not in ("running", "cpu_wait"):
                 add(pid, t)

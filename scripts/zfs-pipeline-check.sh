@@ -6,7 +6,7 @@
 # emulated CPU, should); with --ssh also `zfs send | ssh localhost zfs recv`, watched from both
 # ends (the sender's pipeline `zfs send | ssh` and the receiver's `sshd | zfs recv`: the TCP
 # connection between them is no pipe, so each end is a pipeline of its own; the guest needs
-# sshd: scripts/zfs-lab-add-ssh.sh). Beside each watch a plain sampler reads every stage's kernel stack every
+# sshd: scripts/zfs-lab-add-packages.sh). Beside each watch a plain sampler reads every stage's kernel stack every
 # 200 ms, independently of copyscope. Prints each case's verdict, the stages' figures and the
 # sampler's top frames per stage.
 #

@@ -197,8 +197,6 @@ pub enum Unclear {
     NoStages,
     /// A stage was measured for less than [`MIN_MEASURED_NS`].
     TooShort,
-    /// A pipeline of one stage has no neighbours to weigh it against.
-    OneStage,
     /// Several stages each fit the rule (all busy, or all in poll).
     Several,
     /// No stage fits it: the waits do not point at one.
@@ -259,18 +257,10 @@ fn limiting_from(shares: &[Shares], min_measured_ns: u64) -> Limiter {
     let seen: Vec<usize> = (0..shares.len())
         .filter(|&i| shares[i].span_ns() > 0)
         .collect();
-    match seen.len() {
-        0 => {
-            return Limiter::Unknown {
-                why: Unclear::NoStages,
-            };
-        }
-        1 => {
-            return Limiter::Unknown {
-                why: Unclear::OneStage,
-            };
-        }
-        _ => {}
+    if seen.is_empty() {
+        return Limiter::Unknown {
+            why: Unclear::NoStages,
+        };
     }
     if seen.iter().any(|&i| shares[i].span_ns() < min_measured_ns) {
         return Limiter::Unknown {
@@ -385,7 +375,6 @@ fn unclear_words(why: Unclear) -> &'static str {
     match why {
         Unclear::NoStages => "no stage measured yet",
         Unclear::TooShort => "measured for less than a second",
-        Unclear::OneStage => "one stage only, no neighbour to weigh it against",
         Unclear::Several => {
             "several stages do their own work while their neighbours wait (each could limit)"
         }
@@ -738,10 +727,15 @@ mod tests {
                 why: Unclear::Several
             }
         );
+        // A lone stage (sshd feeding `zfs recv` through a socket pair) is both ends: its own
+        // work or its wait on the outside limits.
+        assert_eq!(limiting(&[busy]), Limiter::Stage { index: 0, by: Busy });
+        let fed = shares(&[(Input, 0.94), (Busy, 0.06)]);
         assert_eq!(
-            limiting(&[busy]),
-            Limiter::Unknown {
-                why: Unclear::OneStage
+            limiting(&[fed]),
+            Limiter::Stage {
+                index: 0,
+                by: Input
             }
         );
         assert_eq!(

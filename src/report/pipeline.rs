@@ -159,6 +159,7 @@ mod tests {
         let mut t = PipelineTracker::default();
         for i in 1..=20u64 {
             let p = PipelineSample {
+                lone: None,
                 stages: vec![
                     stage(
                         11,
@@ -202,10 +203,10 @@ mod tests {
         let one = PipelineView {
             stages: v.stages[..1].to_vec(),
             limiter: Limiter::Unknown {
-                why: Unclear::OneStage,
+                why: Unclear::Several,
             },
             span_ns: 0,
         };
-        assert_eq!(pipeline_json(&one)["limiting"]["unknown"], "one_stage");
+        assert_eq!(pipeline_json(&one)["limiting"]["unknown"], "several");
     }
 }

@@ -23,7 +23,8 @@ pub enum IntakeSource {
     Objset,
     /// Sectors written to the filesystem's block devices (physical, after the page cache).
     Disks,
-    /// `--pipeline`: the bytes its first stage wrote into it (`wchar`).
+    /// `--pipeline`: the bytes its first stage wrote into it (`wchar`), or a lone stage read
+    /// (`rchar`).
     Pipeline,
 }
 
@@ -47,7 +48,7 @@ impl IntakeSource {
             IntakeSource::Writers => "writers' files",
             IntakeSource::Objset => "objset nwritten",
             IntakeSource::Disks => "diskstats sectors written",
-            IntakeSource::Pipeline => "pipeline's first stage wchar",
+            IntakeSource::Pipeline => "pipeline's first stage wchar, a lone stage's rchar",
         }
     }
 

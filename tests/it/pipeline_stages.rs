@@ -107,6 +107,72 @@ fn the_stages_are_found_from_the_shell_and_read_in_order() {
     assert_eq!(reader.read().stages.len(), 1, "a skipped pid is no stage");
 }
 
+/// `zfs recv` under sshd reads a pipe whose other end sshd holds at a descriptor above 1: the
+/// pipeline is that one stage, and its throughput is what it read (its writes are ioctls:
+/// `wchar` stays 0), from the first tick to the last.
+#[test]
+fn a_lone_stage_s_throughput_is_what_it_read() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    // Its input a pipe whose writer holds it at a descriptor above 1 (sshd): no stage.
+    process(r, 300, 1, "zfs", Some(9001), None, "anon_pipe_read");
+    let root = SysRoot::new(r);
+    let mut reader = PipelineReader::new(&root, &[300], Vec::new());
+    let first = reader.read();
+    assert_eq!(first.lone, Some(300));
+    assert_eq!(first.stages[0].wait, Some(StageWait::Input));
+    put(
+        r,
+        "proc/300/io",
+        "rchar: 5000000\nwchar: 0\nwrite_bytes: 0\n",
+    );
+    let next = reader.read();
+    assert_eq!(
+        next.bytes(),
+        5_000_000,
+        "its reads, not its 0 bytes written"
+    );
+    let pair = PipelineSample {
+        lone: None,
+        stages: vec![
+            stage(1, "a", 0, 7, StageWait::Busy),
+            stage(2, "b", 9, 0, StageWait::Busy),
+        ],
+    };
+    assert_eq!(
+        pair.bytes(),
+        7,
+        "a pipeline of several: its first stage's writes"
+    );
+    // Weighed as both its ends: waiting on its input 94 % of the time, it waits for what
+    // feeds it from outside.
+    let mut m = Model::new(ModelConfig::default(), Default::default());
+    for i in 0..=50u64 {
+        let wait = if i % 16 == 0 {
+            StageWait::Busy
+        } else {
+            StageWait::Input
+        };
+        m.apply(&Sample {
+            t_ns: i * 100_000_000,
+            pipeline: Some(PipelineSample {
+                lone: Some(300),
+                stages: vec![stage(300, "zfs", i * 1_000_000, 0, wait)],
+            }),
+            ..Default::default()
+        });
+    }
+    let v = m.verdict();
+    assert!(
+        v.text
+            .starts_with("Limited by stage 1 of 1, 'zfs' (pid 300), at ")
+            && v.text
+                .contains("blocked on its input, outside the pipeline 9"),
+        "{}",
+        v.text
+    );
+}
+
 fn stage(pid: u32, comm: &str, read: u64, written: u64, wait: StageWait) -> StageSample {
     StageSample {
         pid,
@@ -134,6 +200,7 @@ fn samples() -> Vec<Sample> {
                     ..Default::default()
                 },
                 pipeline: Some(PipelineSample {
+                    lone: None,
                     stages: vec![
                         StageSample {
                             output_pipe: Some(PipeFill {
@@ -378,6 +445,7 @@ fn a_receiver_left_writing_after_the_sender_ended_limits_the_run() {
                 ..Default::default()
             },
             pipeline: Some(PipelineSample {
+                lone: None,
                 stages: vec![send, stage(13, "recv", sent, i * 1_020_000, recv_wait)],
             }),
             ..Default::default()
@@ -438,6 +506,7 @@ fn a_pipeline_s_average_runs_until_its_last_working_stage_is_done() {
                 ..Default::default()
             },
             pipeline: Some(PipelineSample {
+                lone: None,
                 stages: vec![send, stage(13, "recv", sent, sent, recv_wait)],
             }),
             ..Default::default()
@@ -482,6 +551,7 @@ fn a_pipeline_s_drop_names_the_stage_that_held_it() {
                 ..Default::default()
             },
             pipeline: Some(PipelineSample {
+                lone: None,
                 stages: vec![
                     stage(11, "tar", 0, sent, send_wait),
                     stage(13, "recv", sent, sent, recv_wait),

@@ -27,6 +27,12 @@ const MAX_ARGS_BYTES: usize = 256;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PipelineSample {
     pub stages: Vec<StageSample>,
+    /// The pid whose reads are the pipeline's throughput: a pipeline found as one stage (a
+    /// `zfs recv` fed by sshd, which holds the pipe's other end above fd 1, where stages are
+    /// not looked for) has no pipe between stages to count, and its writes may not be `write`
+    /// calls at all. `None`: the first stage's writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lone: Option<u32>,
 }
 
 /// One stage at one tick.
@@ -93,9 +99,15 @@ pub fn pipe_fill(root: &SysRoot, pid: u32) -> Option<PipeFill> {
 }
 
 impl PipelineSample {
-    /// The pipeline's throughput so far: what its first stage wrote into it.
+    /// The pipeline's throughput so far: what its first stage wrote into it, or what its lone
+    /// stage read.
     pub fn bytes(&self) -> u64 {
-        self.stages.first().map_or(0, |s| s.written)
+        match self.lone {
+            Some(pid) => (self.stages.iter())
+                .find(|s| s.pid == pid)
+                .map_or(0, |s| s.read),
+            None => self.stages.first().map_or(0, |s| s.written),
+        }
     }
 }
 
@@ -186,6 +198,9 @@ pub struct PipelineReader {
     /// Each process's last `(rchar, wchar)`.
     last_io: HashMap<u32, (u64, u64)>,
     ticks: u64,
+    /// Decided at the first discovery and kept (the throughput must not change what it
+    /// counts mid-run): the pipeline was one stage, this one.
+    lone: Option<Option<u32>>,
 }
 
 impl PipelineReader {
@@ -199,6 +214,7 @@ impl PipelineReader {
             stages: Vec::new(),
             last_io: HashMap::new(),
             ticks: 0,
+            lone: None,
         }
     }
 
@@ -292,7 +308,15 @@ impl PipelineReader {
             self.discover();
         }
         self.ticks += 1;
-        let mut out = PipelineSample::default();
+        let lone = match self.stages.as_slice() {
+            [] => None,
+            [only] => *self.lone.get_or_insert(Some(only.pid)),
+            _ => *self.lone.get_or_insert(None),
+        };
+        let mut out = PipelineSample {
+            lone,
+            ..Default::default()
+        };
         let mut io_now = HashMap::new();
         for i in 0..self.stages.len() {
             let sample = self.read_stage(i, &mut io_now);
