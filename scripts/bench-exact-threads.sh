@@ -35,8 +35,10 @@ trap 'while mountpoint -q "$WORK/mnt" 2>/dev/null; do umount "$WORK/mnt" || umou
 head -c "$SIZE" /dev/urandom > "$WORK/src"
 cat "$WORK/src" > /dev/null
 
-python3 - "$BIN" "$WORK" "$RUNS" "$EXT4" "$IMG" <<'PY'
+SCRIPTS="$HERE/scripts" python3 - "$BIN" "$WORK" "$RUNS" "$EXT4" "$IMG" <<'PY'
 import os, re, statistics, subprocess, sys, time
+sys.path.insert(0, os.environ["SCRIPTS"])
+import freshfs
 bin_, work, runs, ext4, img = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
 src, mnt = f"{work}/src", f"{work}/mnt"
 dst = f"{mnt}/dst" if ext4 else f"{work}/dst"
@@ -51,21 +53,7 @@ TRACE_SYMS = re.compile(r"^(stack_trace_save|arch_stack_walk|unwind_|__unwind_|o
                         r"is_module_text_address|__module_address|bpf_ksym_find)")
 
 def fresh_destination():
-    if not ext4:
-        if os.path.exists(dst):
-            os.remove(dst)
-        return
-    for _ in range(200):
-        if subprocess.run(["mountpoint", "-q", mnt]).returncode != 0:
-            break
-        if subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL).returncode != 0:
-            time.sleep(0.05)
-    if os.path.exists(img):
-        os.remove(img)
-    os.makedirs(mnt, exist_ok=True)
-    subprocess.run(["truncate", "-s", "8G", img], check=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
-    subprocess.run(["mount", "-o", "loop", img, mnt], check=True)
+    freshfs.fresh_destination(ext4, dst, img, mnt)
 
 def group(comm):
     if comm.startswith("copyscope-copy") or comm.startswith("copyscope-work"):

@@ -37,32 +37,17 @@ trap 'while mountpoint -q "$WORK/mnt" 2>/dev/null; do umount "$WORK/mnt" || umou
 head -c "$SIZE" /dev/urandom > "$WORK/src"
 cat "$WORK/src" > /dev/null
 
-python3 - "$BIN" "$WORK" "$RUNS" "$EXT4" "/dev/shm/copyscope-bench-exact-$$.img" "${COPYSCOPE_BEFORE:-}" <<'PY'
+SCRIPTS="$HERE/scripts" python3 - "$BIN" "$WORK" "$RUNS" "$EXT4" "/dev/shm/copyscope-bench-exact-$$.img" "${COPYSCOPE_BEFORE:-}" <<'PY'
 import glob, os, statistics, subprocess, sys, time
+sys.path.insert(0, os.environ["SCRIPTS"])
+import freshfs
 bin_, work, runs, ext4, img, before = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5], sys.argv[6]
 src = f"{work}/src"
 mnt = f"{work}/mnt"
 dst = f"{mnt}/dst" if ext4 else f"{work}/dst"
 
 def fresh_destination():
-    """The destination removed, or a new ext4 file system mounted for it."""
-    if not ext4:
-        if os.path.exists(dst):
-            os.remove(dst)
-        return
-    # Every mount of the run before (an umount refused while the kernel still holds the
-    # file system would leave them stacked).
-    for _ in range(200):
-        if subprocess.run(["mountpoint", "-q", mnt]).returncode != 0:
-            break
-        if subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL).returncode != 0:
-            time.sleep(0.05)
-    if os.path.exists(img):
-        os.remove(img)
-    os.makedirs(mnt, exist_ok=True)
-    subprocess.run(["truncate", "-s", "8G", img], check=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
-    subprocess.run(["mount", "-o", "loop", img, mnt], check=True)
+    freshfs.fresh_destination(ext4, dst, img, mnt)
 
 def settle(pid):
     """Waits (at most 5 s) until the run's trace instance has been removed."""
