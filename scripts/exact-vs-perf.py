@@ -67,6 +67,48 @@ def classify(stack):
     return "other"
 
 
+# A drop's first cause and the class of the writer's time that shows it.
+# Causes found from the devices or other processes (a disk that slowed, another writer, the
+# network, a pipeline's stage) are not a class of the writer's waits: not checked here.
+CAUSE_CLASS = {"cpu_starved": "cpu_wait", "txg_sync": "txg_wait", "zfs_throttle": "txg_wait",
+               "dirty_throttle": "dirty_throttle", "journal_wait": "journal",
+               "source_stall": "source_read", "zil_commit": "sync_writes",
+               "nearly_full": "disk_wait", "writeback_burst": "disk_wait"}
+
+
+def drops_check(lines, spans, perf_t0):
+    """Each drop's first cause against the class perf saw most of the writer's waits in over
+    the drop (copyscope's clock put on perf's at the copy's first file)."""
+    drops = {}
+    for l in lines:
+        if l.get("kind") == "drop" and l.get("type") != "provisional":
+            drops[l["t_ns"]] = l
+    start = next((l["t"] for l in lines if l.get("kind") == "file_started"), None)
+    if not drops or start is None or perf_t0 is None:
+        return
+    offset = perf_t0 - start
+    right = checkable = 0
+    print(f"{'drop at':>8} {'s':>5}  {'copyscope: first cause':28} perf: the writer's waits")
+    for t_ns, d in sorted(drops.items()):
+        lo, hi = t_ns / 1e9 + offset, d["end_ns"] / 1e9 + offset
+        by = {}
+        for a, b, what in spans:
+            if b > lo and a < hi and what != "running":
+                by[what] = by.get(what, 0.0) + min(b, hi) - max(a, lo)
+        waited = sum(by.values())
+        top = max(by, key=by.get) if by else None
+        cause = d["causes"][0]["cause"] if d.get("causes") else "unknown"
+        checked = cause in CAUSE_CLASS
+        ok = checked and CAUSE_CLASS[cause] == top
+        right += ok
+        checkable += checked
+        shares = ", ".join(f"{k} {v / waited * 100:.0f} %" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:3]) if waited else "none"
+        mark = "" if ok else ("   (not a wait class)" if not checked else "   <- differs")
+        print(f"{t_ns / 1e9:8.1f} {(d['end_ns'] - t_ns) / 1e9:5.1f}  {cause:28} {shares}{mark}")
+    print(f"drops whose first cause is the class perf saw most: {right} of {checkable} checked "
+          f"({len(drops)} drops)")
+
+
 def main():
     perf, run = sys.argv[1], sys.argv[2]
     lines = [json.loads(l) for l in open(run) if l.strip()]
@@ -83,11 +125,14 @@ def main():
             window[0] = t if window[0] is None else window[0]
             window[1] = t
 
+    spans = []
+
     def add(tid, t):
         since, what = state[tid]
         lo, hi = max(since, window[0]), min(t, window[1])
         if what is not None and hi > lo:
             acc[what] = acc.get(what, 0.0) + (hi - lo)
+            spans.append((lo, hi, what))
         state[tid] = (t, what)
 
     for t, ev, f, stack in events(perf):
@@ -127,6 +172,7 @@ def main():
         d = (cs.get(k, 0) - truth.get(k, 0)) * 100
         worst = max(worst, abs(d))
         print(f"{k:16} {cs.get(k, 0) * 100:9.1f}% {truth.get(k, 0) * 100:9.1f}% {d:+6.1f}")
+    drops_check(lines, spans, window[0])
     span = (last - first) if first is not None else 0
     print(f"perf: copy threads traced {span:.1f} s ({total:.1f} s of thread time not idle); "
           f"copyscope copying {ct:.1f} s; evidence {summ.get('evidence')}; worst difference {worst:.1f} points")
