@@ -222,7 +222,8 @@ fn start(
     let mut env = environment(&root, req);
     let following = !req.pids.is_empty() || !req.comms.is_empty() || req.all;
     let pipeline = pipeline_reader(&root, req)?;
-    let source = match pipeline {
+    let source = match &pipeline {
+        Some(p) if p.lone().is_some() => IntakeSource::LoneStage,
         Some(_) => IntakeSource::Pipeline,
         None => {
             IntakeSource::choose(&env, following).ok_or_else(|| WatchError::NoIntake(path()))?

@@ -23,9 +23,10 @@ pub enum IntakeSource {
     Objset,
     /// Sectors written to the filesystem's block devices (physical, after the page cache).
     Disks,
-    /// `--pipeline`: the bytes its first stage wrote into it (`wchar`), or a lone stage read
-    /// (`rchar`).
+    /// `--pipeline`: the bytes its first stage wrote into it (`wchar`).
     Pipeline,
+    /// `--pipeline` of a pipeline found as one stage: the bytes it read (`rchar`).
+    LoneStage,
 }
 
 impl IntakeSource {
@@ -48,7 +49,8 @@ impl IntakeSource {
             IntakeSource::Writers => "writers' files",
             IntakeSource::Objset => "objset nwritten",
             IntakeSource::Disks => "diskstats sectors written",
-            IntakeSource::Pipeline => "pipeline's first stage wchar, a lone stage's rchar",
+            IntakeSource::Pipeline => "pipeline's first stage wchar",
+            IntakeSource::LoneStage => "the pipeline's one stage's rchar",
         }
     }
 
@@ -58,7 +60,7 @@ impl IntakeSource {
             IntakeSource::Writers => writers.map(|w| w.bytes),
             IntakeSource::Objset => s.zfs.as_ref()?.objset_nwritten,
             IntakeSource::Disks => s.dest_disk.map(|d| d.sectors_written.saturating_mul(512)),
-            IntakeSource::Pipeline => s
+            IntakeSource::Pipeline | IntakeSource::LoneStage => s
                 .pipeline
                 .as_ref()
                 .map(super::pipeline::PipelineSample::bytes),

@@ -120,6 +120,11 @@ fn a_lone_stage_s_throughput_is_what_it_read() {
     let mut reader = PipelineReader::new(&root, &[300], Vec::new());
     let first = reader.read();
     assert_eq!(first.lone, Some(300));
+    assert_eq!(
+        reader.lone(),
+        Some(300),
+        "what the watch names its intake by"
+    );
     assert_eq!(first.stages[0].wait, Some(StageWait::Input));
     put(
         r,

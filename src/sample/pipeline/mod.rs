@@ -218,12 +218,24 @@ impl PipelineReader {
         }
     }
 
-    /// Finds the stages now; the number found.
+    /// Finds the stages now; the number found. The first discovery that finds any decides
+    /// whether the pipeline is a lone stage (see [`PipelineSample::lone`]).
     pub fn discover(&mut self) -> usize {
         let table = self.table();
         let groups = graph::stages(&table, &self.seeds, &self.skip);
         self.merge(&groups);
+        if self.lone.is_none() && !self.stages.is_empty() {
+            self.lone = Some(match self.stages.as_slice() {
+                [only] => Some(only.pid),
+                _ => None,
+            });
+        }
         groups.len()
+    }
+
+    /// The lone stage whose reads are the throughput, once decided.
+    pub fn lone(&self) -> Option<u32> {
+        self.lone.flatten()
     }
 
     /// fds 0 and 1 of every process under the root.
@@ -308,13 +320,8 @@ impl PipelineReader {
             self.discover();
         }
         self.ticks += 1;
-        let lone = match self.stages.as_slice() {
-            [] => None,
-            [only] => *self.lone.get_or_insert(Some(only.pid)),
-            _ => *self.lone.get_or_insert(None),
-        };
         let mut out = PipelineSample {
-            lone,
+            lone: self.lone(),
             ..Default::default()
         };
         let mut io_now = HashMap::new();
