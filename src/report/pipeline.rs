@@ -116,9 +116,10 @@ pub fn pipeline_json(v: &PipelineView) -> serde_json::Value {
 
 /// The plain summary's part: "pipeline (2 stages), over the run:" and the stage lines.
 pub fn stages_table(v: &PipelineView, binary: bool) -> String {
+    let n = v.stages.len();
     let mut s = format!(
-        "pipeline ({} stages), over the run ({}):\n",
-        v.stages.len(),
+        "pipeline ({n} stage{}), over the run ({}):\n",
+        if n == 1 { "" } else { "s" },
         limiter_line(v)
     );
     for l in stage_lines(v, binary) {
