@@ -1,27 +1,30 @@
 #!/bin/bash
 # zfs-pace-check.sh — `--pace auto` on real OpenZFS 2.1 (the lab VM of ../shared/lab/zfs-vm,
 # see its README), the seed's case: one --mb MiB file from guest RAM onto the aged pool,
-# write-throttled to --disk-mbps, while a Samba client on the guest's loopback puts a 4 MiB
-# file into the same pool every 0.5 s (a NAS's other user). The copy runs unpaced, then with
+# write-throttled to --disk-mbps, while a Samba client on the guest's loopback puts a
+# --client-mb MiB file (4) into the same pool every --client-every s (0.5): a NAS's other user. The copy runs unpaced, then with
 # --pace auto, each into a fresh dataset. Prints for each: the copy's end, its drops, the
 # longest stretch it handed over no byte, and the Samba client's slowest put — the issue's
 # targets: no drop below half the sustained rate, no writer stall over 1 s, the end within
 # 10 % of the unpaced run's, and no client stall over 2 s.
 #
 # Usage: scripts/zfs-pace-check.sh [--out DIR] [--disk-mbps 20] [--mb 1536] [--mem 4G]
+#        [--client-mb 4] [--client-every 0.5]
 # Env: COPYSCOPE_BIN, ZFS_LAB (default /work/shared/lab/zfs-vm), ZFS_LAB_DIR (/var/tmp/zfs-lab).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 LAB=${ZFS_LAB:-/work/shared/lab/zfs-vm}
 LABDIR=${ZFS_LAB_DIR:-/var/tmp/zfs-lab}
-OUT="" MBPS=20 MB=1536 MEM=4G TIMEOUT=2400
+OUT="" MBPS=20 MB=1536 MEM=4G TIMEOUT=2400 CLIENT_MB=4 CLIENT_EVERY=0.5
 while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2 ;;
     --disk-mbps) MBPS=$2; shift 2 ;;
     --mb) MB=$2; shift 2 ;;
     --mem) MEM=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --client-mb) CLIENT_MB=$2; shift 2 ;;
+    --client-every) CLIENT_EVERY=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "zfs-pace-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +46,7 @@ while [ "\$(wc -l < \$K/tank/txgs)" -lt 101 ]; do date > /tank/age; zpool sync t
 rm -f /tank/age
 mount -o remount,size=$((MB + 300))m /dev/shm
 dd if=/dev/zero of=/dev/shm/big bs=1M count=$MB status=none
-dd if=/dev/zero of=/dev/shm/small bs=1M count=4 status=none
+dd if=/dev/zero of=/dev/shm/small bs=1M count=$CLIENT_MB status=none
 mkdir -p /tank/share /run/samba /var/log/samba /var/lib/samba/private
 cat > /tmp/smb.conf <<C
 [global]
@@ -61,7 +64,7 @@ smbd -D -s /tmp/smb.conf; sleep 2
 for p in zfs_dirty_data_max zfs_dirty_data_sync_percent zfs_delay_min_dirty_percent zfs_txg_timeout; do
   echo "\$p \$(cat /sys/module/zfs/parameters/\$p)"
 done > \$O/params.txt
-# The Samba client: a 4 MiB put every 0.5 s, each one's wall time in ms.
+# The Samba client: a $CLIENT_MB MiB put every $CLIENT_EVERY s, each one's wall time in ms.
 client() {
   i=0
   while [ ! -e /tmp/stop-client ]; do
@@ -71,7 +74,7 @@ client() {
     t1=\$(date +%s%N)
     echo "\$(( (t0 / 1000000) )) \$(( (t1 - t0) / 1000000 ))" >> \$O/\$1.client.txt
     i=\$((i + 1))
-    sleep 0.5
+    sleep $CLIENT_EVERY
   done
 }
 run() {  # run NAME [copyscope options]
