@@ -55,19 +55,25 @@ const UNITS: [&str; 18] = [
     "GB/s", "KiB/s", "MiB/s",
 ];
 
-/// The words of `text` split at spaces, a unit kept with the number before it.
-fn words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
+/// The words of `text` split at spaces, a unit kept with the number before it: slices of
+/// `text` (a merged pair is the number, its space and the unit).
+fn words(text: &str) -> Vec<&str> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
     for w in text.split(' ') {
-        match words.last_mut() {
-            Some(last) if UNITS.contains(&w) && last.ends_with(|c: char| c.is_ascii_digit()) => {
-                last.push(' ');
-                last.push_str(w);
+        let (from, to) = (at, at + w.len());
+        at = to + 1;
+        match spans.last_mut() {
+            Some(last)
+                if UNITS.contains(&w)
+                    && text[last.0..last.1].ends_with(|c: char| c.is_ascii_digit()) =>
+            {
+                last.1 = to;
             }
-            _ => words.push(w.to_string()),
+            _ => spans.push((from, to)),
         }
     }
-    words
+    spans.into_iter().map(|(a, b)| &text[a..b]).collect()
 }
 
 /// Splits `text` into lines of at most `width` chars at spaces, never between a number and
@@ -76,7 +82,6 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = vec![String::new()];
     for word in words(text) {
-        let word = word.as_str();
         let cur = lines.last_mut().expect("one line");
         let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
         if need <= width || cur.is_empty() {

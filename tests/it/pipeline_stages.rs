@@ -424,6 +424,15 @@ fn the_tui_shows_a_pipeline_panel_with_the_limiting_stage_marked() {
     assert!(!text.contains('\u{1b}'), "{text}");
 }
 
+/// A model configured as `copyscope watch` configures it (the idle tail is not the writer's).
+fn watch_model() -> Model {
+    let cfg = ModelConfig {
+        stopped_tail_is_end: true,
+        ..Default::default()
+    };
+    Model::new(cfg, Default::default())
+}
+
 /// `zfs send | zfs recv` onto a throttled pool as the ZFS lab showed it: the sender pushes
 /// 143 MB through the pipe in 2 s, busy, and ends; the receiver writes to disk for 12 s more.
 /// The receiver, left working, limits the run (the model said "unknown" while it weighed
@@ -485,11 +494,7 @@ fn a_receiver_left_writing_after_the_sender_ended_limits_the_run() {
 /// the verdict and the summary all say 10.3 MB/s (they said the sender's 71.5 MB/s).
 #[test]
 fn a_pipeline_s_average_runs_until_its_last_working_stage_is_done() {
-    let cfg = ModelConfig {
-        stopped_tail_is_end: true,
-        ..Default::default()
-    };
-    let mut m = Model::new(cfg, Default::default());
+    let mut m = watch_model();
     for i in 0..=160u64 {
         let sent = (i.min(20)) * 7_150_000;
         let mut send = stage(11, "send", 0, sent, StageWait::Busy);
@@ -533,11 +538,7 @@ fn a_pipeline_s_average_runs_until_its_last_working_stage_is_done() {
 /// explains it": a pipeline watch follows no writer's threads of its own).
 #[test]
 fn a_pipeline_s_drop_names_the_stage_that_held_it() {
-    let cfg = ModelConfig {
-        stopped_tail_is_end: true,
-        ..Default::default()
-    };
-    let mut m = Model::new(cfg, Default::default());
+    let mut m = watch_model();
     let mut sent = 0u64;
     for i in 0..=200u64 {
         let stalled = (100..120).contains(&i);
