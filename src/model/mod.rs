@@ -699,12 +699,12 @@ impl Model {
                         t_ns: t,
                         kind: EventKind::TxgSyncStarted { txg },
                     },
-                    TxgChange::Committed { t, row } => {
+                    TxgChange::Committed { t, row, own } => {
                         self.zfs_written = self.zfs_written.saturating_add(row.nwritten);
                         self.tally.txg_committed(&z.pool, row.stime, row.nwritten);
                         self.patch_drops(row.txg, row.ndirty, row.stime);
                         if self.time.first_byte_t.is_some() {
-                            self.facts.txg_committed(t, &row);
+                            self.facts.txg_committed(t, &row, own);
                         }
                         Event {
                             t_ns: t,
@@ -718,6 +718,7 @@ impl Model {
                     }
                 });
             }
+            self.txgs.credit_open(tick.bytes);
         }
         self.page_cache_events(s, &mut out);
         self.delay_events(&tick, &mut out);

@@ -24,6 +24,9 @@ pub const ZFS_TARGET_SHARE: f64 = 0.5;
 /// On ZFS, until the pool's rate is known (no txg of the copy committed yet), the dirty data
 /// is kept under this: the first txg is then small and quick, and tells the rate.
 pub const ZFS_PROBE_BYTES: u64 = 64 << 20;
+/// On ZFS, the share of the pool's rate the copy keeps however much other writers put in: a
+/// pace that yields them everything would never end.
+pub const ZFS_LEAST_SHARE: f64 = 0.25;
 /// The slowest pace asked for, bytes/s: a destination that wrote nothing measurable yet.
 pub const MIN_PACE_BPS: f64 = 1e6;
 
@@ -36,6 +39,9 @@ pub struct Pace {
     pub drain_bps: Option<f64>,
     /// The cache level the pace keeps the copy under, bytes, when known.
     pub target: Option<u64>,
+    /// On ZFS, what other writers put into the pool, bytes/s, when measured: the pace leaves
+    /// them room.
+    pub others_bps: Option<f64>,
 }
 
 impl Model {
@@ -74,11 +80,15 @@ impl Model {
             bps,
             drain_bps: drain,
             target,
+            others_bps: None,
         }
     }
 
-    /// On ZFS: the pool's rate from the copy's own txgs, a little less while dirty data is
-    /// above [`ZFS_TARGET_SHARE`] of the write throttle's threshold; before a txg of the copy
+    /// On ZFS: the pool's rate from the copy's txgs (their dirty bytes over their syncs' time:
+    /// the copy's own bytes, where `nwritten` counts mirror copies and parity and little of
+    /// compressed data) less what other writers put into them
+    /// (at least [`ZFS_LEAST_SHARE`] of it), a little less while dirty data is above
+    /// [`ZFS_TARGET_SHARE`] of the write throttle's threshold; before a txg of the copy
     /// committed, dirty data under [`ZFS_PROBE_BYTES`] at the pool's disks' rate.
     fn zfs_pace(&self) -> Pace {
         let cached = self
@@ -91,10 +101,12 @@ impl Model {
             m as f64 * f64::from(pct) / 100.0
         });
         let target = threshold.map(|t| (t * ZFS_TARGET_SHARE) as u64);
-        let drain = self.facts.pool_bps();
-        let bps = match (drain, target, cached) {
-            (Some(d), Some(t), Some(c)) => Some(steer(d, c, t)),
-            (Some(d), _, _) => Some(d),
+        let others = self.facts.others_bps();
+        let drain = self.facts.pool_dirty_bps();
+        let room = drain.map(|pool| (pool - others.unwrap_or(0.0)).max(pool * ZFS_LEAST_SHARE));
+        let bps = match (room, target, cached) {
+            (Some(r), Some(t), Some(c)) => Some(steer(r, c, t)),
+            (Some(r), _, _) => Some(r),
             (None, _, Some(c)) if c > ZFS_PROBE_BYTES => {
                 // The disks' rate once the first txg syncs; before, what fills the probe in
                 // one zfs_txg_timeout, when the txg closes by itself.
@@ -112,6 +124,7 @@ impl Model {
             } else {
                 Some(ZFS_PROBE_BYTES)
             },
+            others_bps: others,
         }
     }
 }

@@ -26,6 +26,9 @@ pub(crate) struct TxgTrack {
     /// First sample time the row was seen in C.
     pub commit_seen: Option<u64>,
     pub birth_offset_ns: i64,
+    /// This copy's bytes written while the txg was the open one ([`TxgTracker::credit_open`]):
+    /// the rest of its `ndirty` is other writers'.
+    pub own_bytes: u64,
 }
 
 impl TxgTrack {
@@ -87,6 +90,42 @@ impl TxgTrack {
     }
 }
 
+/// Committed txgs that tell the other writers' intake ([`OthersIntake`]).
+const OTHERS_TXGS: usize = 4;
+
+/// What writers other than the copy put into the pool, from its recent txgs: each one's
+/// `ndirty` less the copy's own bytes in it, over the time it was open. Samba clients and
+/// other jobs on a NAS fill the same txgs; a pace that leaves them no room holds them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct OthersIntake {
+    /// `(ndirty, the copy's bytes, otime ns)` of the last committed txgs.
+    txgs: VecDeque<(u64, u64, u64)>,
+}
+
+impl OthersIntake {
+    /// A committed txg; `own`: the copy's bytes in it. One that was open for no time, or
+    /// wrote under [`MIN_RATE_TXG_BYTES`] (a sync's fixed cost), tells no rate.
+    pub fn committed(&mut self, row: &TxgRow, own: u64) {
+        if row.otime == 0 || row.nwritten < MIN_RATE_TXG_BYTES || row.ndirty == 0 {
+            return;
+        }
+        if self.txgs.len() >= OTHERS_TXGS {
+            self.txgs.pop_front();
+        }
+        self.txgs.push_back((row.ndirty, own, row.otime));
+    }
+
+    /// Their intake, bytes/s of dirty data (the units of the copy's own rate). Summed before
+    /// the copy's bytes are taken off: a tick's bytes credited to the txg after the one they
+    /// joined would otherwise count as others' there and be lost here.
+    pub fn bps(&self) -> Option<f64> {
+        let dirty: u64 = self.txgs.iter().map(|(d, _, _)| d).sum();
+        let own: u64 = self.txgs.iter().map(|(_, o, _)| o).sum();
+        let open: u64 = self.txgs.iter().map(|(_, _, t)| t).sum();
+        (open > 0).then(|| dirty.saturating_sub(own) as f64 * 1e9 / open as f64)
+    }
+}
+
 /// The txgs whose syncs overlapped a span ([`TxgTracker::overlapping`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Overlapping {
@@ -102,8 +141,16 @@ pub(crate) struct Overlapping {
 /// A txg event found by [`TxgTracker::update`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum TxgChange {
-    SyncStarted { t: u64, txg: u64 },
-    Committed { t: u64, row: TxgRow },
+    SyncStarted {
+        t: u64,
+        txg: u64,
+    },
+    /// `own`: this copy's bytes in it ([`TxgTrack::own_bytes`]).
+    Committed {
+        t: u64,
+        row: TxgRow,
+        own: u64,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -145,6 +192,7 @@ impl TxgTracker {
                             last_s_seen: None,
                             commit_seen: None,
                             birth_offset_ns: zfs.birth_offset_ns,
+                            own_bytes: 0,
                         },
                     );
                     pos
@@ -188,11 +236,21 @@ impl TxgTracker {
                 out.push(TxgChange::Committed {
                     t: k.sync_end().unwrap_or(t).min(t),
                     row: *row,
+                    own: k.own_bytes,
                 });
             }
         }
         self.baseline_done = true;
         out
+    }
+
+    /// Counts `bytes` the copy wrote in the tick just folded in as the open txg's: a write
+    /// joins the txg open when it is made, and the txg open at the tick's end held most of
+    /// the tick (txgs stay open for seconds; a tick is 100 ms).
+    pub fn credit_open(&mut self, bytes: u64) {
+        if let Some(k) = self.tracks.iter_mut().rev().find(|k| k.row.state == 'O') {
+            k.own_bytes = k.own_bytes.saturating_add(bytes);
+        }
     }
 
     /// The txg whose sync overlaps `[a, b]` the most, if that covers at least `min_fraction` of it.
@@ -345,7 +403,8 @@ mod tests {
             ev[0],
             TxgChange::Committed {
                 t: 3_855_253_680,
-                row: row(R10_C)
+                row: row(R10_C),
+                own: 0,
             }
         );
         assert!(matches!(ev[1], TxgChange::SyncStarted { txg: 11, .. }));

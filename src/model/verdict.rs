@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Stats;
 use super::budget::{Budget, Slice};
 use super::phase::SATURATED_UTIL_PCT;
+use super::txg::OthersIntake;
 use crate::present::format::{fmt_bytes, fmt_rate, fmt_rate_with, fmt_secs};
 use crate::present::quote::quote;
 use crate::sample::{Environment, TxgRow};
@@ -130,10 +131,14 @@ pub(crate) struct Facts {
     /// This copy's data still to reach the destination when the final flush began (bytes; and
     /// whether it is the system's figure, other writers' data included).
     flush_backlog: Option<(u64, bool)>,
+    /// What other writers put into the pool's recent txgs.
+    others: OthersIntake,
 }
 
 impl Facts {
-    pub fn txg_committed(&mut self, t_ns: u64, row: &TxgRow) {
+    /// A txg committed after the first byte; `own`: the copy's bytes in it.
+    pub fn txg_committed(&mut self, t_ns: u64, row: &TxgRow, own: u64) {
+        self.others.committed(row, own);
         self.last_commit_ns = Some(t_ns);
         self.pool_written = self.pool_written.saturating_add(row.nwritten);
         if row.nwritten >= MIN_TXG_BYTES && row.stime > 0 {
@@ -179,6 +184,21 @@ impl Facts {
     }
 
     /// The pool's write rate while syncing: Σ written ÷ Σ sync time of the copy's txgs.
+    /// Other writers' intake into the pool lately, bytes/s (`None` before a txg of the copy
+    /// committed).
+    pub(crate) fn others_bps(&self) -> Option<f64> {
+        self.others.bps()
+    }
+
+    /// The pool's rate in the bytes writers hand it (Σ ndirty / Σ stime of the copy's txgs),
+    /// the pool's written bytes where the kstat has no dirty figure.
+    pub(crate) fn pool_dirty_bps(&self) -> Option<f64> {
+        if self.txg_ndirty == 0 {
+            return self.pool_bps();
+        }
+        (self.txg_stime_ns > 0).then(|| self.txg_ndirty as f64 * 1e9 / self.txg_stime_ns as f64)
+    }
+
     pub(crate) fn pool_bps(&self) -> Option<f64> {
         (self.txg_stime_ns > 0).then(|| self.txg_nwritten as f64 * 1e9 / self.txg_stime_ns as f64)
     }
@@ -616,6 +636,14 @@ fn pool_despite(i: &Input, limit: Limit, who: &Who) -> Option<(Limit, Option<f64
     ))
 }
 
+/// Other writers' share of the pool the pace left them, when worth saying (a tenth of the
+/// pool's rate or more): `(the pool's rate, theirs)`.
+fn shared_pool(f: &Facts) -> Option<(f64, f64)> {
+    let pool = f.pool_dirty_bps()?;
+    let others = f.others_bps()?;
+    (others >= pool * 0.1).then_some((pool, others))
+}
+
 /// "Limited by --bwlimit 20 MB/s: the copy waited for its own rate limit 92 % of the time;
 /// the destination disk was 3 % busy." The wait is the engine's own count of its pacing
 /// sleeps; the disk's figure says whether the disk could have gone faster.
@@ -634,10 +662,19 @@ fn rate_limit(i: &Input, held: &str) -> (Limit, Option<f64>, String) {
             fmt_rate(r as f64)
         ),
         Some(r) => format!("Limited by --bwlimit {}", fmt_rate(r as f64)),
-        None if i.env.pace_auto => format!(
-            "Paced by --pace auto to the destination's sustained rate, {}",
-            fmt_rate(avg)
-        ),
+        None if i.env.pace_auto => match shared_pool(i.facts) {
+            Some((pool, others)) => format!(
+                "Paced by --pace auto to the pool's rate less what other writers put in, {} \
+                 (the pool took {}, others {})",
+                fmt_rate(avg),
+                fmt_rate(pool),
+                fmt_rate(others)
+            ),
+            None => format!(
+                "Paced by --pace auto to the destination's sustained rate, {}",
+                fmt_rate(avg)
+            ),
+        },
         None => format!("Limited by its own rate limit, {}", fmt_rate(avg)),
     };
     let what = if i.env.pace_auto && i.env.rate_limit_bps.is_none() {

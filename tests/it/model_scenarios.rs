@@ -1871,6 +1871,62 @@ fn pace_auto_holds_the_pools_rate_from_its_txgs() {
     assert_eq!(sc.model(zfs_env()).pace().bps, Some(40e6 * BELOW_TARGET));
 }
 
+/// `--pace auto` on ZFS beside other writers (a NAS's Samba clients): their part of each txg
+/// (its dirty bytes less the copy's own, over the time it was open) is left to them, so that
+/// together they stay under the pool's rate; however much they write, the copy keeps a
+/// quarter of it.
+#[test]
+fn pace_auto_leaves_the_pool_room_for_other_writers() {
+    use copyscope::model::pace::{BELOW_TARGET, ZFS_LEAST_SHARE};
+    let ms = 1_000_000;
+    let open = |txg, birth| TxgRow {
+        txg,
+        birth,
+        state: 'O',
+        ..Default::default()
+    };
+    // Open for 5 s while the copy wrote 20 MB/s (100 MB) and others 8 MB/s (40 MB); synced
+    // in 4 s: the pool takes 35 MB/s, 27 of them left to the copy.
+    let committed = |txg, ndirty| TxgRow {
+        txg,
+        birth: 0,
+        state: 'C',
+        otime: 5000 * ms,
+        stime: 4000 * ms,
+        ndirty,
+        nwritten: ndirty,
+        ..Default::default()
+    };
+    let level = |rows| Levels {
+        copy_mbps: 20.0,
+        dev_mbps: 35.0,
+        zfs: Some(ZfsLevels {
+            rows,
+            arc_anon: Some(100 * MB),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pace_after = |ndirty: u64| {
+        let mut sc = Scenario::new(level(vec![open(7, 0)]));
+        sc.run(5000, |_| {});
+        sc.run(100, |l| {
+            l.zfs.as_mut().unwrap().rows = vec![committed(7, ndirty), open(8, 5000 * ms)];
+        });
+        sc.model(zfs_env()).pace()
+    };
+    let p = pace_after(140 * MB);
+    let others = p.others_bps.unwrap();
+    // The tick that saw txg 7 still open at 5 s is counted in it: 20 MB/s over one tick.
+    assert!((others - 8e6).abs() < 0.5e6, "{others}");
+    assert_eq!(p.drain_bps, Some(35e6));
+    let room = 35e6 - others;
+    assert!((p.bps.unwrap() - room * BELOW_TARGET).abs() < 1.0, "{p:?}");
+    // 4 GB in 4 s of sync, 3.9 GB of it others' in 5 s open: 1000 MB/s, 780 taken.
+    let crowded = pace_after(4000 * MB);
+    assert_eq!(crowded.bps, Some(1000e6 * ZFS_LEAST_SHARE * BELOW_TARGET));
+}
+
 /// `copyscope pipe` between two pipes: no filesystem, no disks.
 fn pipe_env() -> Environment {
     use copyscope::copy::pipe::EndKind;
