@@ -14,6 +14,13 @@ use super::shared::lock;
 /// ran a 30 MB copy at 10 MB/s at 11.1 MB/s over its first second).
 const BWLIMIT_SLACK: Duration = Duration::from_millis(8);
 
+/// How far ahead of its schedule a paced writer may run before it sleeps: it then sleeps
+/// once for several of its 2 ms chunks instead of after each. Every sleep is a switch the
+/// exact trace records with its kernel stack (~50 µs of CPU each: docs/benchmarks.md, "A
+/// `--bwlimit` copy"), 500 a second at every limit; this makes them ~125. A 1 s window
+/// then holds at most the slack, this and one chunk over the limit: 1.6 %.
+pub(crate) const RUN_AHEAD: Duration = Duration::from_millis(6);
+
 /// The `--bwlimit` chunk: 2 ms of the limit (so one chunk written before its sleep adds at
 /// most 0.2 % to a 1 s window), at least 512 bytes, at most 64 KiB, and whole 4 KiB pages
 /// from 4 KiB up (so every write starts and ends on a page boundary).

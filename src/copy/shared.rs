@@ -18,7 +18,7 @@ use super::links::HardLinks;
 use super::nofollow::NodeErr;
 use super::options::{CopyOptions, SyncMode};
 use super::outcomes::{IssueKind, Outcomes};
-use super::rate::RateSchedules;
+use super::rate::{RUN_AHEAD, RateSchedules};
 use super::space::SpaceGate;
 use super::stage::{LazyStage, MadeDirs, StageSet, TempDir};
 use super::{ConflictAsk, Control, CurrentFile, EngineEvent, EventSender, Progress};
@@ -332,10 +332,12 @@ impl Shared {
         self.test_throttle(n);
     }
 
-    /// `--bwlimit` / `--pace auto`: sleeps until the shared schedule lets the writer go on.
+    /// `--bwlimit` / `--pace auto`: sleeps until the shared schedule lets the writer go on,
+    /// once the writer is more than [`RUN_AHEAD`] ahead of it.
     fn pace(&self, n: u64, bps: u64) {
-        let due = self.rates.limit_due(n, bps, Instant::now());
-        if due <= Instant::now() {
+        let now = Instant::now();
+        let due = self.rates.limit_due(n, bps, now);
+        if due <= now + RUN_AHEAD {
             return;
         }
         self.pacer(true);
