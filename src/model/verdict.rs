@@ -183,7 +183,6 @@ impl Facts {
         self.max_core_pct = Some(self.max_core_pct.map_or(pct, |m| m.max(pct)));
     }
 
-    /// The pool's write rate while syncing: Σ written ÷ Σ sync time of the copy's txgs.
     /// Other writers' intake into the pool lately, bytes/s (`None` before a txg of the copy
     /// committed).
     pub(crate) fn others_bps(&self) -> Option<f64> {
@@ -199,6 +198,7 @@ impl Facts {
         (self.txg_stime_ns > 0).then(|| self.txg_ndirty as f64 * 1e9 / self.txg_stime_ns as f64)
     }
 
+    /// The pool's write rate while syncing: Σ written ÷ Σ sync time of the copy's txgs.
     pub(crate) fn pool_bps(&self) -> Option<f64> {
         (self.txg_stime_ns > 0).then(|| self.txg_nwritten as f64 * 1e9 / self.txg_stime_ns as f64)
     }
@@ -636,12 +636,16 @@ fn pool_despite(i: &Input, limit: Limit, who: &Who) -> Option<(Limit, Option<f64
     ))
 }
 
-/// Other writers' share of the pool the pace left them, when worth saying (a tenth of the
-/// pool's rate or more): `(the pool's rate, theirs)`.
+/// Other writers' intake the verdict names, as a share of the pool's rate: under it the pace
+/// was the pool's rate in all but rounding.
+const OTHERS_WORTH_SAYING: f64 = 0.1;
+
+/// Other writers' share of the pool the pace left them, when worth saying
+/// ([`OTHERS_WORTH_SAYING`]): `(the pool's rate, theirs)`.
 fn shared_pool(f: &Facts) -> Option<(f64, f64)> {
     let pool = f.pool_dirty_bps()?;
     let others = f.others_bps()?;
-    (others >= pool * 0.1).then_some((pool, others))
+    (others >= pool * OTHERS_WORTH_SAYING).then_some((pool, others))
 }
 
 /// "Limited by --bwlimit 20 MB/s: the copy waited for its own rate limit 92 % of the time;
