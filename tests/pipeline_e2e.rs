@@ -24,8 +24,9 @@ const DEADLINE: Duration = Duration::from_secs(90);
 /// A consumer that reads 64 KiB, then sleeps 20 ms: about 3 MB/s.
 const SLOW_CONSUMER: &str =
     r#"perl -MTime::HiRes=usleep -e 'while (sysread(STDIN, $b, 65536)) { usleep(20000) }'"#;
-/// A producer that writes 64 KiB, then sleeps 20 ms.
-const SLOW_PRODUCER: &str = r#"perl -MTime::HiRes=usleep -e '$b = "x" x 65536; while (1) { syswrite(STDOUT, $b) or exit; usleep(20000) }'"#;
+/// A producer that writes 16 KiB, then sleeps 5 ms: about 3 MB/s, in pieces a quarter of the
+/// pipe, so the pipe is full only when its consumer has let four pieces pile up.
+const SLOW_PRODUCER: &str = r#"perl -MTime::HiRes=usleep -e '$b = "x" x 16384; while (1) { syswrite(STDOUT, $b) or exit; usleep(5000) }'"#;
 
 /// A shell running `pipeline`, its output and errors to /dev/null; killed with its children
 /// when dropped.
@@ -269,9 +270,10 @@ fn a_slow_producer_limits_and_its_consumer_is_blocked_on_input() {
     assert_eq!(p["limiting"]["stage"], 1);
     let summary = w.stop();
     assert_eq!(summary["pipeline"]["limiting"]["comm"], "perl", "{summary}");
-    // cat takes each piece at once: the pipe was almost never full.
+    // cat takes each piece at once: the pipe was full for less of the time than the slow
+    // consumer's (at least half); a loaded machine may leave cat unscheduled for a moment.
     let perl = stage(&summary["pipeline"], "perl").unwrap();
-    assert!(perl["pipe_full_pct"].as_f64().unwrap() < 10.0, "{perl}");
+    assert!(perl["pipe_full_pct"].as_f64().unwrap() < 50.0, "{perl}");
 }
 
 #[test]
