@@ -314,6 +314,8 @@ pub enum ReflinkArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PaceArg {
     Auto,
+    /// Unpaced (the default for a copy; for `whatif`, a paced recording replayed free).
+    Off,
 }
 
 /// Subcommands (the copy itself is the default command).
@@ -583,7 +585,8 @@ pub struct WhatifArgs {
     /// its flush) and is shown against it.
     #[arg(long, value_name = "FILE")]
     pub against: Option<PathBuf>,
-    /// Predict the copy paced as --pace auto paces it.
+    /// `auto`: predict the copy paced as --pace auto paces it; `off`: a paced recording's copy
+    /// run free.
     #[arg(long, value_enum, value_name = "MODE")]
     pub pace: Option<PaceArg>,
     /// Write the recorded and the predicted chart, one scale, as a PNG picture to FILE.

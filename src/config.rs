@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{Cli, Command as CliCommand, OverwriteArg, ReflinkArg};
+use crate::cli::{Cli, Command as CliCommand, OverwriteArg, PaceArg, ReflinkArg};
 use crate::copy::{
     CopyError, CopyOptions, CopyRequest, Dereference, OverwritePolicy, ReflinkMode, SyncMode,
     resolve_targets,
@@ -129,7 +129,8 @@ pub struct WhatifRequest {
 
 fn whatif_request(w: crate::cli::WhatifArgs) -> Result<WhatifRequest, ConfigError> {
     let mut settings = crate::model::whatif::Settings {
-        pace_auto: w.pace.is_some(),
+        pace_auto: w.pace == Some(PaceArg::Auto),
+        pace_off: w.pace == Some(PaceArg::Off),
         ..Default::default()
     };
     for spec in &w.set {
@@ -139,7 +140,7 @@ fn whatif_request(w: crate::cli::WhatifArgs) -> Result<WhatifRequest, ConfigErro
     }
     if w.set.is_empty() && w.pace.is_none() {
         return Err(ConfigError::Invalid(
-            "whatif: nothing to change: give --set NAME=VALUE (e.g. zfs_dirty_data_max=1G) or --pace auto".into(),
+            "whatif: nothing to change: give --set NAME=VALUE (e.g. zfs_dirty_data_max=1G) or --pace auto|off".into(),
         ));
     }
     Ok(WhatifRequest {
@@ -638,7 +639,7 @@ fn copy_request(cli: &Cli) -> Result<CopyRequest, ConfigError> {
         throttle_bps,
         bwlimit_bps: c.bwlimit.as_deref().map(parse_rate).transpose()?,
         bwlimit_is_demo_pace: false,
-        pace_auto: c.pace.is_some(),
+        pace_auto: c.pace == Some(PaceArg::Auto),
         one_file_system: c.one_file_system,
         only_newer: c.update && overwrite == OverwritePolicy::Ask,
         exclude: c.exclude.clone(),

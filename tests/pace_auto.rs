@@ -55,6 +55,9 @@ fn a_paced_copy_is_never_held_by_the_page_cache() {
     let src = work.path().join("src.bin");
     let body = data(600 << 20, 5);
     std::fs::write(&src, &body).unwrap();
+    // The source on disk, as a user's is: its dirty pages would count in the page cache's
+    // level (global) that both the pace and the comparison read.
+    rustix::fs::sync();
     let free = copy(&src, &disk.mnt.join("free.bin"), &[]);
     let paced = copy(&src, &disk.mnt.join("paced.bin"), &["--pace", "auto"]);
     for name in ["free.bin", "paced.bin"] {
@@ -79,6 +82,29 @@ fn a_paced_copy_is_never_held_by_the_page_cache() {
         paced["budget"]
     );
     eprintln!("dirty throttle: unpaced {held_free:.2}, paced {held_paced:.2}");
+    // The paced run's summary holds the unpaced run predicted from its own rates: it ends
+    // about when the real unpaced run did.
+    let end = |s: &serde_json::Value| {
+        s["copy_s"].as_f64().unwrap() + s["flush_s"].as_f64().unwrap_or(0.0)
+    };
+    let check = &paced["pace_check"];
+    let predicted = check["unpaced_predicted"]["end_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a comparison with the unpaced run: {check}"));
+    let real = end(&free);
+    assert!(
+        (predicted - real).abs() <= 0.25 * real,
+        "predicted unpaced end {predicted:.1} s against the real one's {real:.1} s ({check})"
+    );
+    let paced_end = check["paced"]["end_s"].as_f64().unwrap();
+    assert!(
+        (paced_end - end(&paced)).abs() < 0.5,
+        "the comparison's paced end is the run's: {paced_end:.1} against {:.1}",
+        end(&paced)
+    );
+    eprintln!(
+        "end: unpaced {real:.1} s, predicted unpaced {predicted:.1} s, paced {paced_end:.1} s"
+    );
     let verdict = paced["verdict"]["text"].as_str().unwrap_or("");
     assert!(
         verdict.starts_with("Paced by --pace auto to the destination's sustained rate"),

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::copy::CopyOutcome;
+use crate::model::whatif::PaceComparison;
 use crate::model::{EventKind, Model};
 use crate::present::format::fmt_event_time;
 use crate::present::format::fmt_rate_with;
@@ -29,6 +30,8 @@ pub struct RunEnd<'a> {
     pub header: &'a Header,
     /// The environment's notes as the run ended (the demo adds its own to the probed ones).
     pub notes: &'a [String],
+    /// `--pace auto`: the run against its predicted unpaced twin, or why there is none.
+    pub pace_check: Option<&'a Result<PaceComparison, String>>,
 }
 
 /// Most drops listed one by one; the rest are counted.
@@ -199,6 +202,11 @@ fn tui_summary_lines(
             units == Units::Binary,
         ));
     }
+    if let Some(c) = end.pace_check {
+        let line = crate::report::whatif::pace_check_line(c);
+        s.push_str(&if ascii { asciify(&line) } else { line });
+        s.push('\n');
+    }
     s
 }
 
@@ -247,6 +255,8 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
     for line in evidence_line(model)
         .into_iter()
         .chain(eta_check_line(model))
+        .chain(end.pace_check.map(crate::report::whatif::pace_check_line))
+        .chain(end.pace_check.map(crate::report::whatif::pace_check_line))
     {
         text.push_str(&format!("  {line}\n"));
     }
@@ -295,6 +305,12 @@ pub fn json_summary(end: &RunEnd) -> Value {
         m.insert("verdict".into(), json!(end.model.verdict()));
         if let Some(c) = end.model.eta_check() {
             m.insert("eta_check".into(), crate::report::json::eta_check_json(&c));
+        }
+        if let Some(c) = end.pace_check {
+            m.insert(
+                "pace_check".into(),
+                crate::report::whatif::pace_check_json(c),
+            );
         }
     }
     crate::report::json::with_net(v, end.header.watch.as_ref(), &st)

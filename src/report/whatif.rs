@@ -12,7 +12,7 @@ use anyhow::Context;
 use crate::model::ModelConfig;
 use crate::model::whatif::measure::{Dest, IntakeFrom, PoolRates};
 use crate::model::whatif::{
-    Change, Figures, Limits, Measured, Observer, Prediction, Scenario, predict,
+    Change, Figures, Limits, Measured, Observer, PaceComparison, Prediction, Scenario, predict,
 };
 use crate::present::format::{fmt_bytes, fmt_pct, fmt_rate, fmt_secs};
 use crate::present::quote::quote;
@@ -153,6 +153,7 @@ fn change_text(k: &str, c: Change) -> String {
         Change::Percent(p) => format!("{k}={}", fmt_pct(f64::from(p))),
         Change::Nanos(n) => format!("{k}={n} ns"),
         Change::PaceAuto => "--pace auto".to_string(),
+        Change::PaceOff => "--pace off".to_string(),
     }
 }
 
@@ -457,7 +458,7 @@ impl Outcome {
                 fmt_secs(txg_timeout_s),
                 fmt_bytes(delay_min_bytes),
                 fmt_bytes(dirty_max),
-                if self.scenario.settings.pace_auto {
+                if self.scenario.settings.paced(&self.measured.env) {
                     "; the copy holds --pace auto's pace"
                 } else {
                     ""
@@ -472,7 +473,7 @@ impl Outcome {
                 fmt_bytes(bg_thresh),
                 fmt_bytes(hold),
                 fmt_bytes(thresh),
-                if self.scenario.settings.pace_auto {
+                if self.scenario.settings.paced(&self.measured.env) {
                     "; the copy holds --pace auto's pace"
                 } else {
                     ""
@@ -637,4 +638,127 @@ pub fn write_outputs(
         written.push(p.clone());
     }
     Ok(written)
+}
+
+/// `pace: 0 drops, on disk at 01:31; unpaced (predicted from this run's rates) 10 drops for
+/// 52 s, the longest 11 s, on disk at 01:25: pacing avoided 10 drops and cost 6.0 s (7 %)`:
+/// a `--pace auto` run against its unpaced twin, or why there is no comparison.
+pub fn pace_check_line(check: &Result<PaceComparison, String>) -> String {
+    let c = match check {
+        Ok(c) => c,
+        Err(why) => return format!("pace: no comparison with an unpaced run: {why}"),
+    };
+    let drops = |f: &Figures| match f.drops {
+        0 => "no drop".to_string(),
+        n => format!(
+            "{n} drop{} for {}, the longest {}",
+            if n == 1 { "" } else { "s" },
+            fmt_secs(f.drop_s),
+            fmt_secs(f.longest_stall_s)
+        ),
+    };
+    let end = |f: &Figures| {
+        let at = crate::present::format::fmt_clock(f.end_s);
+        if f.durable {
+            format!("on disk at {at}")
+        } else {
+            format!("last byte at {at}")
+        }
+    };
+    let (p, u) = (&c.paced, &c.unpaced);
+    let avoided = match c.drops_avoided() {
+        n if n > 0 => format!("pacing avoided {n} drop{}", if n == 1 { "" } else { "s" }),
+        0 => "pacing changed no drop count".to_string(),
+        n => format!(
+            "pacing made {} more drop{}",
+            -n,
+            if n == -1 { "" } else { "s" }
+        ),
+    };
+    let cost = c.end_cost_s();
+    let share = (cost / u.end_s.max(1e-9) * 100.0).round();
+    let kept = if cost >= 0.0 {
+        format!("cost {} ({share:.0} %)", fmt_secs(cost))
+    } else {
+        format!("ended {} sooner", fmt_secs(-cost))
+    };
+    format!(
+        "pace: {}, {}; unpaced (predicted from this run's rates) {}, {}: {avoided} and {kept}",
+        drops(p),
+        end(p),
+        drops(u),
+        end(u)
+    )
+}
+
+/// The comparison as the JSON summary carries it.
+pub fn pace_check_json(check: &Result<PaceComparison, String>) -> serde_json::Value {
+    let figures = |f: &Figures| {
+        serde_json::json!({
+            "drops": f.drops,
+            "drop_s": f.drop_s,
+            "longest_stall_s": f.longest_stall_s,
+            "lost_s": f.lost_s,
+            "end_s": f.end_s,
+            "durable": f.durable,
+        })
+    };
+    match check {
+        Ok(c) => serde_json::json!({
+            "paced": figures(&c.paced),
+            "unpaced_predicted": figures(&c.unpaced),
+            "drops_avoided": c.drops_avoided(),
+            "end_cost_s": c.end_cost_s(),
+        }),
+        Err(why) => serde_json::json!({ "error": why }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(drops: usize, drop_s: f64, longest: f64, end_s: f64) -> Figures {
+        Figures {
+            drops,
+            dest_drops: drops,
+            other_drops: Vec::new(),
+            longest_stall_s: longest,
+            longest_dest_stall_s: longest,
+            drop_s,
+            lost_s: drop_s / 2.0,
+            end_s,
+            durable: true,
+        }
+    }
+
+    #[test]
+    fn the_pace_line_says_what_pacing_avoided_and_what_it_cost() {
+        let c = PaceComparison {
+            paced: figures(0, 0.0, 0.0, 91.2),
+            unpaced: figures(10, 52.4, 11.3, 85.2),
+        };
+        assert_eq!(
+            pace_check_line(&Ok(c.clone())),
+            "pace: no drop, on disk at 01:31; unpaced (predicted from this run's rates) 10 drops \
+             for 52 s, the longest 11 s, on disk at 01:25: pacing avoided 10 drops and cost \
+             6.0 s (7 %)"
+        );
+        let v = pace_check_json(&Ok(c));
+        assert_eq!(v["drops_avoided"], 10);
+        assert_eq!(v["unpaced_predicted"]["drops"], 10);
+        assert!((v["end_cost_s"].as_f64().unwrap() - 6.0).abs() < 1e-9);
+        let sooner = PaceComparison {
+            paced: figures(1, 0.4, 0.4, 30.0),
+            unpaced: figures(1, 2.0, 2.0, 31.0),
+        };
+        assert!(
+            pace_check_line(&Ok(sooner))
+                .ends_with("pacing changed no drop count and ended 1.0 s sooner"),
+        );
+        assert_eq!(
+            pace_check_line(&Err("the recording copied nothing".into())),
+            "pace: no comparison with an unpaced run: the recording copied nothing"
+        );
+    }
 }

@@ -289,6 +289,14 @@ impl ExactSource {
             self.accounts.apply(ev);
         }
         self.accounts.close_tick(now);
+        if self
+            .accounts
+            .totals
+            .off_cpu_ns
+            .contains_key(&WaitClass::DirtyThrottle)
+        {
+            self.instance.trace_throttle();
+        }
         self.name_writers(now);
         let t = &self.accounts.totals;
         Some(ExactSample {

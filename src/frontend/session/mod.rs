@@ -24,6 +24,7 @@ use crate::copy::{
     ConflictAsk, Control, CopyJob, CopyOutcome, EventSender, Progress, Stamped, spawn_engine,
 };
 use crate::frontend::metrics::MetricsEndpoint;
+use crate::model::whatif::PaceComparison;
 use crate::model::{Event, Model, ModelConfig};
 use crate::report::export::ChartData;
 use crate::report::recording::{Header, Summary};
@@ -361,8 +362,13 @@ impl Session {
         self.recorder.events(&last_events);
         self.publish(&model);
         let summary = summary_of(&outcome, &model);
+        let pace_check = self.recorder.take_hindsight().map(|h| {
+            h.compare(&model, self.header.interval_ms.saturating_mul(1_000_000))
+                .map_err(|e| e.to_string())
+        });
         let recording_error = self.recorder.finish(&summary);
         Finished {
+            pace_check,
             model,
             outcome,
             summary,
@@ -386,6 +392,8 @@ pub struct Finished {
     pub env: Environment,
     /// What closing the model added (recorded already), for a face that prints events.
     pub last_events: Vec<Event>,
+    /// `--pace auto`: the run against its predicted unpaced twin, or why there is none.
+    pub pace_check: Option<Result<PaceComparison, String>>,
     record: Option<PathBuf>,
     recording_error: Option<String>,
 }
@@ -398,6 +406,7 @@ impl Finished {
             model: &self.model,
             header: &self.header,
             notes: &self.env.notes,
+            pace_check: self.pace_check.as_ref(),
         }
     }
 

@@ -1,10 +1,12 @@
 //! The recording of the run in progress: to `--record FILE`, to a temporary file that the
-//! TUI's `s` can save, or none; a write error stops recording, never the run.
+//! TUI's `s` can save, or none; a write error stops recording, never the run. A paced run's
+//! samples are also kept for the comparison with its unpaced twin at the end.
 
 use std::path::Path;
 
 use crate::copy::EngineEvent;
 use crate::model::Event;
+use crate::model::whatif::Hindsight;
 use crate::report::recording::{Header, RecordingError, RecordingWriter, Summary};
 use crate::sample::Sample;
 
@@ -17,6 +19,8 @@ pub struct Recorder {
     /// Holds the temporary directory alive (removed when the recorder is dropped).
     _temp: Option<tempfile::TempDir>,
     failed: Option<String>,
+    /// `--pace auto`: what the comparison with the unpaced run needs of the samples.
+    hindsight: Option<Hindsight>,
 }
 
 impl Recorder {
@@ -29,6 +33,7 @@ impl Recorder {
             temporary: false,
             _temp: None,
             failed: None,
+            hindsight: None,
         }
     }
 
@@ -44,6 +49,7 @@ impl Recorder {
                 temporary: true,
                 _temp: None,
                 failed: None,
+                hindsight: None,
             };
         }
         let (path, temp) = match record {
@@ -55,6 +61,7 @@ impl Recorder {
                         writer: None,
                         temporary: true,
                         _temp: None,
+                        hindsight: None,
                         failed: Some(format!(
                             "cannot create a temporary recording: {}",
                             crate::present::quote::said(&e)
@@ -69,12 +76,14 @@ impl Recorder {
                 temporary: record.is_none(),
                 _temp: temp,
                 failed: None,
+                hindsight: None,
             },
             Err(e) => Recorder {
                 writer: None,
                 temporary: record.is_none(),
                 _temp: temp,
                 failed: Some(e.to_string()),
+                hindsight: None,
             },
         }
     }
@@ -89,7 +98,15 @@ impl Recorder {
     }
 
     pub fn sample(&mut self, s: &Sample) {
+        if let Some(h) = self.hindsight.as_mut() {
+            h.sample(s);
+        }
         self.write(|w| w.write_sample(s));
+    }
+
+    /// What a paced run kept for its comparison with the unpaced one.
+    pub fn take_hindsight(&mut self) -> Option<Hindsight> {
+        self.hindsight.take()
     }
 
     pub fn event(&mut self, e: &Event) {
@@ -139,9 +156,11 @@ impl Recorder {
     /// The recording a run asks for: `record` if given; else, when `savable`, a temporary
     /// one (the TUI's `s` saves it); else none.
     pub fn for_run(record: Option<&Path>, savable: bool, header: &Header) -> Recorder {
-        match record {
+        let mut r = match record {
             None if !savable => Recorder::none(),
             record => Recorder::open(record, header),
-        }
+        };
+        r.hindsight = Hindsight::for_run(&header.environment);
+        r
     }
 }

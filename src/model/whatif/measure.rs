@@ -8,7 +8,7 @@ use super::WhatifError;
 use crate::model::budget::Slice;
 use crate::model::phase::Limit;
 use crate::model::{Cause, EventKind, Model};
-use crate::sample::{Environment, Sample};
+use crate::sample::{Environment, Sample, WaitClass};
 
 /// `spa_asize_inflation` (module/zfs/spa_misc.c): a dirtied byte reserves this much pool
 /// space until its txg syncs (`dmu_objset_willuse_space` → `dsl_dir_willuse_space`).
@@ -23,6 +23,11 @@ const DEVICE_HOLD_SHARE: f64 = 0.8;
 
 /// The intake is replayed in windows of this length.
 pub const WINDOW_NS: u64 = 1_000_000_000;
+/// A tick the page cache held the writer this share of tells the level it holds writers at
+/// (a share as [`held_share`] counts it: one of two copy threads held all the tick is a half).
+const THROTTLED_SHARE: f64 = 0.25;
+/// Ticks held by the page cache that tell its level.
+const MIN_THROTTLED_TICKS: usize = 5;
 /// A window tells the intake when the writer was free at least this share of it.
 const MIN_FREE_SHARE: f64 = 0.3;
 
@@ -68,6 +73,8 @@ pub struct Observer {
     /// The most data the run held in RAM for the destination (ZFS dirty data, or dirty +
     /// writeback), bytes.
     max_cached: Option<u64>,
+    /// Dirty + writeback at each tick the page cache held the writer most of, bytes.
+    throttled_levels: Vec<u64>,
 }
 
 impl Observer {
@@ -116,36 +123,23 @@ impl Observer {
             return;
         }
         let dt = (s.t_ns - prev.t_ns) as f64;
-        let held = match (&prev.exact, &s.exact) {
-            (Some(a), Some(b)) if b.traced_ns > a.traced_ns && b.lost_events == a.lost_events => {
-                let active = b.threads.max(1) as f64;
-                let ns: u64 = crate::sample::WaitClass::ALL
-                    .iter()
-                    .filter(|c| c.is_destination())
-                    .map(|c| b.off_cpu(*c).saturating_sub(a.off_cpu(*c)))
-                    .sum();
-                (ns as f64 / active.min(2.0)).min(dt) / dt
-            }
-            _ => match &s.threads {
-                Some(t) if t.active > 0 => {
-                    let n: u32 = t
-                        .classes
-                        .iter()
-                        .filter(|(c, _)| c.is_destination())
-                        .map(|(_, n)| *n)
-                        .sum();
-                    (f64::from(n) / f64::from(t.active)).min(1.0)
-                }
-                _ => 0.0,
-            },
-        };
+        let held = held_share(prev, s, WaitClass::is_destination);
+        if held_share(prev, s, |c| c == WaitClass::DirtyThrottle) >= THROTTLED_SHARE
+            && let Some(p) = &s.page_cache
+        {
+            self.throttled_levels
+                .push(p.dirty.saturating_add(p.writeback));
+        }
         let i = (prev.t_ns / WINDOW_NS) as usize;
         if self.windows.len() <= i {
             self.windows.resize(i + 1, Window::default());
         }
+        // A writer sleeping for its own pace (`--pace auto`, `--bwlimit`) is not free either:
+        // the intake is what it gave while it ran.
+        let paced = (s.engine.paced_ns.saturating_sub(e.paced_ns) as f64 / dt).min(1.0);
         let w = &mut self.windows[i];
         w.bytes += s.engine.bytes_copied.saturating_sub(e.bytes_copied);
-        w.free_ns += dt * (1.0 - held);
+        w.free_ns += dt * (1.0 - (held + paced).min(1.0));
         w.ns += dt;
         if let (Some(a), Some(b)) = (&prev.threads, &s.threads) {
             w.runq_ns += b.runq_wait_ns.saturating_sub(a.runq_wait_ns) as f64;
@@ -186,6 +180,45 @@ impl Observer {
     /// Bytes the copy wrote per assigned tx: the dataset's record size, as ZFS sees it.
     fn tx_bytes(&self) -> Option<f64> {
         (self.tx.1 >= 100).then(|| self.tx.0 as f64 / self.tx.1 as f64)
+    }
+
+    /// Where the page cache began to hold the writer: dirty + writeback at the lowest tenth
+    /// of the ticks it held the writer most of (the kernel starts holding at freerun and
+    /// settles above it), once a few such ticks were seen.
+    fn throttled_level(&self) -> Option<u64> {
+        let mut v = self.throttled_levels.clone();
+        v.sort_unstable();
+        (v.len() >= MIN_THROTTLED_TICKS).then(|| v[v.len() / 10])
+    }
+}
+
+/// The share of the tick (`prev` to `s`) the writer was held in the classes `held`: from the
+/// exact trace (its threads' time, at most two of them counted as the writer), else from its
+/// threads' state at the tick's end.
+fn held_share(prev: &Sample, s: &Sample, held: impl Fn(WaitClass) -> bool) -> f64 {
+    let dt = (s.t_ns - prev.t_ns) as f64;
+    match (&prev.exact, &s.exact) {
+        (Some(a), Some(b)) if b.traced_ns > a.traced_ns && b.lost_events == a.lost_events => {
+            let active = b.threads.max(1) as f64;
+            let ns: u64 = WaitClass::ALL
+                .iter()
+                .filter(|c| held(**c))
+                .map(|c| b.off_cpu(*c).saturating_sub(a.off_cpu(*c)))
+                .sum();
+            (ns as f64 / active.min(2.0)).min(dt) / dt
+        }
+        _ => match &s.threads {
+            Some(t) if t.active > 0 => {
+                let n: u32 = t
+                    .classes
+                    .iter()
+                    .filter(|(c, _)| held(**c))
+                    .map(|(_, n)| *n)
+                    .sum();
+                (f64::from(n) / f64::from(t.active)).min(1.0)
+            }
+            _ => 0.0,
+        },
     }
 }
 
@@ -498,7 +531,9 @@ fn disk_rates(model: &Model, obs: &Observer) -> Result<DiskRates, WhatifError> {
         _ => None,
     };
     let freerun = (bg_thresh + thresh) / 2;
-    let fill_level = model.phase.fill_level();
+    // The level where the copy's burst into the cache ended, else where the kernel was seen
+    // holding the writer (a paced copy, or one held from its start, has no burst).
+    let fill_level = model.phase.fill_level().or(obs.throttled_level());
     let device_hold = fill_level.filter(|l| (*l as f64) < freerun as f64 * DEVICE_HOLD_SHARE);
     Ok(DiskRates {
         disk_bps,

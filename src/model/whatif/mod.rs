@@ -6,12 +6,14 @@
 //! through a fresh [`Model`], so the prediction's drops, stalls, time lost and end are found
 //! by the same rules as the real run's. Pure: no clock, no file (docs/whatif.md).
 
+pub mod hindsight;
 pub mod measure;
 
 mod cache;
 mod pool;
 mod run;
 
+pub use hindsight::{Hindsight, PaceComparison};
 pub use measure::{Measured, Observer};
 
 use super::Model;
@@ -32,6 +34,8 @@ pub struct Settings {
     pub dirty_background_ratio: Option<u32>,
     /// `--pace auto`: the copy holds the pace `Model::pace` gives, as a live copy does.
     pub pace_auto: bool,
+    /// `--pace off`: the copy runs free, even where the recorded one was paced.
+    pub pace_off: bool,
 }
 
 /// The tunables `--set` takes, as the user writes them.
@@ -183,7 +187,16 @@ impl Settings {
         if self.pace_auto {
             out.push(("--pace", Change::PaceAuto));
         }
+        if self.pace_off {
+            out.push(("--pace", Change::PaceOff));
+        }
         out
+    }
+
+    /// Whether the simulated copy holds `--pace auto`'s pace: as told, else as the recorded
+    /// copy (`env`) did.
+    pub fn paced(&self, env: &Environment) -> bool {
+        !self.pace_off && (self.pace_auto || env.pace_auto)
     }
 
     /// Refuses a change the recording's destination has nothing to apply it to: a ZFS
@@ -223,6 +236,7 @@ pub enum Change {
     Percent(u32),
     Nanos(u64),
     PaceAuto,
+    PaceOff,
 }
 
 /// `/sys/module/zfs/parameters/zfs_txg_timeout` and `/proc/sys/vm/dirty_bytes` name the
@@ -331,6 +345,8 @@ pub struct Figures {
     /// The longest drop, and the longest of the modelled ones, seconds.
     pub longest_stall_s: f64,
     pub longest_dest_stall_s: f64,
+    /// The drops' time, seconds.
+    pub drop_s: f64,
     pub lost_s: f64,
     /// When the copy ended: the data on disk after its flush, else its last byte, seconds.
     pub end_s: f64,
@@ -347,6 +363,7 @@ impl Figures {
             other_drops: Vec::new(),
             longest_stall_s: 0.0,
             longest_dest_stall_s: 0.0,
+            drop_s: 0.0,
             lost_s: stats.lost_total_secs(),
             end_s: stats.durable_secs.unwrap_or(stats.copy_secs),
             durable: stats.durable_secs.is_some(),
@@ -357,6 +374,7 @@ impl Figures {
             };
             let secs = d.end_ns.saturating_sub(e.t_ns) as f64 / 1e9;
             f.longest_stall_s = f.longest_stall_s.max(secs);
+            f.drop_s += secs;
             let cause = d.causes.first().unwrap_or(&super::Cause::Unknown);
             if modelled(cause) {
                 f.dest_drops += 1;

@@ -118,7 +118,7 @@ pub(super) fn simulate(m: &Measured, sc: &Scenario) -> Result<Prediction, Whatif
     let mut c = Copy {
         m,
         model: Model::new(sc.model, env.clone()),
-        paced: sc.settings.pace_auto || env.pace_auto,
+        paced: sc.settings.paced(&m.env),
         env,
         sim,
         w: Writer::default(),
@@ -394,7 +394,7 @@ fn changed_env(env: &Environment, s: &Settings) -> Environment {
     if s.zfs_delay_min_dirty_percent.is_some() {
         e.zfs_delay_percent = s.zfs_delay_min_dirty_percent;
     }
-    e.pace_auto |= s.pace_auto;
+    e.pace_auto = s.paced(env);
     e
 }
 

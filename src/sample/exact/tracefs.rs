@@ -104,6 +104,8 @@ pub struct Instance {
     named: Vec<u32>,
     /// Its removal was handed to a child process ([`Instance::remove_detached`]).
     detached: bool,
+    /// `balance_dirty_pages` is enabled ([`Instance::trace_throttle`]).
+    throttle_traced: bool,
 }
 
 impl Instance {
@@ -120,6 +122,7 @@ impl Instance {
             fields: ThrottleFields::default(),
             named: Vec::new(),
             detached: false,
+            throttle_traced: false,
         };
         inst.configure()?;
         Ok(inst)
@@ -214,7 +217,6 @@ impl Instance {
         if first {
             self.write("events/sched/sched_switch/enable", "1")?;
             self.write("events/sched/sched_wakeup/enable", "1")?;
-            let _ = self.write("events/writeback/balance_dirty_pages/enable", "1");
             let pipe = OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -228,6 +230,18 @@ impl Instance {
         }
         self.named = tids;
         Ok(())
+    }
+
+    /// Enables `writeback:balance_dirty_pages` (its filter names the followed threads): the
+    /// throttle's own figures, once a traced stack showed a writer throttled. Left off until
+    /// then, because each enable patches kernel text on every CPU, and so does its disable in
+    /// the instance's `rmdir`: a copy onto ZFS or tmpfs, or one never held by the page cache,
+    /// pays for neither. An old kernel without the event stays without it.
+    pub fn trace_throttle(&mut self) {
+        if !self.throttle_traced {
+            self.throttle_traced = true;
+            let _ = self.write("events/writeback/balance_dirty_pages/enable", "1");
+        }
     }
 
     /// The threads named so far (empty before the first [`Instance::follow`]).
