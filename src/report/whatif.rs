@@ -372,7 +372,7 @@ impl Outcome {
                 Limits::Zfs {
                     delay_min_bytes, ..
                 },
-            ) => match (r.free_space, seen) {
+            ) => match (r.free_space.filter(|_| r.free_space_from_stalls), seen) {
                 (Some(free), _) => {
                     let stop =
                         (free as f64 / crate::model::whatif::measure::ASIZE_INFLATION) as u64;
@@ -387,11 +387,13 @@ impl Outcome {
                         }
                     )]
                 }
-                (None, Some(seen)) if delay_min_bytes > seen => vec![format!(
-                    "The recording's dirty data never passed {}: a limit between that and the write throttle's {} (the pool's space reservation, 24 × the unsynced dirty data against the free space) would not show in it, and would stop the writer earlier than predicted.",
-                    fmt_bytes(seen),
-                    fmt_bytes(delay_min_bytes)
-                )],
+                (None, Some(seen)) if delay_min_bytes > seen && r.free_space.is_none() => {
+                    vec![format!(
+                        "The recording's dirty data never passed {}: a limit between that and the write throttle's {} (the pool's space reservation, 24 × the unsynced dirty data against the free space) would not show in it, and would stop the writer earlier than predicted.",
+                        fmt_bytes(seen),
+                        fmt_bytes(delay_min_bytes)
+                    )]
+                }
                 _ => Vec::new(),
             },
             (Dest::Disk(d), Limits::PageCache { hold, .. }) => {
@@ -533,8 +535,13 @@ fn pool_lines(p: &PoolRates) -> Vec<String> {
     ];
     if let Some(f) = p.free_space {
         v.push(format!(
-            "the pool's space reservation: 24 × the unsynced data may reach {} less what the copy synced (from the stalls below the write throttle)",
-            fmt_bytes(f)
+            "the pool's space reservation: 24 × the unsynced data may reach {} less what the copy synced ({})",
+            fmt_bytes(f),
+            if p.free_space_from_stalls {
+                "from the stalls below the write throttle"
+            } else {
+                "the destination's free space as the copy began"
+            }
         ));
     }
     v

@@ -112,6 +112,9 @@ fn probe_with(
     };
     if let Some(dest) = dest {
         probe_destination(root, &mounts, dest, &mut pools, &mut env);
+        if root.is_live() {
+            env.dest_free_bytes = free_bytes(dest);
+        }
     }
     env.dest_disks = env.dest_devices.iter().map(|d| d.name.clone()).collect();
     let src = source_disks(root, &mounts, sources, &mut pools);
@@ -132,6 +135,16 @@ fn probe_with(
         .and_then(|m| m.mem_total);
     check_sources(root, &mut env);
     env
+}
+
+/// `statvfs` of `path`, or of its nearest existing parent (a copy's destination may not
+/// exist yet): the bytes available to an unprivileged writer.
+fn free_bytes(path: &Path) -> Option<u64> {
+    path.ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .chain(std::iter::once(Path::new(".")))
+        .find_map(|p| rustix::fs::statvfs(p).ok())
+        .map(|v| v.f_bavail.saturating_mul(v.f_frsize))
 }
 
 /// The destination's filesystem, its pool and dataset on ZFS, and its disks.

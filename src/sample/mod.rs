@@ -225,6 +225,10 @@ pub struct Environment {
     /// are (ZFS sizes `zfs_dirty_data_max` from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_total: Option<u64>,
+    /// Space free on the destination's filesystem as the copy began (`statvfs` `f_bavail`),
+    /// bytes: on ZFS, what the pool's space reservation weighs 24 × the unsynced data against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dest_free_bytes: Option<u64>,
     /// The copy's own rate limit (`--bwlimit`, or the demo's pace), bytes/s: the verdict names
     /// it when the writer waited for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

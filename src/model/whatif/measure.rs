@@ -283,8 +283,11 @@ pub struct PoolRates {
     pub tx_measured: bool,
     /// The pool space the reservation check allowed the copy's unsynced data, bytes (24 ×
     /// that data plus what the copy already synced): measured from stalls below the write
-    /// throttle; `None` when the run showed none.
+    /// throttle, else the destination's free space as the copy began (`statvfs`); `None`
+    /// when neither is known.
     pub free_space: Option<u64>,
+    /// `free_space` was measured from the run's stalls.
+    pub free_space_from_stalls: bool,
     pub disks: u32,
 }
 
@@ -443,6 +446,7 @@ fn pool_rates(model: &Model, obs: &Observer) -> Result<PoolRates, WhatifError> {
         Some(b) => (b, true),
         None => (DEFAULT_TX_BYTES, false),
     };
+    let stalls_free = free_space(model, &txgs);
     Ok(PoolRates {
         drain_bps: ndirty * 1e9 / data_ns,
         physical_bps: nwritten * 1e9 / stime,
@@ -451,7 +455,10 @@ fn pool_rates(model: &Model, obs: &Observer) -> Result<PoolRates, WhatifError> {
         written_per_dirty: (nwritten / ndirty).clamp(0.5, 8.0),
         tx_bytes,
         tx_measured,
-        free_space: free_space(model, &txgs),
+        // Measured from the run's own stalls, else the destination's free space at the start
+        // (a paced run never meets the reservation).
+        free_space: stalls_free.or(model.env.dest_free_bytes),
+        free_space_from_stalls: stalls_free.is_some(),
         disks: obs.disks.max(1),
     })
 }
