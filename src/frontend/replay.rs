@@ -9,6 +9,7 @@ use crate::frontend::tui::{
     FRAME_INTERVAL, LiveHooks, Shell, TerminalGuard, TuiSignals, on_key, spawn_key_reader,
 };
 use crate::frontend::update::{Event, ReplayItem, State, Timeline};
+use crate::model::whatif::Hindsight;
 use crate::model::{self, Model, ModelConfig};
 use crate::report::recording::{Header as RecHeader, Recording, RecordingCursor, Replayed};
 use crate::ui::view::{Header, UiOptions};
@@ -167,25 +168,39 @@ impl LiveHooks for ReplayHooks<'_> {
 }
 
 /// `replay --plain`: the same summary the TUI prints after a copy.
+/// A `--pace auto` recording ends with its comparison with the unpaced run, as the live
+/// summary did.
 pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Result<String> {
-    let run = stream(path, cfg)?;
+    let (run, pace_check) = stream_checked(path, cfg)?;
     let data = crate::report::export::ChartData::from_replayed(&run);
-    Ok(crate::report::summary::final_summary(
+    let mut text = crate::report::summary::final_summary(
         &data,
         &run.model,
         opts.theme.ascii(),
         opts.units,
         None,
         100,
-    ))
+    );
+    if let Some(c) = &pace_check {
+        let line = crate::report::whatif::pace_check_line(c);
+        text.push_str(&if opts.theme.ascii() {
+            crate::present::text::asciify(&line)
+        } else {
+            line
+        });
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// `replay --json`: the recording through the model, as JSON lines
 /// ([`crate::report::summary::replay_json`]).
 pub fn run_json(path: &Path, cfg: ModelConfig) -> anyhow::Result<String> {
+    let (run, pace_check) = stream_checked(path, cfg)?;
     Ok(crate::report::summary::replay_json(
-        &stream(path, cfg)?,
+        &run,
         path,
+        pace_check.as_ref(),
     ))
 }
 
@@ -201,10 +216,28 @@ pub fn screenshot(path: &Path, dir: &Path, ascii: bool) -> anyhow::Result<Vec<st
 /// The recording at `path` streamed into a model (bounded memory: no sample is kept), or an
 /// error that names it (quoted).
 fn stream(path: &Path, cfg: ModelConfig) -> anyhow::Result<Replayed> {
-    Replayed::load(path, cfg).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read recording {}",
-            crate::present::quote::file_line(path, &e.to_string())
-        )
-    })
+    Replayed::load(path, cfg).map_err(|e| cannot_read(path, &e))
+}
+
+/// [`stream`], and for a `--pace auto` recording its comparison with the unpaced run
+/// predicted from its rates (or why there is none).
+fn stream_checked(path: &Path, cfg: ModelConfig) -> anyhow::Result<(Replayed, PaceCheck)> {
+    let mut seen = Hindsight::default();
+    let run = Replayed::load_observed(path, cfg, &mut |s| seen.sample(s))
+        .map_err(|e| cannot_read(path, &e))?;
+    let check = Hindsight::for_run(&run.header.environment).map(|_| {
+        seen.compare(&run.model, run.header.interval_ms.saturating_mul(1_000_000))
+            .map_err(|e| e.to_string())
+    });
+    Ok((run, check))
+}
+
+/// A paced run's comparison with its unpaced twin, when the run was paced.
+type PaceCheck = Option<Result<crate::model::whatif::PaceComparison, String>>;
+
+fn cannot_read(path: &Path, e: &crate::report::recording::RecordingError) -> anyhow::Error {
+    anyhow::anyhow!(
+        "cannot read recording {}",
+        crate::present::quote::file_line(path, &e.to_string())
+    )
 }

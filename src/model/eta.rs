@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 
 use super::Model;
 use super::attrib::{TickInfo, dirty_and_writeback, freerun};
+use super::pace::ZFS_LEAST_SHARE;
 use super::phase::{AT_RATE_FACTOR, SATURATED_UTIL_PCT};
 use super::txg::MIN_RATE_TXG_BYTES;
 use super::{Event, EventKind};
@@ -309,6 +310,15 @@ impl Rate {
             mean,
             band: band(spread),
         })
+    }
+
+    /// The rate less `other` bytes/s, each figure kept at `least` of itself at most.
+    fn less(self, other: f64, least: f64) -> Rate {
+        let cut = |x: f64| (x - other).max(x * least);
+        Rate {
+            mean: cut(self.mean),
+            band: self.band.map(|(lo, hi)| (cut(lo), cut(hi))),
+        }
     }
 }
 
@@ -646,15 +656,22 @@ impl Model {
 
     /// The drain rate measured in the window; without a saturated second in it, what the
     /// disks sustained when they last ran saturated (no band: not measured lately).
+    /// On ZFS, less what other writers put into the same txgs (a NAS's Samba clients): the
+    /// pool drains theirs too, so this copy's share is the rest (never under
+    /// [`ZFS_LEAST_SHARE`] of it, as `--pace auto` leaves it).
     fn drain_rate(&self, now: u64) -> Option<Rate> {
         let on_zfs = self.on_zfs();
-        self.eta.drain(now, on_zfs).or_else(|| {
+        let r = self.eta.drain(now, on_zfs).or_else(|| {
             let c = self.phase.slowed_to().or(self.phase.ceiling())?;
             (!on_zfs).then_some(Rate {
                 mean: c,
                 band: None,
             })
-        })
+        })?;
+        match self.facts.others_bps().filter(|_| on_zfs) {
+            Some(others) => Some(r.less(others, ZFS_LEAST_SHARE)),
+            None => Some(r),
+        }
     }
 
     /// The flush (the copy phase over): what is left in RAM at the drain rate.

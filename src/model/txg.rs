@@ -119,10 +119,10 @@ impl OthersIntake {
     /// the copy's bytes are taken off: a tick's bytes credited to the txg after the one they
     /// joined would otherwise count as others' there and be lost here.
     pub fn bps(&self) -> Option<f64> {
-        let dirty: u64 = self.txgs.iter().map(|(d, _, _)| d).sum();
-        let own: u64 = self.txgs.iter().map(|(_, o, _)| o).sum();
-        let open: u64 = self.txgs.iter().map(|(_, _, t)| t).sum();
-        (open > 0).then(|| dirty.saturating_sub(own) as f64 * 1e9 / open as f64)
+        // In f64: four txgs' figures from a corrupt kstat line could overflow a u64 sum.
+        let sum = |f: fn(&(u64, u64, u64)) -> u64| self.txgs.iter().map(|t| f(t) as f64).sum();
+        let (dirty, own, open): (f64, f64, f64) = (sum(|t| t.0), sum(|t| t.1), sum(|t| t.2));
+        (open > 0.0).then(|| (dirty - own).max(0.0) * 1e9 / open)
     }
 }
 

@@ -327,7 +327,12 @@ pub fn recording_line(path: &Path, error: Option<&str>) -> Result<String, String
 /// `replay --json`: each of the model's events (`"type": "diagnosis"`, as a live `--json`
 /// copy prints them), then one `"type": "summary"` object with the model's figures, the same
 /// budget and verdict a live `--json` run ends with, and the recording's own counts.
-pub fn replay_json(run: &crate::report::recording::Replayed, path: &Path) -> String {
+/// A paced recording's summary also holds `pace_check`, as the live run's did.
+pub fn replay_json(
+    run: &crate::report::recording::Replayed,
+    path: &Path,
+    pace_check: Option<&Result<PaceComparison, String>>,
+) -> String {
     let model = &run.model;
     let mut out = String::new();
     for e in model.events() {
@@ -353,6 +358,12 @@ pub fn replay_json(run: &crate::report::recording::Replayed, path: &Path) -> Str
         m.insert("verdict".into(), json!(model.verdict()));
         if let Some(c) = model.eta_check() {
             m.insert("eta_check".into(), crate::report::json::eta_check_json(&c));
+        }
+        if let Some(c) = pace_check {
+            m.insert(
+                "pace_check".into(),
+                crate::report::whatif::pace_check_json(c),
+            );
         }
         if let Some(s) = &run.summary {
             m.insert("files_copied".into(), s.files.into());

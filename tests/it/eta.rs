@@ -61,7 +61,8 @@ fn timeline(rel: &str) -> (Model, Vec<(f64, f64, Option<Eta>)>) {
 
 /// Real copies that ended with a flush: the slow disk with the machine's default dirty limits
 /// (made by scripts/eta-check.sh) and with lowered ones, the ZFS lab pool fresh (1.5 and 3 GiB),
-/// aged, and with `zfs_dirty_data_max` lowered to 64 MiB.
+/// aged, and with `zfs_dirty_data_max` lowered to 64 MiB; the aged pool at 20 MB/s beside a
+/// Samba client, unpaced and `--pace auto` (the client's part of the pool is not the copy's).
 const FLUSHED: &[&str] = &[
     "tests/fixtures/recordings/slowdev-2000mb-default.jsonl",
     "assets/slowdev-40mbps-ext4.jsonl",
@@ -70,6 +71,8 @@ const FLUSHED: &[&str] = &[
     "tests/fixtures/corpus/zfs-aged-bigfile.jsonl",
     "tests/fixtures/corpus/zfs-throttle-64m.jsonl",
     "tests/fixtures/corpus/ext4-disk-lowered.jsonl",
+    "tests/fixtures/corpus/zfs-samba-unpaced.jsonl",
+    "tests/fixtures/corpus/zfs-samba-paced.jsonl",
 ];
 
 #[test]

@@ -292,3 +292,36 @@ fn a_paced_run_ends_beside_its_unpaced_twin() {
     let line = copyscope::report::whatif::pace_check_line(&Ok(c));
     assert!(line.contains("pacing avoided"), "{line}");
 }
+
+#[test]
+fn a_replayed_paced_recording_ends_with_the_comparison() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_copyscope"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let paced = path("zfs-samba-paced");
+    let json = run(&["replay", "--json", &paced]);
+    let summary: serde_json::Value = serde_json::from_str(json.lines().last().unwrap()).unwrap();
+    let check = &summary["pace_check"];
+    assert!(check["drops_avoided"].as_i64().unwrap() >= 8, "{check}");
+    assert_eq!(check["paced"]["drops"], 0, "{check}");
+    let plain = run(&["replay", "--plain", &paced]);
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.starts_with("pace: no drop") && l.contains("pacing avoided")),
+        "{plain}"
+    );
+    // An unpaced recording has none.
+    let unpaced = run(&["replay", "--json", &path("zfs-samba-unpaced")]);
+    assert!(!unpaced.contains("pace_check"));
+}
