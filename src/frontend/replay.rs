@@ -182,13 +182,10 @@ pub fn run_plain(path: &Path, cfg: ModelConfig, opts: UiOptions) -> anyhow::Resu
         100,
     );
     if let Some(c) = &pace_check {
-        let line = crate::report::whatif::pace_check_line(c);
-        text.push_str(&if opts.theme.ascii() {
-            crate::present::text::asciify(&line)
-        } else {
-            line
-        });
-        text.push('\n');
+        text.push_str(&crate::report::summary::pace_check_text(
+            c,
+            opts.theme.ascii(),
+        ));
     }
     Ok(text)
 }
@@ -222,14 +219,19 @@ fn stream(path: &Path, cfg: ModelConfig) -> anyhow::Result<Replayed> {
 /// [`stream`], and for a `--pace auto` recording its comparison with the unpaced run
 /// predicted from its rates (or why there is none).
 fn stream_checked(path: &Path, cfg: ModelConfig) -> anyhow::Result<(Replayed, PaceCheck)> {
+    // The header alone tells whether the run was paced: an unpaced one is not observed.
+    let paced =
+        RecordingCursor::open(path).is_ok_and(|(_, h, _)| Hindsight::wanted(&h.environment));
+    if !paced {
+        return Ok((stream(path, cfg)?, None));
+    }
     let mut seen = Hindsight::default();
     let run = Replayed::load_observed(path, cfg, &mut |s| seen.sample(s))
         .map_err(|e| cannot_read(path, &e))?;
-    let check = Hindsight::for_run(&run.header.environment).map(|_| {
-        seen.compare(&run.model, run.header.interval_ms.saturating_mul(1_000_000))
-            .map_err(|e| e.to_string())
-    });
-    Ok((run, check))
+    let check = seen
+        .compare(&run.model, run.header.interval_ms.saturating_mul(1_000_000))
+        .map_err(|e| e.to_string());
+    Ok((run, Some(check)))
 }
 
 /// A paced run's comparison with its unpaced twin, when the run was paced.

@@ -203,11 +203,18 @@ fn tui_summary_lines(
         ));
     }
     if let Some(c) = end.pace_check {
-        let line = crate::report::whatif::pace_check_line(c);
-        s.push_str(&if ascii { asciify(&line) } else { line });
-        s.push('\n');
+        s.push_str(&pace_check_text(c, ascii));
     }
     s
+}
+
+/// The pace comparison's line ([`crate::report::whatif::pace_check_line`]) as an after-exit
+/// summary ends with it, ASCII where the terminal needs it.
+pub fn pace_check_text(check: &Result<PaceComparison, String>, ascii: bool) -> String {
+    let line = crate::report::whatif::pace_check_line(check);
+    let mut t = if ascii { asciify(&line) } else { line };
+    t.push('\n');
+    t
 }
 
 /// What a watch's average is of: what it saw written (its intake), or what went through the
@@ -255,7 +262,6 @@ pub fn plain_summary(end: &RunEnd, binary: bool, ascii: bool) -> String {
     for line in evidence_line(model)
         .into_iter()
         .chain(eta_check_line(model))
-        .chain(end.pace_check.map(crate::report::whatif::pace_check_line))
         .chain(end.pace_check.map(crate::report::whatif::pace_check_line))
     {
         text.push_str(&format!("  {line}\n"));

@@ -289,8 +289,20 @@ fn a_paced_run_ends_beside_its_unpaced_twin() {
         "{c:?} against {real:?}"
     );
     assert!(c.drops_avoided() >= 8, "{c:?}");
-    let line = copyscope::report::whatif::pace_check_line(&Ok(c));
+    let line = copyscope::report::whatif::pace_check_line(&Ok(c.clone()));
     assert!(line.contains("pacing avoided"), "{line}");
+    // The --plain summary says it once.
+    let outcome = copyscope::copy::CopyOutcome::crashed("replayed");
+    let check = Ok(c);
+    let end = copyscope::report::summary::RunEnd {
+        outcome: &outcome,
+        model: &run.model,
+        header: &run.header,
+        notes: &[],
+        pace_check: Some(&check),
+    };
+    let text = copyscope::report::summary::plain_summary(&end, false, false);
+    assert_eq!(text.matches("pace: ").count(), 1, "{text}");
 }
 
 #[test]

@@ -21,9 +21,14 @@ pub struct PaceComparison {
 }
 
 impl Hindsight {
-    /// One for a copy paced by `--pace auto`; none for any other run (a watch paces nothing).
+    /// One for a copy paced by `--pace auto`; none for any other run.
     pub fn for_run(env: &Environment) -> Option<Hindsight> {
-        (env.pace_auto && env.watched.is_none()).then(Hindsight::default)
+        Hindsight::wanted(env).then(Hindsight::default)
+    }
+
+    /// The run (its environment) is a copy paced by `--pace auto` (a watch paces nothing).
+    pub fn wanted(env: &Environment) -> bool {
+        env.pace_auto && env.watched.is_none()
     }
 
     /// Looks at one sample of the run (every one, in order).
