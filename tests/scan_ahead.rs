@@ -92,7 +92,7 @@ fn totals_are_known_while_the_copy_has_barely_started() {
         }),
         "{events:?}"
     );
-    control.cancelled.store(true, Ordering::SeqCst);
+    control.cancel();
     let out = h.join().unwrap();
     assert_eq!(out.status, ExitStatus::Cancelled);
     assert!(temp_leftovers(&t.path().join("dst")).is_empty());

@@ -10,7 +10,6 @@ mod slowdev;
 mod tmux;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use copyscope::copy::{
@@ -80,7 +79,7 @@ fn a_20000_file_tree_onto_the_slow_disk_knows_its_total_within_2_s() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let snap = progress.snapshot();
-    control.cancelled.store(true, Ordering::SeqCst);
+    control.cancel();
     let out = h.join().unwrap();
     let took = scan_done_at.expect("the scan completed");
     eprintln!(

@@ -388,7 +388,7 @@ impl Census<'_> {
             let answer = ask.low_space(&low);
             sh.space.set_hold(false);
             if answer == SpaceAnswer::Cancel {
-                sh.control.cancelled.store(true, Ordering::SeqCst);
+                sh.control.cancel();
                 return;
             }
         }

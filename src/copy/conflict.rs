@@ -159,7 +159,7 @@ impl Shared {
                     }
                     ConflictAnswer::Rename => Decision::Rename,
                     ConflictAnswer::Cancel => {
-                        self.control.cancelled.store(true, Ordering::SeqCst);
+                        self.control.cancel();
                         Decision::Stop
                     }
                 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -308,8 +308,12 @@ fn start_workers(
         let w = std::thread::Builder::new()
             .name(format!("copyscope-copy-{i}"))
             .spawn(move || {
+                // Tells the engine's wait however the worker ends (a panic unwinds through it).
+                let _ended = WorkerEnd {
+                    tx: Some(tx),
+                    nudge: &wsh.control.nudge,
+                };
                 worker(&wsh, &q);
-                drop(tx);
             });
         match w {
             Ok(h) => workers.push(h),
@@ -379,28 +383,45 @@ fn verify_result(sh: &Shared, mismatches: u64) -> VerifyResult {
 /// same slow disk one sat there 1.4-1.9 s (its kernel stack traced), past the 1 s a cancel
 /// must answer in.
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
-/// How often the wait for the workers looks at the cancel flag.
-const CANCEL_POLL: Duration = Duration::from_millis(25);
+/// How long the wait for the workers sleeps when nothing wakes it: a fallback only, since
+/// every worker's end and a cancel wake it ([`Control::cancel`]).
+const WORKERS_RECHECK: Duration = Duration::from_secs(1);
+
+/// A worker's end: its sender is dropped (the last one closes the channel), then the
+/// engine's wait is woken to look.
+struct WorkerEnd<'a> {
+    tx: Option<std::sync::mpsc::Sender<()>>,
+    nudge: &'a super::nudge::Nudge,
+}
+
+impl Drop for WorkerEnd<'_> {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        self.nudge.wake();
+    }
+}
 
 /// Waits until every worker has ended (true), or, once the copy is cancelled, at most
 /// [`CANCEL_GRACE`] more (false: a worker is still held).
 fn workers_ended(sh: &Shared, ended: &Receiver<()>) -> bool {
+    let nudge = &sh.control.nudge;
     let mut cancelled_at: Option<Instant> = None;
     loop {
+        let seen = nudge.seen();
+        if matches!(ended.try_recv(), Err(TryRecvError::Disconnected)) {
+            return true;
+        }
+        if cancelled_at.is_none() && sh.control.cancelled.load(Ordering::SeqCst) {
+            cancelled_at = Some(Instant::now());
+        }
         let wait = match cancelled_at {
             Some(t) => match CANCEL_GRACE.checked_sub(t.elapsed()) {
                 Some(left) => left,
                 None => return false,
             },
-            None => CANCEL_POLL,
+            None => WORKERS_RECHECK,
         };
-        match ended.recv_timeout(wait) {
-            Err(RecvTimeoutError::Disconnected) => return true,
-            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-        }
-        if cancelled_at.is_none() && sh.control.cancelled.load(Ordering::SeqCst) {
-            cancelled_at = Some(Instant::now());
-        }
+        nudge.wait_past(seen, wait);
     }
 }
 

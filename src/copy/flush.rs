@@ -10,13 +10,19 @@
 
 use std::os::fd::OwnedFd;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustix::io::Errno;
+use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 
 use super::Control;
+use super::nudge::Nudge;
 
-/// How often the parent looks at the child and at the cancel flag.
+/// How long the parent sleeps between looks at the child when nothing wakes it: a watcher
+/// thread wakes it when the child exits and a cancel wakes it too, so this is a fallback.
+const RECHECK: Duration = Duration::from_secs(1);
+/// How often the parent looks when no watcher thread could be started.
 const POLL: Duration = Duration::from_millis(20);
 
 /// How the flush of one target ended.
@@ -36,7 +42,10 @@ pub(crate) fn flush(dir: &OwnedFd, fsync_only: bool, control: &Control) -> Resul
         // No child could be started: flush here (uncancellable, but correct).
         return in_this_thread(dir, fsync_only);
     };
+    let nudge = &control.nudge;
+    let watched = watch_exit(&child, nudge.clone());
     loop {
+        let seen = nudge.seen();
         match child.try_wait() {
             Ok(Some(st)) if st.success() => return Ok(Flushed::Done),
             // `sync` says why on stderr only: ask the kernel the same question here, which
@@ -49,8 +58,35 @@ pub(crate) fn flush(dir: &OwnedFd, fsync_only: bool, control: &Control) -> Resul
             abandon(child);
             return Ok(Flushed::Abandoned);
         }
-        std::thread::sleep(POLL);
+        if watched {
+            nudge.wait_past(seen, RECHECK);
+        } else {
+            std::thread::sleep(POLL);
+        }
     }
+}
+
+/// Starts a thread that waits for `child` to exit without reaping it (`WNOWAIT`, so the
+/// parent's `try_wait` and [`abandon`]'s kill still see their own child) and then wakes
+/// `nudge`. False when no thread could be started.
+fn watch_exit(child: &Child, nudge: Arc<Nudge>) -> bool {
+    let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
+        return false;
+    };
+    std::thread::Builder::new()
+        .name("copyscope-flushwait".into())
+        .spawn(move || {
+            // Exited, or already reaped by the parent (ECHILD): either way it is time to look.
+            while matches!(
+                waitid(
+                    WaitId::Pid(pid),
+                    WaitIdOptions::EXITED | WaitIdOptions::NOWAIT
+                ),
+                Err(Errno::INTR)
+            ) {}
+            nudge.wake();
+        })
+        .is_ok()
 }
 
 /// `sync -f /dev/stdin` (syncfs) or `sync /dev/stdin` (fsync) with `dir` as stdin: the
@@ -92,7 +128,6 @@ fn in_this_thread(fd: &OwnedFd, fsync_only: bool) -> Result<Flushed, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
 
     #[test]
     fn flush_reports_done_and_errors() {
@@ -121,7 +156,7 @@ mod tests {
         )
         .unwrap();
         let c = Control::default();
-        c.cancelled.store(true, Ordering::SeqCst);
+        c.cancel();
         // Either the child already finished (Done) or it is left behind; never an error.
         assert!(flush(&fd, false, &c).is_ok());
     }

@@ -125,7 +125,19 @@ pub struct Control {
     /// While set, workers block before their next I/O (no new reads or writes are issued).
     pub paused: AtomicBool,
     /// Once set, workers stop, remove their temporary files and the engine returns `Cancelled`.
+    /// Set it with [`Control::cancel`], which also wakes the engine's waits.
     pub cancelled: AtomicBool,
+    /// Wakes the engine's waits: a cancel, a worker's end, the flush child's exit.
+    pub nudge: std::sync::Arc<nudge::Nudge>,
+}
+
+impl Control {
+    /// Cancels the copy and wakes whatever waits in the engine.
+    pub fn cancel(&self) {
+        self.cancelled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.nudge.wake();
+    }
 }
 
 /// An engine event with the moment the engine sent it, on the session clock (nanoseconds
@@ -326,6 +338,7 @@ mod flush;
 mod in_flight;
 mod links;
 pub(crate) mod nofollow;
+pub mod nudge;
 pub mod options;
 mod outcomes;
 pub mod pipe;

@@ -51,7 +51,7 @@ pub fn install_signal_handlers(control: Arc<Control>) -> std::io::Result<SignalG
             for sig in signals.forever() {
                 if sig != SIGCONT {
                     LAST_SIGNAL.store(sig, Ordering::SeqCst);
-                    control.cancelled.store(true, Ordering::SeqCst);
+                    control.cancel();
                 }
                 listeners().retain(|l| l.send(sig).is_ok());
             }

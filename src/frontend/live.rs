@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::config::{Config, Display};
 use crate::copy::{Control, CopyJob, CopyOutcome, EngineEvent, Progress};
@@ -188,7 +187,7 @@ pub(crate) fn run_session_tui(
     sess.stop_sampling();
     if let Some(e) = &error {
         // The terminal could not be set up: the engine already runs; stop it cleanly.
-        sess.control.cancelled.store(true, Ordering::SeqCst);
+        sess.control.cancel();
         err(&format!("copyscope: cannot use the terminal: {}", said(e)));
     }
     let outcome = outcome.unwrap_or_else(|| CopyOutcome::crashed("the copy did not report back"));
@@ -245,7 +244,7 @@ fn live_loop(
     let rt = match crate::frontend::event_loop() {
         Ok(rt) => rt,
         Err(e) => {
-            sess.control.cancelled.store(true, Ordering::SeqCst);
+            sess.control.cancel();
             err(&format!(
                 "copyscope: cannot start the event loop: {}",
                 said(&e)

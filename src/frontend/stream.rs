@@ -302,7 +302,7 @@ pub(crate) fn run_session(
     let rt = match crate::frontend::event_loop() {
         Ok(rt) => rt,
         Err(e) => {
-            sess.control.cancelled.store(true, Ordering::SeqCst);
+            sess.control.cancel();
             emit_err(&format!(
                 "copyscope: cannot start the event loop: {}",
                 crate::present::quote::said(&e)

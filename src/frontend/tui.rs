@@ -526,7 +526,7 @@ impl Shell<'_> {
             Effect::Cancel => {
                 if let Some(c) = &self.control {
                     c.paused.store(false, Ordering::SeqCst);
-                    c.cancelled.store(true, Ordering::SeqCst);
+                    c.cancel();
                 }
                 None
             }
