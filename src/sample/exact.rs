@@ -13,7 +13,6 @@ use rustix::time::{ClockId, clock_gettime};
 use serde::{Deserialize, Serialize};
 
 use super::root::SysRoot;
-use super::threads::{is_copier, parse_task_stat};
 use super::{Sample, WaitClass};
 
 pub mod intervals;
@@ -100,58 +99,6 @@ impl ExactSample {
     }
 }
 
-/// The writer's threads to follow: this process's copy threads and the copy's helper
-/// processes, or in watch mode every thread of the followed processes.
-#[derive(Debug)]
-struct Writers {
-    root: SysRoot,
-    helpers: fn() -> Vec<u32>,
-    followed: Option<Vec<u32>>,
-    not_writers: HashSet<u32>,
-}
-
-impl Writers {
-    /// `(tid, running)` of every writer thread now (`running`: state R).
-    fn list(&mut self) -> Vec<(u32, bool)> {
-        let procs: Vec<String> = match &self.followed {
-            Some(p) => p.iter().map(u32::to_string).collect(),
-            None => std::iter::once("self".to_string())
-                .chain((self.helpers)().iter().map(u32::to_string))
-                .collect(),
-        };
-        let mut found = Vec::new();
-        let mut listed = HashSet::new();
-        for proc in procs {
-            let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{proc}/task"))) else {
-                continue;
-            };
-            for tid in dir
-                .flatten()
-                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
-            {
-                listed.insert(tid);
-                if self.not_writers.contains(&tid) {
-                    continue;
-                }
-                let stat = self
-                    .root
-                    .read_to_string(format!("proc/{proc}/task/{tid}/stat"))
-                    .ok();
-                let Some((comm, state)) = stat.as_deref().and_then(parse_task_stat) else {
-                    continue;
-                };
-                if self.followed.is_none() && !is_copier(&comm) {
-                    self.not_writers.insert(tid);
-                    continue;
-                }
-                found.push((tid, state == 'R'));
-            }
-        }
-        self.not_writers.retain(|t| listed.contains(t));
-        found
-    }
-}
-
 /// Most threads named in the filters (a filter is one page of text).
 const MAX_THREADS: usize = 64;
 
@@ -161,7 +108,6 @@ pub struct ExactSource {
     instance: Instance,
     parser: TraceParser,
     accounts: Accounts,
-    writers: Writers,
     /// CLOCK_MONOTONIC at the sampler's `t_ns` = 0.
     mono_at_start: u64,
     buf: Vec<u8>,
@@ -190,7 +136,7 @@ impl ExactSource {
     pub fn start(root: &SysRoot, elapsed_ns: u64) -> Result<ExactSource, NotExact> {
         Self::allowed(root)?;
         let mono_at_start = mono_ns().saturating_sub(elapsed_ns);
-        Self::start_at(Path::new(TRACEFS), root, mono_at_start)
+        Self::start_at(Path::new(TRACEFS), mono_at_start)
     }
 
     /// [`ExactSource::start`] on a thread of its own: making and configuring an instance waits
@@ -202,13 +148,12 @@ impl ExactSource {
         if Self::allowed(root).is_err() {
             return PendingExact(None);
         }
-        let root = root.clone();
         let thread = std::thread::Builder::new()
             .name("copyscope-trace".into())
             .spawn(move || {
                 let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 let mono_at_start = mono_ns().saturating_sub(elapsed);
-                Self::start_at(Path::new(TRACEFS), &root, mono_at_start)
+                Self::start_at(Path::new(TRACEFS), mono_at_start)
             });
         PendingExact(thread.ok())
     }
@@ -235,11 +180,7 @@ impl ExactSource {
 
     /// `mono_at_start`: CLOCK_MONOTONIC at the sampler's `t_ns` = 0, read with the sampler's
     /// clock before the instance is made (which takes tens of ms).
-    fn start_at(
-        tracefs: &Path,
-        root: &SysRoot,
-        mono_at_start: u64,
-    ) -> Result<ExactSource, NotExact> {
+    fn start_at(tracefs: &Path, mono_at_start: u64) -> Result<ExactSource, NotExact> {
         tracefs::ensure_mounted(tracefs).map_err(|e| NotExact(e.to_string()))?;
         tracefs::remove_stale(tracefs, tracefs::copyscope_alive);
         let instance = Instance::create(tracefs).map_err(|e| NotExact(e.to_string()))?;
@@ -248,12 +189,6 @@ impl ExactSource {
             instance,
             parser,
             accounts: Accounts::default(),
-            writers: Writers {
-                root: root.clone(),
-                helpers: crate::copy::writeback::children,
-                followed: None,
-                not_writers: HashSet::new(),
-            },
             mono_at_start,
             buf: Vec::new(),
             events: Vec::new(),
@@ -261,19 +196,15 @@ impl ExactSource {
         })
     }
 
-    /// Watch mode: follow every thread of these processes.
-    pub fn follow_processes(&mut self, pids: &[u32]) {
-        self.writers.followed = Some(pids.to_vec());
-    }
-
     /// The instance's directory (tests check it is gone after drop).
     pub fn instance_dir(&self) -> PathBuf {
         self.instance.dir().to_path_buf()
     }
 
-    /// One tick at `t_ns`: the pipe read to its end, the events applied, new writer threads
-    /// named; `None` once the trace failed (the sample falls back).
-    pub fn tick(&mut self, t_ns: u64) -> Option<ExactSample> {
+    /// One tick at `t_ns`: the pipe read to its end, the events applied, the writer's threads
+    /// (`(tid, running)`, as the thread sampler saw them this tick) followed; `None` once the
+    /// trace failed (the sample falls back).
+    pub fn tick(&mut self, t_ns: u64, writers: &[(u32, bool)]) -> Option<ExactSample> {
         if self.failed {
             return None;
         }
@@ -297,7 +228,7 @@ impl ExactSource {
         {
             self.instance.trace_throttle();
         }
-        self.name_writers(now);
+        self.name_writers(now, writers);
         let t = &self.accounts.totals;
         Some(ExactSample {
             traced_ns: t.traced_ns,
@@ -311,8 +242,7 @@ impl ExactSource {
 
     /// Adds writer threads not followed yet and drops those gone, then rewrites the filters
     /// when the set changed.
-    fn name_writers(&mut self, now: u64) {
-        let list = self.writers.list();
+    fn name_writers(&mut self, now: u64, list: &[(u32, bool)]) {
         let present: HashSet<u32> = list.iter().map(|(t, _)| *t).collect();
         let gone: Vec<u32> = self
             .accounts
@@ -377,9 +307,15 @@ impl PendingExact {
 /// Fills the sample's exact figures and evidence level from what this tick had: the trace
 /// counts only for a tick that follows a writer's threads (a watch of the intake alone, or
 /// of a pipeline's stages, whose states are sampled, is not traced however the trace runs).
-/// `stacks_readable`: the thread sampler can read kernel stacks (root).
-pub fn fill(sample: &mut Sample, exact: Option<&mut ExactSource>, stacks_readable: bool) {
-    let figures = exact.and_then(|x| x.tick(sample.t_ns));
+/// `stacks_readable`: the thread sampler can read kernel stacks (root); `writers`: the
+/// writer's threads it saw this tick.
+pub fn fill(
+    sample: &mut Sample,
+    exact: Option<&mut ExactSource>,
+    stacks_readable: bool,
+    writers: &[(u32, bool)],
+) {
+    let figures = exact.and_then(|x| x.tick(sample.t_ns, writers));
     sample.exact = figures.filter(|_| sample.threads.is_some());
     sample.evidence = Some(if sample.exact.is_some() {
         EvidenceLevel::Exact
@@ -415,7 +351,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         assert!(ExactSource::start(&SysRoot::new(t.path()), 0).is_err());
         let mut s = Sample::default();
-        fill(&mut s, None, false);
+        fill(&mut s, None, false, &[]);
         assert_eq!(s.evidence, Some(EvidenceLevel::Counters));
     }
 
@@ -425,9 +361,9 @@ mod tests {
             pipeline: Some(Default::default()),
             ..Sample::default()
         };
-        fill(&mut s, None, true);
+        fill(&mut s, None, true, &[]);
         assert_eq!(s.evidence, Some(EvidenceLevel::Stacks));
-        fill(&mut s, None, false);
+        fill(&mut s, None, false, &[]);
         assert_eq!(s.evidence, Some(EvidenceLevel::Wchan));
     }
 }

@@ -229,8 +229,6 @@ pub struct SignalReader {
     cpu: Option<CpuMeter>,
     threads: ThreadReader,
     zfs: Option<ZfsFiles>,
-    /// Watch mode: the processes whose threads are read (the exact trace follows them too).
-    followed: Option<Vec<u32>>,
 }
 
 fn now_raw_ns() -> u64 {
@@ -279,19 +277,18 @@ impl SignalReader {
             cpu: CpuMeter::new(root),
             threads: ThreadReader::new(root),
             zfs,
-            followed: None,
         }
     }
 
     /// Watch mode: the threads read each tick are those of `pids` (the followed writers).
     pub fn follow_processes(&mut self, pids: &[u32]) {
         self.threads.follow(pids);
-        self.followed = Some(pids.to_vec());
     }
 
-    /// The processes followed in watch mode (`None`: this process's copy threads).
-    pub fn followed(&self) -> Option<&[u32]> {
-        self.followed.as_deref()
+    /// `(tid, running)` of the writer's threads the last [`SignalReader::read`] saw (the
+    /// copy's threads, or every thread of the followed processes): the exact trace's list.
+    pub fn writer_threads(&self) -> &[(u32, bool)] {
+        self.threads.copiers()
     }
 
     /// Reads every source once. `t_ns` stamps the sample; `birth_offset_ns` is computed from

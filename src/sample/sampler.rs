@@ -257,10 +257,7 @@ pub fn spawn_sampler_from(
                     exact_src = pending.ready();
                 }
                 let mut s = source.tick(reader, start);
-                if let (Some(x), Some(pids)) = (exact_src.as_mut(), reader.followed()) {
-                    x.follow_processes(pids);
-                }
-                exact::fill(&mut s, exact_src.as_mut(), stacks);
+                exact::fill(&mut s, exact_src.as_mut(), stacks, reader.writer_threads());
                 s
             };
             // Best effort: a tick costs ~0.2 ms of CPU, but on a machine busy with

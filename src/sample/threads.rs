@@ -318,6 +318,9 @@ pub struct ThreadReader {
     /// scan, the terminal's threads): a thread keeps its name, so their stat is not read
     /// again while they live (four syscalls per thread and tick, a third of the sampler's).
     not_copiers: HashSet<u32>,
+    /// `(tid, running)` of the copy threads the last [`ThreadReader::read`] saw: the exact
+    /// trace follows these, so it lists no task directory of its own.
+    copiers: Vec<(u32, bool)>,
 }
 
 impl ThreadReader {
@@ -328,6 +331,7 @@ impl ThreadReader {
             followed: None,
             helpers: crate::copy::writeback::children,
             not_copiers: HashSet::new(),
+            copiers: Vec::new(),
         }
     }
 
@@ -355,6 +359,33 @@ impl ThreadReader {
     /// The copier's threads now; `None` when the task directory is unreadable or holds no
     /// copy thread yet and none was ever seen.
     pub fn read(&mut self) -> Option<ThreadSample> {
+        let views = self.read_views();
+        self.copiers.clear();
+        let views = views?;
+        self.copiers
+            .extend(views.iter().map(|v| (v.tid, v.state == 'R')));
+        if views.is_empty() && self.seen.is_empty() {
+            return None;
+        }
+        for v in &views {
+            self.seen.insert(v.tid, (v.run_ns, v.wait_ns));
+        }
+        let (run, wait) = self.seen.values().fold((0u64, 0u64), |(r, w), (a, b)| {
+            (r.saturating_add(*a), w.saturating_add(*b))
+        });
+        let mut s = summarize(&views);
+        s.run_ns = run;
+        s.runq_wait_ns = wait;
+        Some(s)
+    }
+
+    /// `(tid, running)` of the copy threads seen by the last [`ThreadReader::read`].
+    pub fn copiers(&self) -> &[(u32, bool)] {
+        &self.copiers
+    }
+
+    /// Every copy thread's view now; `None` when this process's task directory is unreadable.
+    fn read_views(&mut self) -> Option<Vec<ThreadView>> {
         let mut views = Vec::new();
         let mut any_dir = false;
         let mut listed = HashSet::new();
@@ -386,22 +417,7 @@ impl ThreadReader {
         }
         // A thread id seen again after its thread ended is another thread.
         self.not_copiers.retain(|k| listed.contains(k));
-        if !any_dir && self.followed.is_none() {
-            return None;
-        }
-        if views.is_empty() && self.seen.is_empty() {
-            return None;
-        }
-        for v in &views {
-            self.seen.insert(v.tid, (v.run_ns, v.wait_ns));
-        }
-        let (run, wait) = self.seen.values().fold((0u64, 0u64), |(r, w), (a, b)| {
-            (r.saturating_add(*a), w.saturating_add(*b))
-        });
-        let mut s = summarize(&views);
-        s.run_ns = run;
-        s.runq_wait_ns = wait;
-        Some(s)
+        (any_dir || self.followed.is_some()).then_some(views)
     }
 
     fn read_thread(&self, proc: &str, tid: u32) -> Thread {
@@ -695,6 +711,25 @@ mod tests {
         assert_eq!(reader.read().unwrap().threads, 1);
         put("proc/self/task/11/stat", "11 (copyscope-copy-1) R 1 2 3");
         assert_eq!(reader.read().unwrap().threads, 2);
+    }
+
+    /// The exact trace follows the threads this reader saw, with whether each was running.
+    #[test]
+    fn the_copy_threads_seen_are_listed_for_the_trace() {
+        let t = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| put_file(t.path(), rel, text);
+        put("proc/self/task/10/stat", "10 (copyscope-copy-0) R 1 2 3");
+        put("proc/self/task/11/stat", "11 (copyscope-sampl) R 1 2 3");
+        put("proc/self/task/12/stat", "12 (copyscope-copy-1) D 1 2 3");
+        let root = SysRoot::new(t.path());
+        let mut reader = ThreadReader::new(&root).with_helpers(Vec::new);
+        reader.read();
+        let mut seen = reader.copiers().to_vec();
+        seen.sort_unstable();
+        assert_eq!(seen, [(10, true), (12, false)]);
+        std::fs::remove_dir_all(t.path().join("proc/self/task")).unwrap();
+        assert_eq!(reader.read(), None);
+        assert!(reader.copiers().is_empty(), "a thread gone is not followed");
     }
 
     /// A thread spawned by the main thread has the process's name until it names itself
