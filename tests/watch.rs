@@ -105,7 +105,10 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
     // failed with ETXTBSY when another test forked while the copy's write fd was open). It
     // holds the file open and its `head` children write into it at a slow, steady pace; their
     // counters join the shell's as it reaps them, and the file position is the shell's fd's.
-    let writer = dir.path().join("cswatchwr");
+    // Named after this test process too: two runs of the suite on one machine (a CI clone
+    // beside a checkout) would otherwise follow each other's writer.
+    let name = format!("csw{}", std::process::id());
+    let writer = dir.path().join(&name);
     std::os::unix::fs::symlink("/bin/sh", &writer).unwrap();
     let target = dir.path().join("being-written");
     let mut w = Command::new(&writer)
@@ -122,7 +125,7 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
         .unwrap();
     let watch = Command::new(bin())
         .args(["watch", "--json", "--until-idle", "3", "--duration", "60"])
-        .args(["--comm", "cswatchwr"])
+        .args(["--comm", &name])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .output()
@@ -141,9 +144,11 @@ fn watch_by_comm_finds_a_writer_that_starts_later_and_shows_its_file() {
     let last = progress.last().unwrap();
     // write_bytes counts the page-cache folios a write dirtied: a few pages more at most.
     let bytes = last["bytes_copied"].as_u64().unwrap();
+    let summary = lines.iter().find(|v| v["type"] == "summary");
     assert!(
         (40 * 65536..40 * 65536 + (256 << 10)).contains(&bytes),
-        "{last}"
+        "{last}\nwriters: {}",
+        summary.map_or(Value::Null, |s| s["writers"].clone())
     );
 }
 

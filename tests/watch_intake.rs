@@ -95,11 +95,15 @@ fn file_bytes(root: &Path) -> u64 {
 }
 
 /// A command under a name of its own (a symlink: the kernel names a process after the path
-/// it was exec'd by), so `--comm` follows this test's writers and nothing else on the machine.
-fn named(dir: &Path, name: &str, target: &str) -> PathBuf {
-    let link = dir.join(name);
+/// it was exec'd by), so `--comm` follows this test's writers and nothing else on the machine:
+/// `base` and this test process's pid (two runs of the suite on one machine, a CI clone beside
+/// a checkout, would otherwise follow each other's writers). Returns the link and the name.
+fn named(dir: &Path, base: &str, target: &str) -> (PathBuf, String) {
+    let name = format!("{base}{}", std::process::id());
+    assert!(name.len() <= 15, "{name}: longer than a task name");
+    let link = dir.join(&name);
     std::os::unix::fs::symlink(target, &link).unwrap();
-    link
+    (link, name)
 }
 
 /// Local rsync: a client that sends over a socket pair, a receiver that writes the files and a
@@ -132,7 +136,7 @@ fn watch_of_a_local_rsync_counts_the_bytes_of_its_files() {
     // rsync runs under a followed shell that outlives it: the last bytes of a process reaped
     // by a parent that is not followed are not seen (docs/watch.md), and that is not the
     // question here.
-    let sh = named(dir.path(), "csrsyncw", "/bin/sh");
+    let (sh, name) = named(dir.path(), "csrsyncw", "/bin/sh");
     let script = format!(
         "read go; {rsync} -a '{}/' '{}/'; read done",
         src.display(),
@@ -147,7 +151,7 @@ fn watch_of_a_local_rsync_counts_the_bytes_of_its_files() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let watch = Watch::start(dir.path(), &["--comm", "csrsyncw"], &["--until-idle", "2"]);
+    let watch = Watch::start(dir.path(), &["--comm", &name], &["--until-idle", "2"]);
     let mut stdin = top.stdin.take().unwrap();
     writeln!(stdin, "go").unwrap();
     let (lines, total) = watch.finish();
@@ -247,7 +251,7 @@ fn watch_shows_the_file_a_pwrite_writer_grows_not_its_log() {
 fn watch_counts_a_chain_of_reaped_children_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("dst")).unwrap();
-    let sh = named(dir.path(), "cswchain", "/bin/sh");
+    let (sh, name) = named(dir.path(), "cswchain", "/bin/sh");
     let dst = dir.path().join("dst");
     let dd = |name: &str, mib: u32| {
         format!(
@@ -277,7 +281,7 @@ fn watch_counts_a_chain_of_reaped_children_once() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let watch = Watch::start(dir.path(), &["--comm", "cswchain"], &["--until-idle", "5"]);
+    let watch = Watch::start(dir.path(), &["--comm", &name], &["--until-idle", "5"]);
     let mut stdin = writer.stdin.take().unwrap();
     writeln!(stdin, "go").unwrap();
     let (_, total) = watch.finish();
