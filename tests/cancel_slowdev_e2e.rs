@@ -95,8 +95,13 @@ fn temps(dir: &Path) -> Vec<String> {
 
 /// Starts `copyscope SRC DST` in tmux; the shell writes the exit code to `exit`.
 fn start(tag: &str, src: &Path, dst: &Path, exit: &Path) -> Tmux {
+    start_with(tag, "", src, dst, exit)
+}
+
+/// [`start`] with options before the operands.
+fn start_with(tag: &str, options: &str, src: &Path, dst: &Path, exit: &Path) -> Tmux {
     let cmd = format!(
-        "env TERM=xterm-256color {BIN} {} {}; echo $? > {}; sleep 120",
+        "env TERM=xterm-256color {BIN} {options} {} {}; echo $? > {}; sleep 120",
         src.display(),
         dst.display(),
         exit.display()
@@ -231,8 +236,12 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     t.wait_for("the shell prompt", Duration::from_secs(10), |s| {
         s.contains("shell$ ")
     });
+    // Paced at 15 MB/s, so the copy lasts 80 s: a stop the kernel holds back (a writer
+    // inside balance_dirty_pages while another writer fills the page cache: 22 s once, and
+    // the copy went on meanwhile) must not let it end before the checks after `fg`, which
+    // need it still copying.
     t.send(&format!(
-        "TERM=xterm-256color {BIN} {} {}",
+        "TERM=xterm-256color {BIN} --bwlimit 15M {} {}",
         big.display(),
         dst.display()
     ));
@@ -307,7 +316,8 @@ fn cancel_answers_within_a_second_on_a_slow_nearly_full_disk() {
     wait_for_free(&disk.mnt, fs::metadata(&big).unwrap().len() * 21 / 20);
     let dst = disk.mnt.join("stopcont-copy.bin");
     let exit = work.path().join("exit4");
-    let t = start("slowstopcont", &big, &dst, &exit);
+    // Paced, as in part 3: the copy must outlast a stop the kernel holds back.
+    let t = start_with("slowstopcont", "--bwlimit 15M", &big, &dst, &exit);
     t.wait_for("the copying screen", Duration::from_secs(30), |s| {
         s.contains("copying") && s.contains("MB/s")
     });
@@ -717,7 +727,9 @@ fn assert_suspended(pid: i32) {
             })
             .expect("/proc/PID/io is readable (root)")
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // Every thread stops when it leaves the kernel: a write held in balance_dirty_pages only
+    // when the kernel lets it go.
+    let deadline = Instant::now() + STOP_WAIT;
     while !states().iter().all(|c| *c == 'T') {
         assert!(
             Instant::now() < deadline,
