@@ -67,6 +67,18 @@ fn the_demo_shows_a_drop_and_its_cause() {
         history.contains("waiting for a CPU") && history.contains("1 drop"),
         "the summary names the drop:\n{history}\n{end}"
     );
+    // The budget agrees with the drop: the 4 s the copy waited for a CPU are CPU wait, not
+    // the rate limit the copy slept in before each wait.
+    let cpu_wait: u32 = history
+        .split("CPU wait ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        cpu_wait >= 5,
+        "CPU wait {cpu_wait} % in the budget:\n{history}"
+    );
     let pictures: Vec<_> = std::fs::read_dir(tmp.path().join("copyscope-demo"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -34,13 +34,15 @@ pub struct Progress {
     /// Size of the write syscall in progress (0 between writes): what a cancel waits for.
     pub in_write: AtomicU64,
     /// Cumulative wall-clock ns during which at least one writer slept for `--bwlimit` (the
-    /// engine's own pacing): the verdict's "rate limit" share.
+    /// engine's own pacing) and was not yet due: the verdict's "rate limit" share. A sleep
+    /// that ends late (the writer waited for a CPU after its timer) counts up to its due
+    /// time only.
     pub paced_ns: AtomicU64,
     /// `--pace auto`: the rate the engine holds now, bytes/s (0: free). The session sets it
     /// from the model after every sample.
     pub pace_bps: AtomicU64,
-    /// Writers sleeping for `--bwlimit` now, and since when one has been.
-    pub(crate) pacers: Mutex<(u32, Option<std::time::Instant>)>,
+    /// Writers sleeping for `--bwlimit` now: what [`Progress::paced_ns`] banks.
+    pub(crate) pacers: Mutex<rate::PacedClock>,
     /// Watch mode: at the last tick a followed writer was held in a kernel write wait (a
     /// stall, which `--until-idle` must not take for the writer going quiet).
     pub writer_held: AtomicBool,

@@ -63,6 +63,51 @@ impl RateSchedules {
     }
 }
 
+/// The union of the writers' `--bwlimit` sleeps, each up to its due time: a writer woken
+/// by its timer that then waits for a CPU (a busy machine, the copy at nice 19) is held by
+/// the CPU, not by the limit, and the budget counts that wait as CPU wait. Every event
+/// returns the time to bank since the previous one.
+#[derive(Debug, Default)]
+pub(crate) struct PacedClock {
+    /// Writers sleeping now.
+    sleepers: u32,
+    /// The previous event while a writer slept.
+    since: Option<Instant>,
+    /// The latest due time of the sleeps that overlap since the count was last zero: until
+    /// then a writer sleeps on schedule.
+    due: Option<Instant>,
+}
+
+impl PacedClock {
+    /// A writer starts sleeping at `now` until `due`.
+    pub(crate) fn start(&mut self, now: Instant, due: Instant) -> u64 {
+        let ns = self.bank(now);
+        self.sleepers += 1;
+        self.due = Some(self.due.map_or(due, |d| d.max(due)));
+        self.since = Some(now);
+        ns
+    }
+
+    /// A writer's sleep ended at `now`.
+    pub(crate) fn end(&mut self, now: Instant) -> u64 {
+        let ns = self.bank(now);
+        self.sleepers = self.sleepers.saturating_sub(1);
+        if self.sleepers == 0 {
+            (self.since, self.due) = (None, None);
+        } else {
+            self.since = Some(now);
+        }
+        ns
+    }
+
+    fn bank(&self, now: Instant) -> u64 {
+        let (Some(since), Some(due)) = (self.since, self.due) else {
+            return 0;
+        };
+        now.min(due).saturating_duration_since(since).as_nanos() as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +150,31 @@ mod tests {
             assert!((512..=64 << 10).contains(&c), "{bps}: {c}");
         }
         assert_eq!(bwlimit_chunk(10_000_000), 16 << 10);
+    }
+
+    #[test]
+    fn a_sleep_that_ends_late_counts_up_to_its_due_time() {
+        let mut c = PacedClock::default();
+        let t0 = Instant::now();
+        assert_eq!(c.start(t0, t0 + 10 * MS), 0);
+        // Woken 30 ms late (waiting for a CPU): 10 ms were the limit's.
+        assert_eq!(c.end(t0 + 40 * MS), 10_000_000);
+        // A sleep that ends on time counts whole.
+        c.start(t0 + 50 * MS, t0 + 55 * MS);
+        assert_eq!(c.end(t0 + 55 * MS), 5_000_000);
+    }
+
+    #[test]
+    fn overlapping_sleeps_count_once_up_to_the_latest_due_time() {
+        let mut c = PacedClock::default();
+        let t0 = Instant::now();
+        let mut ns = c.start(t0, t0 + 10 * MS);
+        ns += c.start(t0 + 4 * MS, t0 + 20 * MS);
+        ns += c.end(t0 + 12 * MS);
+        // The second is on schedule until 20 ms; it wakes at 26 ms.
+        ns += c.end(t0 + 26 * MS);
+        assert_eq!(ns, 20_000_000);
+        // Nothing banks while no writer sleeps.
+        assert_eq!(c.start(t0 + 100 * MS, t0 + 101 * MS), 0);
     }
 }

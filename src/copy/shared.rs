@@ -18,7 +18,7 @@ use super::links::HardLinks;
 use super::nofollow::NodeErr;
 use super::options::{CopyOptions, SyncMode};
 use super::outcomes::{IssueKind, Outcomes};
-use super::rate::{RUN_AHEAD, RateSchedules};
+use super::rate::{PacedClock, RUN_AHEAD, RateSchedules};
 use super::space::SpaceGate;
 use super::stage::{LazyStage, MadeDirs, StageSet, TempDir};
 use super::{ConflictAsk, Control, CurrentFile, EngineEvent, EventSender, Progress};
@@ -340,31 +340,18 @@ impl Shared {
         if due <= now + RUN_AHEAD {
             return;
         }
-        self.pacer(true);
+        self.bank_paced(|c, now| c.start(now, due));
         self.sleep_until(due);
-        self.pacer(false);
+        self.bank_paced(|c, now| c.end(now));
     }
 
-    /// Counts the wall time during which any writer sleeps for `--bwlimit` (overlapping
-    /// sleeps of several workers once): `Progress::paced_ns`, the budget's "rate limit". The
-    /// open stretch is banked at every start and end, so the counter keeps up while the
-    /// workers' sleeps overlap without a gap.
-    fn pacer(&self, start: bool) {
+    /// Counts the time during which any writer sleeps for `--bwlimit` before its due time
+    /// (overlapping sleeps of several workers once): `Progress::paced_ns`, the budget's "rate
+    /// limit".
+    fn bank_paced(&self, event: impl FnOnce(&mut PacedClock, Instant) -> u64) {
         let p = &self.progress;
-        let mut g = lock(&p.pacers);
-        let now = Instant::now();
-        if let Some(since) = g.1.take() {
-            let ns = now.saturating_duration_since(since).as_nanos() as u64;
-            p.paced_ns.fetch_add(ns, Ordering::Relaxed);
-        }
-        g.0 = if start {
-            g.0 + 1
-        } else {
-            g.0.saturating_sub(1)
-        };
-        if g.0 > 0 {
-            g.1 = Some(now);
-        }
+        let ns = event(&mut lock(&p.pacers), Instant::now());
+        p.paced_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// `--exclude`: whether an entry of a source directory (`rel` under the root's `root_rel`)

@@ -105,8 +105,10 @@ const STORM_AT: std::time::Duration = std::time::Duration::from_secs(6);
 const STORM_FOR: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Busy threads per CPU during the drop: with the copy's threads at nice 19 (weight 15
-/// against 1024 at nice 0) three of them leave the copy about 0.5 % of a CPU.
-const BUSY_PER_CPU: usize = 3;
+/// against 1024 at nice 0) eight of them leave the copy about 0.2 % of a CPU, a quarter of
+/// what it needs at the demo's pace. With three (0.5 %) the copy got whole slices now and
+/// then and caught up for a few hundred ms: one storm showed as two or three drops.
+const BUSY_PER_CPU: usize = 8;
 
 /// The demo's drop, a real one: from [`STORM_AT`] for [`STORM_FOR`] the copy's threads run
 /// at nice 19 (as under `nice -n 19 copyscope`) while busy threads at normal priority take
