@@ -213,17 +213,60 @@ pub fn spawn_sampler(
 /// A run that ends before its trace was set up waits this long for it, ms.
 const UNREADY_TRACE_MS: u64 = 200;
 
-/// The kernel's trace of the writer's threads when allowed (root), from the first tick after
-/// it is set up (the ticks before carry the fallback's level); its removal is left to a child
-/// process when the sampler ends normally, and done there when it unwinds. Not for
-/// `copyscope pipe`: its thread blocks on the pipes every few KiB, and a stack traced at each
-/// of those switches cut a 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md,
-/// "pipe").
-fn start_trace(root: &SysRoot, env: &Environment, start: Instant) -> exact::PendingExact {
-    if env.pipe.is_none() {
-        ExactSource::start_in_background(root, start)
-    } else {
-        exact::PendingExact::none()
+/// The run's age at which the trace is set up. Its set-up waits for an RCU grace period
+/// (setting the instance's clock resets its ring: ~30 ms) and no process can exit while a
+/// thread of it waits there, so a run that ended during the set-up waited for it: an empty
+/// directory's copy took 69 ms instead of 4. No drop can be found this early (the reference
+/// needs a second of copying), so these ticks lose nothing but the budget's exact split of
+/// the first half second; a copy that ends before it never traces.
+const TRACE_AFTER: Duration = Duration::from_millis(500);
+
+/// The kernel's trace of the writer's threads when allowed (root), set up in the background
+/// once the run is [`TRACE_AFTER`] old and used from the first tick after that (the ticks
+/// before carry the fallback's level); its removal is left to a child process when the
+/// sampler ends normally, and done there when it unwinds. Not for `copyscope pipe`: its
+/// thread blocks on the pipes every few KiB, and a stack traced at each of those switches
+/// cut a 2 GiB stream to a quarter of cat's rate (docs/benchmarks.md, "pipe").
+struct Trace {
+    wanted: bool,
+    pending: exact::PendingExact,
+    source: Option<ExactSource>,
+}
+
+impl Trace {
+    fn new(env: &Environment) -> Trace {
+        Trace {
+            wanted: env.pipe.is_none(),
+            pending: exact::PendingExact::none(),
+            source: None,
+        }
+    }
+
+    /// The source for the tick of a run `age` old: set-up started once the run is old enough,
+    /// taken once made.
+    fn for_tick(
+        &mut self,
+        root: &SysRoot,
+        start: Instant,
+        age: Duration,
+    ) -> Option<&mut ExactSource> {
+        if self.wanted && age >= TRACE_AFTER {
+            self.wanted = false;
+            self.pending = ExactSource::start_in_background(root, start);
+        }
+        if self.source.is_none() {
+            self.source = self.pending.ready();
+        }
+        self.source.as_mut()
+    }
+
+    /// The run is over: the trace's removal goes to a child process (a set-up still under
+    /// way is waited for, at most [`UNREADY_TRACE_MS`]).
+    fn close(mut self) {
+        let unready = Duration::from_millis(UNREADY_TRACE_MS);
+        if let Some(x) = self.source.or_else(|| self.pending.wait_for(unready)) {
+            x.close_detached();
+        }
     }
 }
 
@@ -249,15 +292,12 @@ pub fn spawn_sampler_from(
             // Built here, not by the caller: its first reading (the CPU meter's /proc/stat)
             // then overlaps the start of the copy instead of delaying it.
             let mut reader = SignalReader::new(&root, &env);
-            let mut pending = start_trace(&root, &env, start);
-            let mut exact_src: Option<ExactSource> = None;
+            let mut trace = Trace::new(&env);
             let stacks = exact::stacks_readable(&root);
             let mut take = |source: &mut SampleSource, reader: &mut SignalReader| {
-                if exact_src.is_none() {
-                    exact_src = pending.ready();
-                }
                 let mut s = source.tick(reader, start);
-                exact::fill(&mut s, exact_src.as_mut(), stacks, reader.writer_threads());
+                let exact = trace.for_tick(&root, start, start.elapsed());
+                exact::fill(&mut s, exact, stacks, reader.writer_threads());
                 s
             };
             // Best effort: a tick costs ~0.2 ms of CPU, but on a machine busy with
@@ -311,10 +351,7 @@ pub fn spawn_sampler_from(
                     }
                 }
             }
-            let unready = Duration::from_millis(UNREADY_TRACE_MS);
-            if let Some(x) = exact_src.or_else(|| pending.wait_for(unready)) {
-                x.close_detached();
-            }
+            trace.close();
         });
     SamplerHandle {
         stop_tx: Some(stop_tx),
@@ -326,6 +363,27 @@ pub fn spawn_sampler_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trace_is_set_up_only_once_the_run_is_half_a_second_old() {
+        let root = SysRoot::new("/nonexistent-fixture-root");
+        let mut t = Trace {
+            wanted: true,
+            pending: exact::PendingExact::none(),
+            source: None,
+        };
+        let start = Instant::now();
+        assert!(
+            t.for_tick(&root, start, Duration::from_millis(400))
+                .is_none()
+        );
+        assert!(t.wanted, "a run 400 ms old is not traced yet");
+        assert!(t.for_tick(&root, start, TRACE_AFTER).is_none());
+        assert!(
+            !t.wanted,
+            "set-up asked for once (a fixture root is never traced)"
+        );
+    }
 
     #[test]
     fn percentile_nearest_rank() {
