@@ -576,7 +576,7 @@ pub(crate) fn copy_regular(sh: &Shared, e: &Entry, buf: &mut [u8]) {
             "was deleted while it was copied; the copy holds the data as it was read".into(),
         );
     }
-    sh.done(&path, written);
+    sh.done(path, written);
 }
 
 /// Why the source no longer matches what was copied: its size, modification time or
@@ -970,7 +970,7 @@ pub(crate) fn copy_special(sh: &Shared, e: &Entry) {
     if let Err(err) = place(sh, &path, tmp, e, node.id, &placing) {
         return node_error(sh, &path, "cannot rename into place", err);
     }
-    sh.done(&path, 0);
+    sh.done(path, 0);
 }
 
 /// The permission bits a FIFO or device node is made with (symlinks have none); set-id
@@ -1085,7 +1085,7 @@ pub(crate) fn make_link(sh: &Shared, e: &Entry, first: &FirstName) {
         ino: id.ino,
     };
     match place(sh, &path, tmp, e, id, &target) {
-        Ok(()) => sh.done(&path, 0),
+        Ok(()) => sh.done(path, 0),
         Err(err) => node_error(sh, &path, "cannot rename into place", err),
     }
 }

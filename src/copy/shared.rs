@@ -3,7 +3,7 @@
 //! small helpers (errno words, timestamps) every part of the engine uses.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -148,11 +148,20 @@ pub(crate) struct Entry {
 
 impl Entry {
     pub fn src_display(&self) -> PathBuf {
-        self.parent.src_display.join(&self.src_name)
+        joined(&self.parent.src_display, &self.src_name)
     }
     pub fn rel(&self) -> PathBuf {
-        self.parent.rel.join(&self.src_name)
+        joined(&self.parent.rel, &self.src_name)
     }
+}
+
+/// `dir.join(name)` for one name, allocated once at its final length (`join` copies `dir`
+/// and grows it for the name: two allocations per file, twice per file).
+fn joined(dir: &Path, name: &OsStr) -> PathBuf {
+    let mut p = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    p.push(dir);
+    p.push(name);
+    p
 }
 
 /// A name in a destination directory: (directory dev, directory inode, name).
@@ -400,13 +409,24 @@ impl Shared {
         }
     }
 
+    /// The file a worker starts: written into the previous one's path buffer, so a tree of
+    /// small files allocates no path here.
     pub fn set_current(&self, rel: &Path, size: u64) {
         if let Ok(mut c) = self.progress.current.lock() {
-            *c = Some(CurrentFile {
-                path: rel.to_path_buf(),
-                size,
-                done: 0,
-            });
+            match c.as_mut() {
+                Some(cur) => {
+                    cur.path.as_mut_os_string().clear();
+                    cur.path.push(rel);
+                    (cur.size, cur.done) = (size, 0);
+                }
+                None => {
+                    *c = Some(CurrentFile {
+                        path: rel.to_path_buf(),
+                        size,
+                        done: 0,
+                    })
+                }
+            }
         }
     }
 
@@ -508,12 +528,10 @@ impl Shared {
         }
     }
 
-    pub fn done(&self, path: &Path, bytes: u64) {
+    /// A file is done: its path moves into the event.
+    pub fn done(&self, path: PathBuf, bytes: u64) {
         self.progress.files_done.fetch_add(1, Ordering::Relaxed);
-        let _ = self.events.send(EngineEvent::FileDone {
-            path: path.to_path_buf(),
-            bytes,
-        });
+        let _ = self.events.send(EngineEvent::FileDone { path, bytes });
     }
 
     /// A directory's last child is done: give it its final metadata (when we made it, or
