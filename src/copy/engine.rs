@@ -17,7 +17,7 @@ use super::flush::Flushed;
 use super::options::{CopyOptions, SyncMode};
 use super::outcomes::FileIssue;
 use super::plan::{CopyJob, Root};
-use super::queue::{Popped, QUEUE_LEN, WorkQueue};
+use super::queue::{Grouped, Popped, QUEUE_LEN, QUEUE_RUNS, WorkQueue};
 use super::scan::scan;
 use super::shared::{Entry, Shared, errmsg, lock};
 use super::{ConflictAsk, Control, EngineEvent, EventSender, Progress, ProgressSnapshot};
@@ -259,7 +259,7 @@ fn copy_all(sh: &Arc<Shared>, roots: &[Root], census: Option<JoinHandle<()>>) {
     // Bounded: the copy's walk (which makes directories and queues files) runs ahead of the
     // workers, but not without limit (each queued file holds its directory open).
     let jobs = sh.opts.jobs.max(1);
-    let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, jobs));
+    let queue = Arc::new(WorkQueue::<Entry>::new(QUEUE_LEN, QUEUE_RUNS, jobs));
     let (workers, ended) = start_workers(sh, &queue, jobs);
     if !workers.is_empty() {
         scan(sh, roots, &queue);
@@ -313,7 +313,7 @@ fn start_workers(
                     tx: Some(tx),
                     nudge: &wsh.control.nudge,
                 };
-                worker(&wsh, &q);
+                worker(&wsh, &q, i);
             });
         match w {
             Ok(h) => workers.push(h),
@@ -425,10 +425,10 @@ fn workers_ended(sh: &Shared, ended: &Receiver<()>) -> bool {
     }
 }
 
-fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>) {
+fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>, index: usize) {
     let mut buf = vec![0u8; sh.opts.buffer_size.max(4096)];
     while !sh.is_stopped() {
-        match q.pop() {
+        match q.pop(index) {
             Popped::Item(e) => {
                 super::file::copy_regular(sh, &e, &mut buf);
                 sh.stop_if_full(&e.parent.dst);
@@ -439,6 +439,13 @@ fn worker(sh: &Arc<Shared>, q: &WorkQueue<Entry>) {
         }
     }
     q.leave();
+}
+
+/// A file's run in the queue is its destination directory.
+impl Grouped for Entry {
+    fn group(&self) -> usize {
+        Arc::as_ptr(&self.parent) as usize
+    }
 }
 
 impl CopyOutcome {
