@@ -18,7 +18,9 @@ use super::nofollow::{self, Ident, NodeErr};
 use super::options::Dereference;
 use super::plan::Root;
 use super::queue::WorkQueue;
-use super::shared::{DirNode, Entry, Meta, Shared, cfr_cannot_clone, errmsg, is_zfs};
+use super::shared::{
+    DirNode, Entry, Meta, Shared, cfr_cannot_clone, errmsg, is_zfs, sizes_are_true,
+};
 use super::stage::{self, LazyStage};
 
 /// Directory entry names with the type `getdents` gave (`d_type`; `Unknown` on file systems
@@ -351,6 +353,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool 
     };
     let cfr_ok = cfr_cannot_clone(&dst);
     let (tmpfile_ok, private) = (!is_zfs(&dst), stage::is_private(&dst));
+    let src_sizes_true = sizes_are_true(&src);
     let node = Arc::new(DirNode {
         src,
         dst,
@@ -364,6 +367,7 @@ fn scan_file_root(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool 
         dst_display: display_parent(&root.dest),
         rel: PathBuf::new(),
         cfr_ok,
+        src_sizes_true,
         tmpfile_ok: AtomicBool::new(tmpfile_ok),
         private,
         stage: LazyStage::default(),
@@ -506,6 +510,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
     let root_rel = rel.clone();
     let cfr_ok = cfr_cannot_clone(&dst);
     let (tmpfile_ok, private) = (!is_zfs(&dst), stage::is_private(&dst));
+    let src_sizes_true = sizes_are_true(&src);
     let node = Arc::new(DirNode {
         src,
         dst,
@@ -519,6 +524,7 @@ fn scan_tree(sh: &Arc<Shared>, root: &Root, tx: &WorkQueue<Entry>) -> bool {
         dst_display: root.dest.clone(),
         rel,
         cfr_ok,
+        src_sizes_true,
         tmpfile_ok: AtomicBool::new(tmpfile_ok),
         private,
         stage: LazyStage::default(),
@@ -710,6 +716,11 @@ fn enter_dir(
         });
     }
     let private = st.as_ref().is_some_and(stage::is_private_stat);
+    // The parent's file system unless this is a mount point of the source.
+    let src_sizes_true = match node.meta {
+        Some(m) if m.dev == meta.dev => node.src_sizes_true,
+        _ => sizes_are_true(&src),
+    };
     node.hold();
     let child = Arc::new(DirNode {
         src,
@@ -724,6 +735,7 @@ fn enter_dir(
         dst_display: dst_path,
         rel: node.rel.join(name),
         cfr_ok: node.cfr_ok,
+        src_sizes_true,
         tmpfile_ok: AtomicBool::new(node.tmpfile_ok.load(Ordering::Relaxed)),
         private,
         stage: LazyStage::default(),

@@ -117,6 +117,9 @@ pub(crate) struct DirNode {
     pub rel: PathBuf,
     /// copy_file_range cannot clone on this destination filesystem, so it is safe with `--reflink=never`.
     pub cfr_ok: bool,
+    /// The source is a disk (or tmpfs) file system, whose sizes are true: an empty file there
+    /// has no data to read. Pseudo file systems (/proc, /sys) say 0 for files that have some.
+    pub src_sizes_true: bool,
     /// New files here start unnamed (`O_TMPFILE`) until the file system says it cannot;
     /// never on ZFS, where linking an unnamed file waits for a whole txg sync.
     pub tmpfile_ok: AtomicBool,
@@ -700,6 +703,21 @@ pub(crate) fn cfr_cannot_clone(fd: &OwnedFd) -> bool {
     }
 }
 
+/// Whether `fd`'s file system says the true size of every regular file (the local disk file
+/// systems and tmpfs), so an empty file need not be read to its end.
+pub(crate) fn sizes_are_true(fd: &OwnedFd) -> bool {
+    const KNOWN: [i64; 6] = [
+        0xEF53,      // ext2/3/4
+        0x0102_1994, // tmpfs
+        0x5846_5342, // XFS
+        0x9123_683E, // btrfs
+        0x2fc1_2fc1, // ZFS
+        0xF2F5_2010, // F2FS
+    ];
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    rfs::fstatfs(fd).is_ok_and(|s| KNOWN.contains(&(s.f_type as i64)))
+}
+
 pub(crate) fn is_zfs(fd: &OwnedFd) -> bool {
     const ZFS_SUPER_MAGIC: i64 = 0x2fc1_2fc1;
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
@@ -732,9 +750,49 @@ impl DirNode {
             dst_display: path.to_path_buf(),
             rel: PathBuf::new(),
             cfr_ok: false,
+            src_sizes_true: false,
             tmpfile_ok: AtomicBool::new(true),
             private: true,
             stage: Default::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_dir(p: &str) -> OwnedFd {
+        rfs::open(
+            p,
+            rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn pseudo_file_systems_do_not_have_true_sizes_and_tmpfs_does() {
+        assert!(!sizes_are_true(&open_dir("/proc/self")));
+        assert!(!sizes_are_true(&open_dir("/sys/kernel")));
+        // A machine without /dev/shm has no tmpfs to try.
+        let Ok(shm) = rfs::open(
+            "/dev/shm",
+            rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return;
+        };
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        let tmpfs = rfs::fstatfs(&shm).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
+        assert_eq!(sizes_are_true(&shm), tmpfs);
+    }
+
+    #[test]
+    fn one_name_is_joined_as_join_does() {
+        for (dir, name) in [("", "f"), ("a", "f"), ("a/b", "f.txt"), ("/", "x")] {
+            let want = Path::new(dir).join(name);
+            assert_eq!(joined(Path::new(dir), OsStr::new(name)), want);
+        }
     }
 }
